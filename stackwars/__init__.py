@@ -1,0 +1,13 @@
+"""stackwars: JAX or PyTorch, which execution mode, for this workload, and why.
+
+Python API: ``stackwars.load_results(db)`` returns every stored cell as a DataFrame.
+"""
+
+__version__ = "0.1.0"
+
+
+def load_results(db=None):
+    """All cells of the results database as a pandas DataFrame (one row per cell)."""
+    from stackwars.store.results import load_results as _load
+
+    return _load(db)

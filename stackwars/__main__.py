@@ -1,0 +1,3 @@
+from stackwars.cli import main
+
+main()

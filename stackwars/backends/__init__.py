@@ -1,0 +1,30 @@
+"""Built-in backends: one registry line each. Implementations import their framework
+and are loaded only inside workers, so the parent never imports torch or jax."""
+
+from stackwars.backends.base import BackendSpec
+from stackwars.registry import register_backend
+
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+_COMPILE_CHOICES = {"mode": COMPILE_MODES, "fullgraph": (True, False)}
+
+register_backend(BackendSpec(
+    "torch-eager", "torch", "stackwars.backends.torch_eager:TorchEager",
+    "PyTorch eager mode (op by op)"))
+register_backend(BackendSpec(
+    "torch-compile", "torch", "stackwars.backends.torch_compile:TorchCompile",
+    "torch.compile: Dynamo + AOTAutograd + Inductor (options: mode, fullgraph)",
+    option_defaults={"mode": "default", "fullgraph": False}, option_choices=_COMPILE_CHOICES))
+register_backend(BackendSpec(
+    "torch-compile-max-autotune", "torch", "stackwars.backends.torch_compile:TorchCompile",
+    "torch.compile(mode='max-autotune'): autotuned GEMM templates; slow to compile", default=False,
+    option_defaults={"mode": "max-autotune", "fullgraph": False}, option_choices=_COMPILE_CHOICES))
+register_backend(BackendSpec(
+    "torch-cudagraphs", "torch", "stackwars.backends.torch_compile:TorchCompile",
+    "torch.compile(mode='reduce-overhead'): Inductor + CUDA graphs", default=False, devices=("cuda",),
+    option_defaults={"mode": "reduce-overhead", "fullgraph": False}, option_choices=_COMPILE_CHOICES))
+register_backend(BackendSpec(
+    "jax-eager", "jax", "stackwars.backends.jax_eager:JaxEager",
+    "JAX op by op (no jit); each primitive compiled on first use"))
+register_backend(BackendSpec(
+    "jax-jit", "jax", "stackwars.backends.jax_jit:JaxJit",
+    "jax.jit: the whole step compiled by XLA (AOT stages timed)"))

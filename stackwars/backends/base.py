@@ -1,0 +1,106 @@
+"""The fixed face of a backend (a framework plus an execution mode).
+
+A backend is one registry line, a ``BackendSpec`` (name, framework, devices, options,
+implementation path), and one implementation module that imports its framework and is
+loaded only inside workers. The harness uses it like this:
+
+    backend = spec.load(options)
+    applied = backend.configure(settings)      # threads, matmul precision, caches
+    prepared = backend.prepare(workload, cfg, phase, params, batch, device, dtype)
+    out = prepared.call()                      # one step; first call includes compile
+    prepared.sync([out, ...])                  # block until every output is computed
+    prepared.after_first_call()                # compile timers, outside the timed region
+    prepared.parity_outputs(out)               # numpy outputs comparable to the reference
+    prepared.compile_stats()                   # read at the end: recompiles count too
+    backend.device_peak_memory()
+
+``spec.availability(probe, device)`` says, from a probe of the machine, whether the
+backend can run that device here and why not; such cells are recorded as ``unsupported``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from stackwars.errors import SpecError
+from stackwars.records import CompileStats
+
+
+@dataclass
+class Prepared:
+    call: Callable[[], Any]  # one step; returns what ``sync`` must wait for
+    parity_outputs: Callable[[Any], dict[str, np.ndarray]]  # first-call output -> numpy outputs
+    sync: Callable[[Sequence[Any]], None]  # blocks until the listed outputs are computed
+    after_first_call: Callable[[], None] = lambda: None  # read compile timers (untimed)
+    compile_stats: Callable[[], CompileStats | None] = lambda: None  # read at the end of the cell
+    memory_analysis: Callable[[], dict[str, int]] = dict
+    notes: dict[str, Any] = field(default_factory=dict)  # what ran, recorded with the cell
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """What the parent knows about a backend without importing its framework."""
+
+    name: str
+    framework: str
+    impl: str  # "module:Class", imported only inside workers
+    description: str = ""
+    default: bool = True  # part of "all available backends"
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    option_defaults: Mapping[str, Any] = field(default_factory=dict)
+    option_choices: Mapping[str, tuple] = field(default_factory=dict)  # absent: any value
+
+    def resolve_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(options) - set(self.option_defaults))
+        if unknown:
+            allowed = ", ".join(sorted(self.option_defaults)) or "none"
+            raise SpecError(f"backend {self.name!r} has no option(s) {', '.join(unknown)}; allowed: {allowed}")
+        out = dict(self.option_defaults)
+        for k, v in options.items():
+            allowed = self.option_choices.get(k)
+            if allowed is not None and v not in allowed:
+                raise SpecError(f"backend {self.name!r}: {k}={v!r} is not allowed; choose one of "
+                                f"{', '.join(map(str, allowed))}")
+            out[k] = v
+        return out
+
+    def availability(self, probe: Mapping[str, Any], device: str) -> tuple[bool, str]:
+        """Whether this backend can run ``device`` on the probed machine, and why not."""
+        fw = probe.get(self.framework) or {}
+        if not fw.get("importable"):
+            return False, f"{self.framework} is not installed ({fw.get('error', 'import failed')})"
+        if device not in self.devices:
+            return False, f"{self.name} runs on {', '.join(self.devices)}, not {device}"
+        if device == "cuda" and not fw.get("cuda"):
+            return False, f"{self.framework} sees no CUDA device ({fw.get('cuda_reason', 'none found')})"
+        return True, ""
+
+    def load(self, options: Mapping[str, Any] | None = None) -> "Backend":
+        module, cls = self.impl.split(":")
+        return getattr(importlib.import_module(module), cls)(self, self.resolve_options(options or {}))
+
+
+class Backend:
+    """Implementation side, instantiated inside a worker by ``BackendSpec.load``."""
+
+    def __init__(self, spec: BackendSpec, options: Mapping[str, Any]):
+        self.spec = spec
+        self.options = dict(options)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def configure(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def prepare(self, workload: Any, cfg: Any, phase: str, params: Mapping[str, np.ndarray],
+                batch: Mapping[str, np.ndarray], device: str, dtype: str) -> Prepared:
+        raise NotImplementedError
+
+    def device_peak_memory(self, device: str) -> tuple[int | None, str | None]:
+        return None, None

@@ -1,0 +1,173 @@
+"""What every JAX backend shares: settings, conversion, phases, sync, memory, compile events.
+
+Subclasses change one thing, ``wrap(fn, donate)``: eager returns ``fn`` (every primitive
+is dispatched, and compiled on first use, one at a time), jit compiles the whole step.
+
+* forward: ``twin.forward(static, params, batch)``;
+* train-step: ``jax.value_and_grad`` of ``twin.loss`` (parameters cast to the compute
+  dtype inside the differentiated function when training bfloat16 on float32 master
+  weights), then an optax update. The state (params, optimizer state) is threaded
+  through the calls; under jit it is donated, as JAX's training loops do.
+
+Compile activity is counted from JAX's own monitoring events
+(``/jax/core/compile/backend_compile_duration`` and friends), not inferred from timings.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+from typing import Any, Callable, Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from stackwars.backends.base import Backend, Prepared
+from stackwars.workloads.base import param_dtype
+
+JAX_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+
+class CompileEvents:
+    """Counts and times JAX's compile events; ``mark()`` splits first call from the rest."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, float]] = []
+        self._mark = 0
+        jax.monitoring.register_event_duration_secs_listener(self._on_duration)
+
+    def _on_duration(self, event: str, duration: float, **kwargs: Any) -> None:
+        if event in (TRACE_EVENT, LOWER_EVENT, COMPILE_EVENT):
+            self.events.append((event, duration))
+
+    def mark(self) -> None:
+        self._mark = len(self.events)
+
+    def first(self, event: str) -> tuple[int, float]:
+        hits = [d for e, d in self.events[: self._mark] if e == event]
+        return len(hits), float(sum(hits))
+
+    def after_first(self, event: str) -> int:
+        return sum(1 for e, _ in self.events[self._mark:] if e == event)
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    return np.asarray(jax.device_get(x), dtype=np.float64)
+
+
+def make_optimizer(spec: Any) -> optax.GradientTransformation:
+    if spec.name == "sgd":
+        return optax.sgd(spec.lr)
+    if spec.name == "adamw":
+        return optax.adamw(spec.lr, weight_decay=spec.weight_decay)
+    raise ValueError(f"unknown optimizer {spec.name!r}")
+
+
+class JaxBackend(Backend):
+    framework = "jax"
+
+    def configure(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        precision = settings.get("matmul_precision", "float32")
+        # 'float32' = Precision.HIGHEST; 'tensorfloat32' = Precision.HIGH (TF32 on GPU).
+        # JAX's own default on Ampere/Hopper GPUs is TF32 while PyTorch's is full fp32.
+        jax.config.update("jax_default_matmul_precision", "float32" if precision == "float32" else "tensorfloat32")
+        cache = settings.get("cache_dir")
+        if cache:
+            jax.config.update("jax_compilation_cache_dir", os.path.join(cache, "jax"))
+            # cache every executable, however small or fast to compile, so warm means warm
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+            jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        self.events = CompileEvents()
+        return {
+            "jax_version": jax.__version__,
+            "jax_default_matmul_precision": jax.config.jax_default_matmul_precision,
+            "jax_compilation_cache_dir": jax.config.jax_compilation_cache_dir,
+            "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            "xla_python_client_preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
+            "jax_platforms": os.environ.get("JAX_PLATFORMS"),
+            "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        }
+
+    def wrap(self, fn: Callable, donate: tuple[int, ...] = ()) -> Callable:
+        return fn
+
+    def array(self, x: np.ndarray, dtype: str) -> jax.Array:
+        # float32 -> bfloat16 on the host with ml_dtypes: round to nearest even, as the reference
+        return jax.device_put(np.ascontiguousarray(x, dtype=np.float32).astype(JAX_DTYPES[dtype]), self.device)
+
+    def prepare(self, workload, cfg, phase, params, batch, device, dtype) -> Prepared:
+        self.device = jax.devices("gpu" if device == "cuda" else "cpu")[0]
+        twin = workload.twin("jax")
+        pdtype = param_dtype(dtype, phase)
+        static, tree = twin.build(cfg, {k: self.array(v, pdtype) for k, v in params.items()})
+        jbatch = {k: self.array(v, dtype) for k, v in batch.items()}
+        notes: dict[str, Any] = {"param_dtype": pdtype, "compute_dtype": dtype}
+
+        if phase == "forward":
+            fwd = self.wrap(partial(twin.forward, static))
+
+            def call():
+                return fwd(tree, jbatch)
+
+            def parity(out):
+                return {"out": to_numpy(out)}
+
+            return Prepared(call, parity, self.sync_all, after_first_call=self.events.mark, notes=notes)
+
+        spec = workload.optimizer(cfg)
+        tx = make_optimizer(spec)
+        compute = JAX_DTYPES[dtype]
+        mixed = pdtype != dtype
+
+        def loss_of(params, batch):
+            if mixed:
+                params = jax.tree.map(lambda p: p.astype(compute), params)
+            return twin.loss(static, params, batch)
+
+        def train_step(params, opt_state, batch):
+            loss, grads = jax.value_and_grad(loss_of)(params, batch)
+            updates, opt_state = tx.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state, loss
+
+        step = self.wrap(train_step, donate=(0, 1))
+        state = [tree, tx.init(tree)]
+        initial = {k: to_numpy(v) for k, v in twin.canonical(static, tree).items()}
+        notes.update(optimizer=f"optax.{spec.name}(lr={spec.lr})",
+                     mixed_precision="params cast to compute dtype inside the loss" if mixed else None)
+
+        def call():
+            params, opt_state, loss = step(state[0], state[1], jbatch)
+            state[0], state[1] = params, opt_state
+            return params, opt_state, loss
+
+        def parity(out):
+            params, _, loss = out
+            result = {"loss": to_numpy(loss)}
+            for k, v in twin.canonical(static, params).items():
+                result[f"update.{k}"] = to_numpy(v) - initial[k]
+            return result
+
+        return Prepared(call, parity, self.sync_latest, after_first_call=self.events.mark, notes=notes)
+
+    @staticmethod
+    def sync_all(outs: Sequence[Any]) -> None:
+        """Independent calls (forward): wait for every output."""
+        jax.block_until_ready(outs)
+
+    @staticmethod
+    def sync_latest(outs: Sequence[Any]) -> None:
+        """Chained calls (train-step): each step consumes (and may donate) the previous
+        state, so the newest state depends on every earlier step; waiting on it waits on all."""
+        jax.block_until_ready(outs[-1])
+
+    def device_peak_memory(self, device: str) -> tuple[int | None, str | None]:
+        stats = self.device.memory_stats() if device == "cuda" else None
+        if not stats or "peak_bytes_in_use" not in stats:
+            return None, None
+        return (int(stats["peak_bytes_in_use"]),
+                "jax Device.memory_stats()['peak_bytes_in_use'] (since worker start, preallocation off)")

@@ -1,0 +1,78 @@
+"""jax-jit: the whole step under jax.jit, compiled by XLA.
+
+The first call runs the AOT stages explicitly, ``jit(f).trace(*args)`` ->
+``.lower()`` -> ``.compile()``, timing each, then executes the ``Compiled`` object;
+later calls reuse it (the same C++ fast path as calling the jitted function). XLA's
+cost and memory analyses of the compiled executable are recorded with the cell.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import jax
+
+from stackwars.backends.jax_common import COMPILE_EVENT, JaxBackend
+from stackwars.records import CompileStats
+
+
+class JaxJit(JaxBackend):
+
+    def wrap(self, fn: Callable, donate: tuple[int, ...] = ()) -> Callable:
+        jitted = jax.jit(fn, donate_argnums=donate)
+        self.stages: dict[str, Any] = {}
+        self.donated = donate
+
+        def call(*args):
+            compiled = self.stages.get("compiled")
+            if compiled is None:
+                t0 = time.perf_counter()
+                traced = jitted.trace(*args)
+                t1 = time.perf_counter()
+                lowered = traced.lower()
+                t2 = time.perf_counter()
+                compiled = lowered.compile()
+                t3 = time.perf_counter()
+                self.stages.update(compiled=compiled, lowered=lowered,
+                                   times={"trace_s": t1 - t0, "lower_s": t2 - t1, "compile_s": t3 - t2})
+            return compiled(*args)
+
+        return call
+
+    def prepare(self, *args, **kwargs):
+        prepared = super().prepare(*args, **kwargs)
+        prepared.compile_stats = self._stats
+        prepared.memory_analysis = self._memory
+        prepared.notes["donate_argnums"] = list(self.donated)
+        return prepared
+
+    def _stats(self) -> CompileStats | None:
+        times = self.stages.get("times")
+        if times is None:
+            return None
+        extra: dict[str, Any] = {}
+        try:
+            cost = self.stages["compiled"].cost_analysis()
+            cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+            extra["xla_cost_analysis"] = {k: float(v) for k, v in (cost or {}).items()
+                                          if k in ("flops", "transcendentals", "bytes accessed")}
+        except Exception as exc:  # backends may not implement it
+            extra["xla_cost_analysis_error"] = repr(exc)
+        return CompileStats(
+            total_s=sum(times.values()),
+            breakdown=dict(times),
+            graphs=1,
+            recompiles=self.events.after_first(COMPILE_EVENT),
+            source="jax.stages AOT: trace/lower/compile wall time; recompiles from jax.monitoring",
+            extra=extra,
+        )
+
+    def _memory(self) -> dict[str, int]:
+        compiled = self.stages.get("compiled")
+        analysis = compiled.memory_analysis() if compiled is not None else None
+        if analysis is None:
+            return {}
+        fields = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+                  "temp_size_in_bytes", "generated_code_size_in_bytes")
+        return {f: int(getattr(analysis, f)) for f in fields if hasattr(analysis, f)}

@@ -1,0 +1,83 @@
+"""torch-compile: TorchDynamo -> AOTAutograd -> Inductor.
+
+What is compiled: ``twin.forward`` (forward phase) or ``twin.loss`` (train-step: forward
+and, through AOTAutograd, backward); the optimizer step runs eagerly. Compile cost and
+graph structure come from Dynamo's own records: ``calculate_time_spent()`` (taken right
+after the first call, which includes the lazily compiled backward), the per-compile
+``CompilationMetrics`` (recompile reasons) and ``counters`` (graphs, graph breaks), the
+latter two read at the end of the cell so recompiles during the steady state count.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from stackwars.backends.base import Prepared
+from stackwars.backends.torch_common import TorchBackend
+from stackwars.records import CompileStats
+
+def _first_line(reason: str) -> str:
+    return reason.strip().splitlines()[0][:200] if reason.strip() else reason
+
+
+class TorchCompile(TorchBackend):
+    """Serves torch-compile, torch-compile-max-autotune and torch-cudagraphs (mode differs)."""
+
+    def wrap(self, fn: Callable) -> Callable:
+        return torch.compile(fn, mode=self.options["mode"], fullgraph=self.options["fullgraph"])
+
+    def before_call(self) -> None:
+        if self.options["mode"] == "reduce-overhead":
+            # CUDA graph trees need to know where one step ends and the next begins.
+            torch.compiler.cudagraph_mark_step_begin()
+
+    def prepare(self, workload, cfg, phase, params, batch, device, dtype) -> Prepared:
+        torch._dynamo.reset()
+        prepared = super().prepare(workload, cfg, phase, params, batch, device, dtype)
+        first: dict[str, float] = {}
+
+        def after_first_call():
+            from torch._dynamo.utils import calculate_time_spent
+            first.update(calculate_time_spent())
+
+        prepared.after_first_call = after_first_call
+        prepared.compile_stats = lambda: self._stats(first)
+        prepared.notes.update(compile_mode=self.options["mode"], fullgraph=self.options["fullgraph"],
+                              compiled="twin.forward" if phase == "forward"
+                              else "twin.loss (forward + AOTAutograd backward); optimizer eager")
+        return prepared
+
+    @staticmethod
+    def _stats(first: dict[str, float]) -> CompileStats:
+        from torch._dynamo.utils import counters, get_compilation_metrics
+
+        frame = first.get("entire_frame_compile", 0.0)
+        backward = first.get("entire_backward_compile", 0.0)
+        backend = first.get("backend_compile", 0.0)
+        inductor = first.get("inductor_compile", 0.0)
+        metrics = get_compilation_metrics()
+        recompile_reasons = [m.recompile_reason for m in metrics if m.recompile_reason]
+        breaks = dict(counters["graph_break"])
+        return CompileStats(
+            total_s=frame + backward if first else None,
+            breakdown={
+                "dynamo_s": frame - backend,  # bytecode tracing, guards
+                "aot_autograd_s": backend - inductor,  # joint graph, partition
+                "inductor_s": inductor,  # lowering, scheduling, codegen, C++/Triton build
+                "inductor_codegen_s": first.get("code_gen", 0.0),  # part of inductor_s
+                "backward_compile_s": backward,  # compiled lazily at the first backward
+            },
+            graphs=int(counters["stats"]["unique_graphs"]),
+            graph_breaks=int(sum(breaks.values())),
+            recompiles=len(recompile_reasons),
+            break_reasons=tuple(_first_line(r) for r in list(breaks) + recompile_reasons),
+            source="torch._dynamo.utils: calculate_time_spent (after first call), "
+                   "CompilationMetrics and counters (end of cell)",
+            extra={"compiles": len(metrics),
+                   "fx_graph_cache": {k: int(v) for k, v in counters["inductor"].items()
+                                      if k.startswith("fxgraph_cache")},
+                   "aot_autograd_cache": {k: int(v) for k, v in counters["aot_autograd"].items()
+                                          if "cache" in k}},
+        )

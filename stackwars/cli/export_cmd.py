@@ -1,0 +1,55 @@
+"""stackwars export: stored cells as CSV or JSON (all runs, or one)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from stackwars.cli.common import DB_HELP, command, writable_file, write_atomic
+from stackwars.errors import SpecError
+from stackwars.store.results import Store, rows
+
+FORMATS = ("csv", "json")
+
+
+def to_csv(result_rows: list[dict]) -> str:
+    if not result_rows:
+        return ""
+    columns = list(result_rows[0])
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for r in result_rows:
+        # lists and dicts (raw samples, options) as JSON inside the cell; None as empty
+        writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else ("" if v is None else v)
+                         for k, v in r.items()})
+    return buf.getvalue()
+
+
+@command
+def export(
+    format: str = typer.Option("csv", "--format", "-f", help="csv or json"),
+    run_id: Optional[str] = typer.Option(None, "--run", help="only this run (default: every run)"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="write here instead of stdout"),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Export stored cells (raw samples included) as CSV or JSON."""
+    if format not in FORMATS:
+        raise SpecError(f"unknown format {format!r}; allowed: {', '.join(FORMATS)}")
+    if output is not None:
+        writable_file(output, "--output")
+    with Store(db, create=False) as store:
+        if run_id is not None:
+            store.run(run_id)  # unknown run -> clear error
+        result_rows = rows(store, run_id)
+    text = to_csv(result_rows) if format == "csv" else json.dumps(result_rows, indent=1, default=str) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write_atomic(output, text)

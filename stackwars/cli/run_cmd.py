@@ -1,0 +1,130 @@
+"""stackwars run: measure cells (workloads x presets x phases x backends x devices x dtypes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from stackwars import runner
+from stackwars.cli.common import DB_HELP, command, command_line, err, out, parse_assignments, writable_file, write_atomic
+from stackwars.errors import SpecError
+from stackwars.harness import env as envmod
+from stackwars.records import Env, MeasureConfig, Measurement
+from stackwars.report import format as fmt
+from stackwars.report.tables import render
+from stackwars.store.results import Store, db_path, rows
+
+
+def _progress_line(m: Measurement) -> str:
+    row = m.to_row()
+    colour = "green" if m.status == "ok" else "red"
+    what = (f"median {fmt.seconds(row['steady_median_s'])}, first {fmt.seconds(row['first_call_s'])}"
+            if row["steady_median_s"] is not None else (m.error or "").splitlines()[0][:120] if m.error else "")
+    return f"[{colour}]{m.status:>11}[/] {m.spec.key}  {what}"
+
+
+@command
+def run(
+    workloads: Optional[list[str]] = typer.Argument(None, help="workloads to measure (see `stackwars list`)"),
+    preset: list[str] = typer.Option(["small"], "--preset", "-p", help="preset(s): tiny, small, paper"),
+    phase: list[str] = typer.Option(["forward"], "--phase", help="phase(s): forward, train-step"),
+    backend: Optional[list[str]] = typer.Option(None, "--backend", "-b",
+                                                help="backend(s); default: every default backend available here"),
+    device: list[str] = typer.Option(["cpu"], "--device", help="cpu or cuda"),
+    dtype: list[str] = typer.Option(["float32"], "--dtype", help="float32 or bfloat16"),
+    set_: Optional[list[str]] = typer.Option(None, "--set", help="override a preset parameter: KEY=VALUE"),
+    compile_mode: Optional[str] = typer.Option(None, "--compile-mode",
+                                               help="torch.compile mode: default, reduce-overhead, max-autotune, ..."),
+    fullgraph: Optional[bool] = typer.Option(None, "--fullgraph/--no-fullgraph", help="torch.compile fullgraph"),
+    timeout: float = typer.Option(600.0, "--timeout", help="per-cell wall-clock limit, seconds"),
+    warmup: int = typer.Option(3, help="warm-up calls after the second call"),
+    min_samples: int = typer.Option(10, help="steady state: at least this many samples"),
+    min_time: float = typer.Option(1.0, help="steady state: at least this many seconds of sampling"),
+    max_samples: int = typer.Option(100_000, help="steady state: stop at this many samples"),
+    threads: Optional[int] = typer.Option(None, help="CPU threads for both frameworks (default: all available)"),
+    matmul_precision: str = typer.Option("float32", help="float32 (exact) or tf32, applied to both frameworks"),
+    warm_cache: Optional[Path] = typer.Option(None, "--warm-cache",
+                                              help="reuse this compile-cache directory (default: cold, fresh per cell)"),
+    memory_limit: Optional[float] = typer.Option(None, "--memory-limit",
+                                                 help="GiB of RSS per worker before it is killed as oom "
+                                                      "(default: 90% of physical memory)"),
+    seed: int = typer.Option(0, help="numpy seed for inputs and weights"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the cells as a JSON list to this file"),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    resume: Optional[str] = typer.Option(None, "--resume", help="measure only the cells run RUN_ID still lacks"),
+    inline: bool = typer.Option(False, "--inline", help="debug: run cells in this process (no isolation)"),
+) -> None:
+    """Measure workloads on backends; print the seed-style tables."""
+    if json_out is not None:
+        writable_file(json_out, "--json")
+    if warm_cache is not None:
+        warm_cache = warm_cache.expanduser().resolve()
+        if warm_cache.exists() and not warm_cache.is_dir():
+            raise SpecError(f"--warm-cache {warm_cache} exists and is not a directory")
+    if memory_limit is not None and memory_limit <= 0:
+        raise SpecError("--memory-limit must be a positive number of GiB")
+    path = db_path(db)
+    if resume is not None:
+        if workloads or backend or set_ or compile_mode or fullgraph is not None:
+            raise SpecError("--resume takes the cells from the stored run; give no workloads, backends or options")
+        if not path.exists():
+            raise SpecError(f"--resume {resume}: no results database at {path}")
+
+    probe = runner.probe_machine(inline)
+    if resume is None:
+        config = MeasureConfig(
+            warmup=warmup, min_samples=min_samples, min_time_s=min_time, max_samples=max_samples, timeout_s=timeout,
+            threads=threads, matmul_precision=matmul_precision, cache_dir=str(warm_cache) if warm_cache else None,
+            seed=seed, memory_limit_bytes=int(memory_limit * 2**30) if memory_limit else runner.default_memory_limit())
+        runner.validate_config(config)
+        options = {}
+        if compile_mode is not None:
+            options["mode"] = compile_mode
+        if fullgraph is not None:
+            options["fullgraph"] = fullgraph
+        backends = backend or runner.default_backends(probe, device[0])
+        specs = runner.plan_cells(workloads or [], preset, phase, backends, device, dtype,
+                                  parse_assignments(set_ or [], "--set"), options)
+        if warm_cache is not None:
+            warm_cache.mkdir(parents=True, exist_ok=True)
+
+    # The request is valid; from here on the database is written.
+    with Store(path) as store:
+        if resume is None:
+            env = envmod.fingerprint(config.threads, probe)
+            run_id = runner.new_run(store, specs, config, command_line())
+        else:
+            info = store.run(resume)
+            config = info.measure_config
+            env = envmod.fingerprint(config.threads, probe)
+            runner.check_resumable(info.env, env)
+            run_id, specs = resume, store.missing(resume)
+            err.print(f"resuming run {run_id}: {len(specs)} of {len(info.plan)} cells still to measure")
+        err.print(f"run {run_id} -> {path}  ({len(specs)} cells, each in a fresh worker)")
+        try:
+            with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=err, transient=True) as progress:
+                task = progress.add_task("starting", total=len(specs))
+
+                def on_start(spec):
+                    progress.update(task, description=spec.key)
+
+                def on_done(m):
+                    progress.console.print(_progress_line(m), highlight=False)
+                    progress.advance(task)
+
+                runner.execute(store, run_id, specs, config, env, on_start, on_done, inline)
+        except KeyboardInterrupt:
+            err.print(f"\ninterrupted: finished cells are stored; continue with "
+                      f"`stackwars run --resume {run_id}`" + (f" --db {db}" if db else ""))
+            raise typer.Exit(130)
+        result_rows = rows(store, run_id)
+        run_env = store.run(run_id).env
+    out.print(render(result_rows, Env(run_env).summary()))
+    if json_out is not None:
+        write_atomic(json_out, json.dumps(result_rows, indent=1, default=str))
+        err.print(f"wrote {len(result_rows)} cells to {json_out}")

@@ -1,0 +1,100 @@
+"""Environment fingerprint of a run, taken in the parent without importing a framework
+(framework-side facts come from the probe worker)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+import psutil
+
+from stackwars import __version__
+from stackwars.harness.settings import available_cpus
+
+PACKAGES = ("numpy", "torch", "jax", "jaxlib", "flax", "optax", "torch-mlir", "pandas")
+ENV_VARS = ("XLA_FLAGS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "JAX_PLATFORMS",
+            "TORCHINDUCTOR_CACHE_DIR", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION")
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(pkg: str) -> str | None:
+    try:
+        return importlib.metadata.version(pkg)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _git() -> tuple[str | None, bool | None]:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        return rev, bool(dirty)
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+def _gpus() -> tuple[list[dict[str, Any]], str | None, str | None]:
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no driver, no library, no GPU: all mean "none"
+        return [], None, None
+    try:
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        cuda = pynvml.nvmlSystemGetCudaDriverVersion()
+        gpus = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            gpus.append({"name": pynvml.nvmlDeviceGetName(h),
+                         "memory_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(h).total)})
+        return gpus, str(driver), f"{cuda // 1000}.{cuda % 1000 // 10}"
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def fingerprint(thread_budget: int | None = None, probe: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    rev, dirty = _git()
+    gpus, driver, cuda = _gpus()
+    versions = {"python": platform.python_version(), "stackwars": __version__}
+    versions.update({p: _version(p) for p in PACKAGES})
+    cpus = available_cpus()
+    return {
+        "cpu_model": _cpu_model(),
+        "cpu_count_logical": psutil.cpu_count(logical=True),
+        "cpu_count_physical": psutil.cpu_count(logical=False),
+        "cpus_available": len(cpus),
+        "thread_budget": thread_budget or len(cpus),
+        "memory_total_bytes": psutil.virtual_memory().total,
+        "platform": platform.platform(),
+        "python_executable": sys.executable,
+        "versions": versions,
+        "env": {k: os.environ[k] for k in ENV_VARS if k in os.environ},
+        "gpus": gpus, "nvidia_driver": driver, "cuda_driver": cuda,
+        "git_revision": rev, "git_dirty": dirty,
+        "probe": dict(probe or {}),
+    }
+
+
+def device_key(env: Mapping[str, Any], device: str) -> str:
+    """Identity of the device for stored peaks: the CPU model and thread budget, or the GPU."""
+    if device == "cuda" and env.get("gpus"):
+        return f"cuda:{env['gpus'][0]['name']}"
+    return f"cpu:{env.get('cpu_model')}:{env.get('thread_budget')}t"

@@ -1,0 +1,128 @@
+"""Run a task in a fresh worker process, with a timeout and a memory watchdog.
+
+The worker is a new ``python -m stackwars.harness.worker`` process (a spawn: nothing is
+inherited from the parent but the environment) in its own session, so a timeout kills
+it together with everything it started (Inductor's compile workers). Outcomes:
+
+* the worker wrote a result: its status (``ok`` or what the worker classified);
+* the wall clock passed ``timeout_s``: ``timeout``;
+* the worker's process tree passed ``memory_limit_bytes`` of RSS: ``oom`` (killed);
+* the worker died without a result (segfault, abort, kernel OOM kill): ``error`` with
+  the signal and the tail of its output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+LOG_TAIL_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str
+    result: dict[str, Any] | None
+    error: str | None
+    wall_s: float
+    peak_tree_rss_bytes: int | None = None
+
+
+def _tree_rss(proc: psutil.Process) -> int:
+    total = 0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            total += p.memory_info().rss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return total
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return ""
+    return text[-LOG_TAIL_CHARS:]
+
+
+def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | None = None,
+             poll_s: float = 0.05) -> Outcome:
+    with tempfile.TemporaryDirectory(prefix="stackwars-worker-") as tmp:
+        task_path, result_path, log_path = (os.path.join(tmp, n) for n in ("task.json", "result.json", "log.txt"))
+        with open(task_path, "w") as f:
+            json.dump(task, f)
+        start = time.perf_counter()
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "stackwars.harness.worker", task_path, result_path],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+        ps = psutil.Process(proc.pid)
+        peak = 0
+        killed: tuple[str, str] | None = None
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=poll_s)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                elapsed = time.perf_counter() - start
+                if memory_limit_bytes is not None:
+                    rss = _tree_rss(ps)
+                    peak = max(peak, rss)
+                    if rss > memory_limit_bytes:
+                        killed = ("oom", f"worker RSS {rss / 2**30:.2f} GiB exceeded the memory limit "
+                                         f"{memory_limit_bytes / 2**30:.2f} GiB (watchdog killed it)")
+                if killed is None and elapsed > timeout_s:
+                    killed = ("timeout", f"no result after {timeout_s:g} s (per-cell timeout); worker killed")
+                if killed:
+                    _kill_group(proc.pid)
+                    proc.wait()
+                    break
+        finally:
+            if proc.poll() is None:  # parent interrupted (Ctrl-C): take the worker down with it
+                _kill_group(proc.pid)
+                proc.wait()
+            _kill_group(proc.pid)  # stragglers left by a worker that exited (compile pools)
+        wall = time.perf_counter() - start
+        tail = _tail(log_path)
+        if killed:
+            return Outcome(killed[0], None, f"{killed[1]}\n\n--- worker output (tail) ---\n{tail}", wall, peak or None)
+        if os.path.exists(result_path):
+            with open(result_path) as f:
+                result = json.load(f)
+            return Outcome(result.get("status", "ok"), result, result.get("error"), wall, peak or None)
+        code = proc.returncode
+        how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+        hint = " (SIGKILL without a watchdog kill: possibly the kernel's OOM killer)" if code == -9 else ""
+        return Outcome("error", None, f"worker died without a result: {how}{hint}\n\n--- worker output (tail) ---\n{tail}",
+                       wall, peak or None)
+
+
+def run_inline(task: dict[str, Any]) -> Outcome:
+    """Debug mode: run the task in this process (no isolation, no timeout, no pinning)."""
+    from stackwars.harness.worker import execute
+
+    start = time.perf_counter()
+    inline_task = dict(task, process=None)  # never pin or re-point caches in the parent
+    result = execute(inline_task)
+    return Outcome(result.get("status", "ok"), result, result.get("error"), time.perf_counter() - start)

@@ -1,0 +1,107 @@
+"""Measure one cell inside a worker process (the worker's ``target``).
+
+Order of events, each phase kept apart:
+
+1. configure the backend (threads, matmul precision, caches) and draw the workload's
+   parameters and batch from the seed, rounded to the cell's dtypes;
+2. prepare (build the model, move data to the device; nothing is compiled yet);
+3. baseline RSS, reset the peak-RSS window;
+4. first call (trace + compile + run), synchronised on its whole output;
+5. compile timers read, outputs copied to the host for the parity check (untimed);
+6. second call; warm-up calls; steady state (blocked autorange, every sample kept);
+7. memory peaks, compile statistics (recompiles during the steady state count);
+8. float64 reference, parity: a mismatch is status ``parity_fail``, timings are kept.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from typing import Any, Mapping
+
+from stackwars import registry
+from stackwars.harness.memory import PeakRSS, current_rss
+from stackwars.harness.parity import compare
+from stackwars.harness.timer import Timer
+from stackwars.records import CellSpec, Measurement, MeasureConfig, MemoryStats
+from stackwars.workloads.base import itemsize, param_dtype, round_to
+
+
+def _count_entries(path: str | None) -> int | None:
+    if not path or not os.path.isdir(path):
+        return None
+    return sum(len(files) for _, _, files in os.walk(path))
+
+
+def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mapping[str, Any] | None = None,
+                 cache: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    cell = CellSpec.from_dict(spec)
+    cfg_m = MeasureConfig.from_dict(config)
+    cache = dict(cache or {})
+    workload = registry.workload(cell.workload)
+    workload.check_phase(cell.phase)
+    cfg = workload.config(cell.preset, dict(cell.overrides))
+    bspec = registry.backend(cell.backend)
+    backend = bspec.load(dict(cell.options))
+
+    cache["entries_before"] = _count_entries(cache.get("dir"))
+    settings: dict[str, Any] = {
+        "threads": cfg_m.threads, "matmul_precision": cfg_m.matmul_precision,
+        "cache_dir": cache.get("dir"), "cache": cache, "seed": cfg_m.seed,
+    }
+    settings["applied"] = backend.configure(settings)
+
+    pdtype = param_dtype(cell.dtype, cell.phase)
+    params, batch = workload.init(cfg, cfg_m.seed)
+    params = {k: round_to(v, pdtype) for k, v in params.items()}
+    batch = {k: round_to(v, cell.dtype) for k, v in batch.items()}
+    prepared = backend.prepare(workload, cfg, cell.phase, params, batch, cell.device, cell.dtype)
+    settings["backend"] = {"name": bspec.name, "options": backend.options, **prepared.notes}
+
+    timer = Timer(prepared.call, prepared.sync)
+    rss = PeakRSS()
+    baseline = current_rss()
+    rss.reset()
+    first_s, out = timer.once()
+    peak_first = rss.peak()
+    prepared.after_first_call()
+    outputs = prepared.parity_outputs(out)
+    del out
+    second_s, out = timer.once()
+    del out
+    warm = timer.warmup(cfg_m.warmup)
+    estimate = statistics.median(warm) if warm else second_s
+    number = Timer.choose_number(estimate, cfg_m.min_block_s)
+    steady = timer.steady(cfg_m.min_samples, cfg_m.min_time_s, cfg_m.max_samples, number)
+    peak_all = rss.peak()
+    rss.stop()
+    device_peak, device_counter = backend.device_peak_memory(cell.device)
+    compile_stats = prepared.compile_stats()
+
+    reference = workload.reference(cfg, cell.phase, params, batch)
+    parity = compare(outputs, reference, workload.tolerance(cell.dtype, cfg_m.matmul_precision, cell.phase))
+
+    return Measurement(
+        spec=cell,
+        status="ok" if parity.ok else "parity_fail",
+        framework=bspec.framework,
+        first_call_s=first_s,
+        second_call_s=second_s,
+        warmup_s=tuple(warm),
+        samples=steady.samples,
+        number=steady.number,
+        compile=compile_stats,
+        memory=MemoryStats(
+            peak_device_bytes=device_peak, device_counter=device_counter,
+            peak_rss_bytes=peak_all, peak_rss_first_call_bytes=peak_first, baseline_rss_bytes=baseline,
+            rss_counter=rss.counter, compiled=prepared.memory_analysis(),
+        ),
+        parity=parity,
+        flops=workload.flops(cfg, cell.phase),
+        bytes_moved=workload.bytes_moved(cfg, cell.phase, itemsize(cell.dtype), itemsize(pdtype)),
+        params=cfg.as_dict(),
+        settings=settings,
+        peak=dict(peak or {}),
+        error=None if parity.ok else f"parity: max rel err {parity.max_rel_err:.3g} > tolerance {parity.tolerance:.3g}",
+        noise_threshold=cfg_m.noise_threshold,
+    ).to_dict()

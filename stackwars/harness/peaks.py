@@ -1,0 +1,86 @@
+"""Achievable device peaks, measured (not datasheet): a large GEMM and a streaming pass.
+
+``measure_peak`` runs inside a worker for one framework, device and dtype and returns
+the median rate of a steady state timed with the same ``Timer`` as every cell:
+
+* GEMM: C = A @ B on n x n matrices, 2n^3 FLOPs per call;
+* stream: y = x + 1 over a large buffer, counting bytes read plus bytes written.
+
+The run keeps, per dtype, the higher of the two frameworks' figures as the roofline.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stackwars.harness.timer import Timer
+
+SIZES = {  # (gemm n, stream elements)
+    ("cpu", "float32"): (2048, 64 * 2**20),
+    ("cpu", "bfloat16"): (1024, 64 * 2**20),
+    ("cuda", "float32"): (8192, 256 * 2**20),
+    ("cuda", "bfloat16"): (8192, 256 * 2**20),
+}
+
+
+def _rate(timer: Timer, work: float, min_time_s: float) -> dict[str, float]:
+    timer.once()  # compile / first touch
+    est = min(timer.warmup(3))
+    steady = timer.steady(min_samples=10, min_time_s=min_time_s, max_samples=10_000,
+                          number=Timer.choose_number(est, 1e-3))
+    samples = sorted(steady.samples)
+    return {"median_per_s": work / samples[len(samples) // 2], "best_per_s": work / samples[0],
+            "samples": len(samples)}
+
+
+def _torch(device: str, dtype: str, precision: str, threads: int | None, min_time_s: float) -> dict[str, Any]:
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    torch.set_float32_matmul_precision("highest" if precision == "float32" else "high")
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    dt = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
+    n, elems = SIZES[(device, dtype)]
+    dev = torch.device(device)
+    sync = (lambda outs: torch.cuda.synchronize(dev)) if device == "cuda" else (lambda outs: None)
+    g = torch.Generator(device="cpu").manual_seed(0)
+    a, b = (torch.randn(n, n, generator=g).to(dev, dt) for _ in range(2))
+    c = torch.empty(n, n, device=dev, dtype=dt)
+    gemm = _rate(Timer(lambda: torch.mm(a, b, out=c), sync), 2.0 * n ** 3, min_time_s)
+    x = torch.randn(elems, generator=g).to(dev, dt)
+    y = torch.empty_like(x)
+    stream = _rate(Timer(lambda: torch.add(x, 1.0, out=y), sync), 2.0 * x.numel() * x.element_size(), min_time_s)
+    return {"gemm_n": n, "gemm": gemm, "stream_elements": elems, "stream": stream}
+
+
+def _jax(device: str, dtype: str, precision: str, min_time_s: float) -> dict[str, Any]:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    jax.config.update("jax_default_matmul_precision", "float32" if precision == "float32" else "tensorfloat32")
+    dt = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}[dtype]
+    n, elems = SIZES[(device, dtype)]
+    dev = jax.devices("gpu" if device == "cuda" else "cpu")[0]
+    rng = np.random.default_rng(0)
+    a, b = (jax.device_put(rng.standard_normal((n, n), dtype=np.float32).astype(dt), dev) for _ in range(2))
+    mm = jax.jit(lambda a, b: a @ b)
+    sync = jax.block_until_ready
+    gemm = _rate(Timer(lambda: mm(a, b), sync), 2.0 * n ** 3, min_time_s)
+    x = jax.device_put(rng.standard_normal(elems, dtype=np.float32).astype(dt), dev)
+    add = jax.jit(lambda x: x + 1)
+    stream = _rate(Timer(lambda: add(x), sync), 2.0 * x.size * x.dtype.itemsize, min_time_s)
+    return {"gemm_n": n, "gemm": gemm, "stream_elements": elems, "stream": stream}
+
+
+def measure_peak(framework: str, device: str, dtype: str, matmul_precision: str = "float32",
+                 threads: int | None = None, min_time_s: float = 1.0) -> dict[str, Any]:
+    if framework == "torch":
+        out = _torch(device, dtype, matmul_precision, threads, min_time_s)
+    elif framework == "jax":
+        out = _jax(device, dtype, matmul_precision, min_time_s)
+    else:
+        raise ValueError(f"unknown framework {framework!r}")
+    return {"status": "ok", "framework": framework, "device": device, "dtype": dtype,
+            "matmul_precision": matmul_precision, **out}

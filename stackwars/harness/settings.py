@@ -1,0 +1,42 @@
+"""Process-level settings a worker applies before importing a framework.
+
+* Thread budget: the worker is pinned (sched_setaffinity) to ``threads`` CPUs, and
+  OMP/MKL/OpenBLAS are told the same number. XLA sizes its CPU thread pool from the
+  schedulable CPUs, so pinning is what gives JAX and PyTorch the same budget; the
+  PyTorch backend additionally calls torch.set_num_threads.
+* Compile caches: Inductor/Triton caches (environment) and the JAX persistent cache
+  (set by the JAX backend) point into ``cache_dir``: a fresh directory per cell (cold)
+  or the user's --warm-cache directory.
+* JAX on a GPU: preallocation off, so device-memory peaks mean what they say.
+* JAX_PLATFORMS pins JAX to the cell's device (a CPU cell never initialises the GPU).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def available_cpus() -> list[int]:
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def apply(threads: int | None, device: str, cache_dir: str | None) -> dict[str, Any]:
+    applied: dict[str, Any] = {}
+    cpus = available_cpus()
+    n = min(threads or len(cpus), len(cpus))
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, cpus[:n])
+        applied["cpu_affinity"] = cpus[:n]
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(n)
+    applied["threads"] = n
+    if cache_dir:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache_dir, "inductor")
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(cache_dir, "triton")
+        applied["cache_dir"] = cache_dir
+    os.environ["JAX_PLATFORMS"] = "cuda" if device == "cuda" else "cpu"
+    os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    return applied

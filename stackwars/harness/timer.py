@@ -1,0 +1,89 @@
+"""Timing of one callable: first call, second call, warm-up, steady state.
+
+The clock and the synchronisation are injected (``clock``, ``sync``), so the
+repetition logic is tested with a fake clock and no device. ``sync`` receives the
+list of outputs produced inside the timed region and must block until all of them
+are computed; the clock is read only after it returns.
+
+Steady state follows torch.utils.benchmark's blocked autorange: calls shorter than
+``min_block_s`` are timed in blocks of ``number`` calls (one synchronisation per
+block) so the clock's own cost stays negligible; each stored sample is the block
+time divided by ``number``. Sampling stops once both ``min_samples`` and
+``min_time_s`` are reached, or at ``max_samples``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+Clock = Callable[[], float]
+Sync = Callable[[Sequence[Any]], None]
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    samples: tuple[float, ...]  # seconds per call
+    number: int  # calls per sample
+    total_s: float  # wall time spent sampling
+
+
+class Timer:
+    def __init__(self, fn: Callable[[], Any], sync: Sync, clock: Clock = time.perf_counter):
+        self._fn = fn
+        self._sync = sync
+        self._clock = clock
+
+    def once(self) -> tuple[float, Any]:
+        """Time one call, synchronised on its whole output."""
+        fn, sync, clock = self._fn, self._sync, self._clock
+        t0 = clock()
+        out = fn()
+        sync((out,))
+        t1 = clock()
+        return t1 - t0, out
+
+    def warmup(self, calls: int) -> list[float]:
+        """Untimed in spirit (not part of the steady state), but recorded for inspection."""
+        return [self.once()[0] for _ in range(calls)]
+
+    @staticmethod
+    def choose_number(estimate_s: float, min_block_s: float, max_number: int = 10_000) -> int:
+        """Calls per block so that one block lasts at least ``min_block_s``."""
+        if estimate_s <= 0:
+            return max_number
+        if estimate_s >= min_block_s:
+            return 1
+        return max(1, min(max_number, math.ceil(min_block_s / estimate_s)))
+
+    def steady(self, min_samples: int, min_time_s: float, max_samples: int, number: int = 1) -> SteadyState:
+        if min_samples < 1 or max_samples < min_samples or number < 1:
+            raise ValueError("need 1 <= min_samples <= max_samples and number >= 1")
+        fn, sync, clock = self._fn, self._sync, self._clock
+        samples: list[float] = []
+        append = samples.append
+        start = clock()
+        if number == 1:
+            while True:
+                t0 = clock()
+                out = fn()
+                sync((out,))
+                t1 = clock()
+                append(t1 - t0)
+                n = len(samples)
+                if (n >= min_samples and t1 - start >= min_time_s) or n >= max_samples:
+                    break
+        else:
+            calls = range(number)
+            while True:
+                t0 = clock()
+                outs = [fn() for _ in calls]
+                sync(outs)
+                t1 = clock()
+                append((t1 - t0) / number)
+                n = len(samples)
+                if (n >= min_samples and t1 - start >= min_time_s) or n >= max_samples:
+                    break
+        return SteadyState(tuple(samples), number, clock() - start)

@@ -1,0 +1,76 @@
+"""Worker process entry: ``python -m stackwars.harness.worker TASK.json RESULT.json``.
+
+A task names a function (``"target": "module:function"``) and its keyword arguments,
+plus process settings applied before anything heavy is imported. The function returns
+a plain dict; an exception becomes ``{"status": "oom"|"error", "error": traceback}``.
+The result is written atomically, so a missing file means the process died.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+
+def classify(exc: BaseException) -> str:
+    """``oom`` for every out-of-memory signal the frameworks raise, else ``error``."""
+    if isinstance(exc, MemoryError):
+        return "oom"
+    name = type(exc).__name__
+    text = str(exc)
+    if name == "OutOfMemoryError" or "CUDA out of memory" in text:
+        return "oom"
+    if "RESOURCE_EXHAUSTED" in text or "Out of memory" in text:
+        return "oom"
+    return "error"
+
+
+def execute(task: dict[str, Any]) -> dict[str, Any]:
+    from stackwars.harness import settings
+
+    proc = task.get("process")
+    if proc:
+        applied = settings.apply(proc.get("threads"), proc.get("device", "cpu"), proc.get("cache_dir"))
+    else:  # inline (debug) mode: the parent's process is left as it is
+        applied = {"inline": True}
+    try:
+        module, func = task["target"].split(":")
+        result = getattr(importlib.import_module(module), func)(**task.get("kwargs", {}))
+        result.setdefault("process_settings", applied)
+        return result
+    except BaseException as exc:  # noqa: BLE001 - every failure must come back as a record
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return {"status": classify(exc), "error": f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc()}",
+                "process_settings": applied}
+
+
+def write_atomic(path: str, payload: dict[str, Any]) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(payload, f, default=_default)
+    os.replace(tmp, path)
+
+
+def _default(o: Any) -> Any:
+    if hasattr(o, "item"):
+        return o.item()
+    if isinstance(o, (tuple, set)):
+        return list(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def main(argv: list[str]) -> int:
+    task_path, result_path = argv
+    with open(task_path) as f:
+        task = json.load(f)
+    write_atomic(result_path, execute(task))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,307 @@
+"""Plain records that cross process and storage boundaries.
+
+Frozen dataclasses only; this module imports neither torch nor jax, so the parent
+process, the store and the report can use it without loading a framework. A
+``Measurement`` holds raw samples; every statistic is derived (``to_row``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from stackwars import stats
+
+SCHEMA_VERSION = 1  # version of the record layout inside record_json
+
+STATUSES = ("ok", "oom", "error", "timeout", "unsupported", "parity_fail")
+PHASES = ("forward", "train-step")
+DTYPES = ("float32", "bfloat16")
+DEVICES = ("cpu", "cuda")
+MATMUL_PRECISIONS = ("float32", "tf32")
+
+# Keys every exported cell row carries (issue 2); missing values are None, never invented.
+ROW_KEYS = (
+    "workload", "preset", "phase", "backend", "framework", "device", "dtype", "status",
+    "first_call_s", "second_call_s", "steady_median_s", "steady_iqr_s", "steady_samples",
+    "compile_s", "peak_memory_bytes", "parity_max_rel_err", "flops", "error",
+)
+
+
+def _items(mapping: Mapping[str, Any] | tuple) -> tuple[tuple[str, Any], ...]:
+    if isinstance(mapping, tuple):
+        return tuple(sorted((str(k), v) for k, v in mapping))
+    return tuple(sorted((str(k), v) for k, v in mapping.items()))
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """One cell: workload x preset x phase x backend x device x dtype (+ overrides, options)."""
+
+    workload: str
+    preset: str
+    phase: str
+    backend: str
+    device: str = "cpu"
+    dtype: str = "float32"
+    overrides: tuple[tuple[str, Any], ...] = ()  # --set key=value on top of the preset
+    options: tuple[tuple[str, Any], ...] = ()  # backend options (compile mode, fullgraph, ...)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "overrides", _items(self.overrides))
+        object.__setattr__(self, "options", _items(self.options))
+
+    @property
+    def key(self) -> str:
+        """Stable identity of the cell inside a run (used by --resume)."""
+        parts = [self.workload, self.preset, self.phase, self.backend, self.device, self.dtype]
+        if self.overrides:
+            parts.append(",".join(f"{k}={v}" for k, v in self.overrides))
+        if self.options:
+            parts.append(",".join(f"{k}={v}" for k, v in self.options))
+        return "/".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["overrides"] = dict(self.overrides)
+        d["options"] = dict(self.options)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CellSpec":
+        d = dict(d)
+        d["overrides"] = _items(d.get("overrides") or {})
+        d["options"] = _items(d.get("options") or {})
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class MeasureConfig:
+    """How cells are measured; identical for every cell of a run and stored with it."""
+
+    warmup: int = 3  # untimed calls after the second call
+    min_samples: int = 10  # steady state stops once both min_samples and min_time_s are met
+    min_time_s: float = 1.0
+    max_samples: int = 100_000
+    min_block_s: float = 1e-3  # calls shorter than this are timed in blocks (autorange)
+    timeout_s: float = 600.0  # wall clock per cell, worker start to result
+    threads: int | None = None  # CPU thread budget for both frameworks; None = all CPUs of the run
+    matmul_precision: str = "float32"  # float32: exact fp32 matmuls in both; tf32: TF32 allowed in both
+    cache_dir: str | None = None  # None: cold compile caches (a fresh directory per cell)
+    noise_threshold: float = 0.10  # IQR/median above this flags the cell as noisy
+    seed: int = 0
+    memory_limit_bytes: int | None = None  # RSS watchdog on the worker; None = no limit
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "MeasureConfig":
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass(frozen=True)
+class CompileStats:
+    """Compilation cost, split as finely as the framework reports it."""
+
+    total_s: float | None = None
+    breakdown: Mapping[str, float] = field(default_factory=dict)  # e.g. trace_s/lower_s/compile_s
+    graphs: int | None = None
+    graph_breaks: int | None = None
+    recompiles: int | None = None
+    break_reasons: tuple[str, ...] = ()
+    source: str = ""  # which framework signal the numbers come from
+    extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. XLA cost analysis
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    """Memory peaks; each number names the counter it was read from."""
+
+    peak_device_bytes: int | None = None
+    device_counter: str | None = None
+    peak_rss_bytes: int | None = None  # over the measured calls (first call to last sample)
+    peak_rss_first_call_bytes: int | None = None  # over the first call alone (compile included)
+    baseline_rss_bytes: int | None = None  # just before the first call, inputs already resident
+    rss_counter: str | None = None
+    compiled: Mapping[str, int] = field(default_factory=dict)  # XLA memory_analysis()
+
+
+@dataclass(frozen=True)
+class Parity:
+    """Output agreement of one cell with the workload's float64 reference."""
+
+    max_rel_err: float | None
+    tolerance: float
+    per_output: Mapping[str, float] = field(default_factory=dict)
+    metric: str = "max|out-ref| / max|ref| per output, max over outputs"
+    reference: str = "float64 numpy"
+
+    @property
+    def ok(self) -> bool:
+        return self.max_rel_err is not None and self.max_rel_err <= self.tolerance
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Everything one cell produced. Raw samples only; statistics are derived."""
+
+    spec: CellSpec
+    status: str
+    framework: str | None = None
+    first_call_s: float | None = None
+    second_call_s: float | None = None
+    warmup_s: tuple[float, ...] = ()
+    samples: tuple[float, ...] = ()  # seconds per call, one per timed block
+    number: int = 1  # calls per timed block
+    compile: CompileStats | None = None
+    memory: MemoryStats | None = None
+    parity: Parity | None = None
+    flops: int | None = None
+    bytes_moved: int | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)  # resolved workload config
+    settings: Mapping[str, Any] = field(default_factory=dict)  # threads, precision, caches, options
+    peak: Mapping[str, Any] = field(default_factory=dict)  # device roofline used for fractions
+    error: str | None = None
+    noise_threshold: float = 0.10
+    wall_s: float | None = None  # the worker's whole life, from the parent's clock
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown status {self.status!r}; allowed: {', '.join(STATUSES)}")
+
+    # ---- serialisation -------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["spec"] = self.spec.to_dict()
+        d["record_version"] = SCHEMA_VERSION
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, default=_json_default)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Measurement":
+        d = dict(d)
+        d.pop("record_version", None)
+        d["spec"] = CellSpec.from_dict(d["spec"])
+        for key, sub in (("compile", CompileStats), ("memory", MemoryStats), ("parity", Parity)):
+            if d.get(key) is not None:
+                sd = dict(d[key])
+                if "break_reasons" in sd:
+                    sd["break_reasons"] = tuple(sd["break_reasons"])
+                d[key] = sub(**sd)
+        d["samples"] = tuple(d.get("samples") or ())
+        d["warmup_s"] = tuple(d.get("warmup_s") or ())
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    # ---- derived view ----------------------------------------------------------------
+    def to_row(self) -> dict[str, Any]:
+        """Flat row: the ROW_KEYS of issue 2 plus derived statistics and roofline fractions."""
+        s = self.spec
+        summary = stats.summarize(self.samples, noise_threshold=self.noise_threshold) if self.samples else None
+        median = summary.median if summary else None
+        mem = self.memory
+        peak_mem = None
+        mem_counter = None
+        if mem is not None:
+            if mem.peak_device_bytes is not None:
+                peak_mem, mem_counter = mem.peak_device_bytes, mem.device_counter
+            elif mem.peak_rss_bytes is not None:
+                peak_mem, mem_counter = mem.peak_rss_bytes, mem.rss_counter
+        row: dict[str, Any] = {
+            "workload": s.workload, "preset": s.preset, "phase": s.phase, "backend": s.backend,
+            "framework": self.framework, "device": s.device, "dtype": s.dtype, "status": self.status,
+            "first_call_s": self.first_call_s, "second_call_s": self.second_call_s,
+            "steady_median_s": median,
+            "steady_iqr_s": summary.iqr if summary else None,
+            "steady_samples": list(self.samples),
+            "compile_s": self.compile.total_s if self.compile else None,
+            "peak_memory_bytes": peak_mem,
+            "parity_max_rel_err": self.parity.max_rel_err if self.parity else None,
+            "flops": self.flops,
+            "error": self.error,
+            # beyond the required keys
+            "cell_key": s.key,
+            "overrides": dict(s.overrides), "options": dict(s.options),
+            "steady_mean_s": summary.mean if summary else None,
+            "steady_ci_low_s": summary.ci_low if summary else None,
+            "steady_ci_high_s": summary.ci_high if summary else None,
+            "steady_n": summary.n if summary else 0,
+            "calls_per_sample": self.number,
+            "noisy": summary.noisy if summary else None,
+            "peak_memory_counter": mem_counter,
+            "baseline_rss_bytes": mem.baseline_rss_bytes if mem else None,
+            "peak_rss_bytes": mem.peak_rss_bytes if mem else None,
+            "peak_device_bytes": mem.peak_device_bytes if mem else None,
+            "parity_tolerance": self.parity.tolerance if self.parity else None,
+            "graphs": self.compile.graphs if self.compile else None,
+            "graph_breaks": self.compile.graph_breaks if self.compile else None,
+            "recompiles": self.compile.recompiles if self.compile else None,
+            "bytes_moved": self.bytes_moved,
+            "cache": self.settings.get("cache", {}).get("mode") if self.settings else None,
+        }
+        row.update(roofline(self.flops, self.bytes_moved, median, self.peak))
+        return row
+
+
+def roofline(flops: int | None, nbytes: int | None, seconds: float | None,
+             peak: Mapping[str, Any] | None) -> dict[str, float | None]:
+    """Achieved rates and the fraction of the device roofline the cell reached.
+
+    The roofline time is max(flops / peak FLOP/s, bytes / peak bandwidth); the fraction
+    is that floor divided by the measured median (1.0 = at the roofline).
+    """
+    out: dict[str, float | None] = {
+        "achieved_flops_per_s": None, "achieved_bytes_per_s": None, "roofline_fraction": None,
+    }
+    if not seconds or seconds <= 0:
+        return out
+    if flops:
+        out["achieved_flops_per_s"] = flops / seconds
+    if nbytes:
+        out["achieved_bytes_per_s"] = nbytes / seconds
+    if peak and flops and nbytes and peak.get("flops_per_s") and peak.get("bytes_per_s"):
+        floor = max(flops / peak["flops_per_s"], nbytes / peak["bytes_per_s"])
+        out["roofline_fraction"] = floor / seconds
+    return out
+
+
+@dataclass(frozen=True)
+class Env:
+    """Environment fingerprint of a run."""
+
+    data: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.data)
+
+    def summary(self) -> str:
+        d = self.data
+        threads = d.get("thread_budget")
+        parts = [
+            f"device: {d.get('cpu_model', '?')} ({d.get('cpu_count_logical', '?')} logical CPUs)",
+        ]
+        if d.get("gpus"):
+            g = d["gpus"][0]
+            parts.append(f"GPU: {g.get('name')} x{len(d['gpus'])}, driver {d.get('nvidia_driver')}")
+        vers = d.get("versions", {})
+        parts.append(", ".join(f"{k} {v}" for k, v in vers.items() if k in
+                               ("python", "torch", "jax", "jaxlib", "flax") and v))
+        if threads:
+            parts.append(f"threads: {threads} per framework")
+        if d.get("git_revision"):
+            parts.append(f"stackwars {d['git_revision'][:10]}{'+dirty' if d.get('git_dirty') else ''}")
+        return " | ".join(parts)
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    if hasattr(o, "item"):  # numpy scalar
+        return o.item()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")

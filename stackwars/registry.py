@@ -1,0 +1,80 @@
+"""Name -> object for workloads, backends and studies.
+
+Built-in modules register themselves on import; ``STACKWARS_PLUGINS`` (comma-separated
+module names) adds third-party ones, in the parent and in every worker alike.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+from stackwars.errors import SpecError
+
+_WORKLOADS: dict[str, Any] = {}
+_BACKENDS: dict[str, Any] = {}
+_STUDIES: dict[str, Any] = {}
+_loaded = False
+
+
+def register_workload(obj: Any) -> Any:
+    _WORKLOADS[obj.name] = obj
+    return obj
+
+
+def register_backend(spec: Any) -> Any:
+    _BACKENDS[spec.name] = spec
+    return spec
+
+
+def register_study(obj: Any) -> Any:
+    _STUDIES[obj.name] = obj
+    return obj
+
+
+def _ensure_loaded() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    importlib.import_module("stackwars.workloads")
+    importlib.import_module("stackwars.backends")
+    for name in filter(None, (p.strip() for p in os.environ.get("STACKWARS_PLUGINS", "").split(","))):
+        importlib.import_module(name)
+
+
+def _lookup(table: dict[str, Any], kind: str, name: str) -> Any:
+    _ensure_loaded()
+    try:
+        return table[name]
+    except KeyError:
+        allowed = ", ".join(sorted(table)) or "(none)"
+        raise SpecError(f"unknown {kind} {name!r}; allowed: {allowed}") from None
+
+
+def workload(name: str) -> Any:
+    return _lookup(_WORKLOADS, "workload", name)
+
+
+def backend(name: str) -> Any:
+    return _lookup(_BACKENDS, "backend", name)
+
+
+def study(name: str) -> Any:
+    return _lookup(_STUDIES, "study", name)
+
+
+def workloads() -> dict[str, Any]:
+    _ensure_loaded()
+    return dict(_WORKLOADS)
+
+
+def backends() -> dict[str, Any]:
+    _ensure_loaded()
+    return dict(_BACKENDS)
+
+
+def studies() -> dict[str, Any]:
+    _ensure_loaded()
+    return dict(_STUDIES)

@@ -1,0 +1,1 @@
+"""Turning stored rows into tables, plots and reports. Never imports the harness."""

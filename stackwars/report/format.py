@@ -1,0 +1,41 @@
+"""Human units for times, sizes and rates. ``None`` (not measured) prints as an em dash."""
+
+from __future__ import annotations
+
+DASH = "—"
+
+
+def seconds(s: float | None) -> str:
+    if s is None:
+        return DASH
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} µs"
+    if s < 1.0:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"
+
+
+def nbytes(b: float | None) -> str:
+    if b is None:
+        return DASH
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(b) >= scale:
+            return f"{b / scale:.1f} {unit}"
+    return f"{b:.0f} B"
+
+
+def rate(per_s: float | None, unit: str) -> str:
+    if per_s is None:
+        return DASH
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6)):
+        if per_s >= scale:
+            return f"{per_s / scale:.1f} {prefix}{unit}/s"
+    return f"{per_s:.0f} {unit}/s"
+
+
+def fraction(f: float | None) -> str:
+    return DASH if f is None else f"{100 * f:.0f}%"
+
+
+def sci(x: float | None) -> str:
+    return DASH if x is None else f"{x:.1e}"

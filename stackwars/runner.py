@@ -1,0 +1,203 @@
+"""Plan cells, measure each in a worker, store each as it finishes.
+
+Plain functions the CLI wraps (and tests call directly):
+
+* ``plan_cells``: validate every name, size and option, and expand the cross product
+  into ``CellSpec``s. Raises ``SpecError`` before anything is run or written.
+* ``execute``: run the planned cells, one fresh worker each, and append every result
+  to the store in its own transaction; callbacks report progress.
+* ``new_run`` / ``resume_run``: the two ways of starting; resume refuses an environment
+  whose library versions differ from the run's.
+* ``measure_peaks``: the device roofline, stored for later runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from dataclasses import replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import psutil
+
+from stackwars import registry
+from stackwars.errors import SpecError
+from stackwars.harness import env as envmod
+from stackwars.harness.isolation import Outcome, run_inline, run_task
+from stackwars.records import DEVICES, DTYPES, MATMUL_PRECISIONS, CellSpec, Measurement, MeasureConfig
+from stackwars.store.results import Store
+
+PROBE_TIMEOUT_S = 300
+# versions that must match between a run and its resumption
+RESUME_PINNED = ("python", "torch", "jax", "jaxlib", "numpy", "stackwars")
+
+
+def default_memory_limit() -> int:
+    """90% of physical memory: a runaway cell is killed before it takes the machine down."""
+    return int(0.9 * psutil.virtual_memory().total)
+
+
+def probe_machine(inline: bool = False) -> dict[str, Any]:
+    task = {"target": "stackwars.harness.probe:probe", "kwargs": {}, "process": {"device": "cpu"}}
+    outcome = run_inline(task) if inline else run_task(task, timeout_s=PROBE_TIMEOUT_S)
+    if outcome.result is None:
+        return {"torch": {"importable": False, "error": f"probe failed: {outcome.error}"},
+                "jax": {"importable": False, "error": f"probe failed: {outcome.error}"}}
+    return outcome.result
+
+
+def _choose(kind: str, values: Sequence[str], allowed: Sequence[str]) -> None:
+    for v in values:
+        if v not in allowed:
+            raise SpecError(f"unknown {kind} {v!r}; allowed: {', '.join(allowed)}")
+
+
+def default_backends(probe: Mapping[str, Any], device: str) -> list[str]:
+    """Backends marked default that can run ``device`` here."""
+    return [name for name, spec in registry.backends().items()
+            if spec.default and spec.availability(probe, device)[0]]
+
+
+def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequence[str], backends: Sequence[str],
+               devices: Sequence[str] = ("cpu",), dtypes: Sequence[str] = ("float32",),
+               overrides: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None) -> list[CellSpec]:
+    """The cross product of the request, validated. ``options`` go to the backends that
+    accept them; an option no selected backend accepts is an error."""
+    if not workloads:
+        raise SpecError(f"name at least one workload; available: {', '.join(registry.workloads())}")
+    if not backends:
+        raise SpecError("no backend selected (none of the default backends is available here); "
+                        f"name one with --backend; known: {', '.join(registry.backends())}")
+    _choose("device", devices, DEVICES)
+    _choose("dtype", dtypes, DTYPES)
+    overrides = dict(overrides or {})
+    options = dict(options or {})
+    bspecs = [registry.backend(b) for b in backends]
+    for opt in options:
+        if not any(opt in b.option_defaults for b in bspecs):
+            takers = sorted(n for n, b in registry.backends().items() if opt in b.option_defaults)
+            raise SpecError(f"option {opt!r} applies to {', '.join(takers) or 'no backend'}; "
+                            f"none of the selected backends ({', '.join(backends)}) takes it")
+    specs = []
+    for w in workloads:
+        wl = registry.workload(w)
+        for preset in presets:
+            wl.config(preset, overrides)  # validates preset and overrides (heads | d_model, sizes > 0)
+        for phase in phases:
+            wl.check_phase(phase)
+    for w, preset, phase, b, device, dtype in itertools.product(workloads, presets, phases, bspecs, devices, dtypes):
+        mine = {k: v for k, v in options.items() if k in b.option_defaults}
+        b.resolve_options(mine)  # validates values
+        specs.append(CellSpec(w, preset, phase, b.name, device, dtype, tuple(overrides.items()), tuple(mine.items())))
+    return specs
+
+
+def validate_config(config: MeasureConfig) -> None:
+    if config.matmul_precision not in MATMUL_PRECISIONS:
+        raise SpecError(f"unknown matmul precision {config.matmul_precision!r}; allowed: {', '.join(MATMUL_PRECISIONS)}")
+    checks = [(config.warmup >= 0, "warmup must be >= 0"),
+              (config.min_samples >= 1, "min-samples must be >= 1"),
+              (config.max_samples >= config.min_samples, "max-samples must be >= min-samples"),
+              (config.min_time_s >= 0, "min-time must be >= 0 seconds"),
+              (config.timeout_s > 0, "timeout must be > 0 seconds"),
+              (config.threads is None or config.threads >= 1, "threads must be >= 1")]
+    for ok, msg in checks:
+        if not ok:
+            raise SpecError(msg)
+    if config.threads is not None:
+        from stackwars.harness.settings import available_cpus
+        n = len(available_cpus())
+        if config.threads > n:
+            raise SpecError(f"threads={config.threads} but only {n} CPUs are available to this process")
+    if config.memory_limit_bytes is not None and config.memory_limit_bytes <= 0:
+        raise SpecError("memory limit must be positive")
+
+
+def _measurement(spec: CellSpec, framework: str, outcome: Outcome) -> Measurement:
+    if outcome.result and "spec" in outcome.result:
+        return replace(Measurement.from_dict(outcome.result), wall_s=outcome.wall_s)
+    return Measurement(spec=spec, status=outcome.status, framework=framework, error=outcome.error, wall_s=outcome.wall_s)
+
+
+def measure_one(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any], peak: Mapping[str, Any] | None,
+                inline: bool = False) -> Measurement:
+    bspec = registry.backend(spec.backend)
+    ok, reason = bspec.availability(probe, spec.device)
+    if not ok:
+        return Measurement(spec=spec, status="unsupported", framework=bspec.framework, error=reason)
+    cold = config.cache_dir is None
+    cache_dir = tempfile.mkdtemp(prefix="stackwars-cold-cache-") if cold else config.cache_dir
+    try:
+        task = {
+            "target": "stackwars.harness.measure:measure_cell",
+            "kwargs": {"spec": spec.to_dict(), "config": config.to_dict(), "peak": dict(peak or {}),
+                       "cache": {"mode": "cold" if cold else "warm", "dir": cache_dir}},
+            "process": {"threads": config.threads, "device": spec.device, "cache_dir": cache_dir},
+        }
+        outcome = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
+    finally:
+        if cold:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+    return _measurement(spec, bspec.framework, outcome)
+
+
+def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: MeasureConfig, env: Mapping[str, Any],
+            on_start: Callable[[CellSpec], None] | None = None,
+            on_done: Callable[[Measurement], None] | None = None, inline: bool = False) -> list[Measurement]:
+    session = store.start_session(run_id, env)
+    probe = env.get("probe", {})
+    done = []
+    for spec in specs:
+        if on_start:
+            on_start(spec)
+        peak = store.latest_peak(envmod.device_key(env, spec.device), spec.dtype, config.matmul_precision)
+        m = measure_one(spec, config, probe, peak, inline)
+        store.add_cell(run_id, session, m)
+        done.append(m)
+        if on_done:
+            on_done(m)
+    return done
+
+
+def new_run(store: Store, specs: Sequence[CellSpec], config: MeasureConfig, command: str | None = None) -> str:
+    return store.create_run(specs, {"measure": config.to_dict()}, kind="cells", command=command)
+
+
+def check_resumable(run_env: Mapping[str, Any], env: Mapping[str, Any]) -> None:
+    before, now = run_env.get("versions", {}), env.get("versions", {})
+    diffs = [f"{k} {before.get(k)} -> {now.get(k)}" for k in RESUME_PINNED if before.get(k) != now.get(k)]
+    if run_env.get("cpu_model") != env.get("cpu_model") or run_env.get("gpus") != env.get("gpus"):
+        diffs.append("a different machine")
+    if diffs:
+        raise SpecError("cannot resume: this environment differs from the run's (" + "; ".join(diffs) +
+                        "); resume where the run started, or start a new run")
+
+
+def measure_peaks(store: Store, device: str, dtypes: Sequence[str], config: MeasureConfig, env: Mapping[str, Any],
+                  inline: bool = False, min_time_s: float = 1.0) -> list[dict[str, Any]]:
+    probe = env.get("probe", {})
+    frameworks = [fw for fw in ("torch", "jax") if (probe.get(fw) or {}).get("importable")
+                  and (device == "cpu" or (probe.get(fw) or {}).get("cuda"))]
+    if not frameworks:
+        raise SpecError(f"neither torch nor jax can use device {device!r} here")
+    stored = []
+    for dtype in dtypes:
+        per_fw: dict[str, Any] = {}
+        for fw in frameworks:
+            task = {"target": "stackwars.harness.peaks:measure_peak",
+                    "kwargs": {"framework": fw, "device": device, "dtype": dtype,
+                               "matmul_precision": config.matmul_precision, "threads": config.threads,
+                               "min_time_s": min_time_s},
+                    "process": {"threads": config.threads, "device": device, "cache_dir": None}}
+            outcome = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
+            per_fw[fw] = outcome.result if outcome.status == "ok" else {"status": outcome.status, "error": outcome.error}
+        good = [r for r in per_fw.values() if r.get("status") == "ok"]
+        flops = max((r["gemm"]["median_per_s"] for r in good), default=None)
+        bw = max((r["stream"]["median_per_s"] for r in good), default=None)
+        key = envmod.device_key(env, device)
+        pid = store.add_peak(key, dtype, config.matmul_precision, flops, bw, per_fw, env)
+        stored.append({"id": pid, "device_key": key, "dtype": dtype, "matmul_precision": config.matmul_precision,
+                       "flops_per_s": flops, "bytes_per_s": bw, "per_framework": per_fw})
+    return stored

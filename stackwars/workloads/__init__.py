@@ -1,0 +1,3 @@
+"""Built-in workloads; importing this package registers them."""
+
+from stackwars.workloads import ffn, gemm, mha  # noqa: F401

@@ -1,0 +1,215 @@
+"""What every workload provides, and the shared machinery for presets and overrides.
+
+A workload is one computation with identical semantics in both frameworks:
+
+* a frozen ``Config`` dataclass; presets are instances in a table (sizes are data);
+* ``init(cfg, seed)``: parameters and batch as float64 numpy arrays, drawn once;
+* ``reference(cfg, phase, params, batch)``: float64 numpy outputs of the phase;
+* ``flops`` / ``bytes_moved``: analytical counts for achieved rates and rooflines;
+* twins, one module per framework, imported lazily (``twin("torch")``), exposing
+  ``build(cfg, params) -> model``, ``canonical(model) -> {name: array}``,
+  ``forward(model, batch)`` and ``loss(model, batch)``.
+
+Canonical parameters are a flat ``{name: array}`` dict in one layout (``x @ W`` with
+``W`` of shape [in, out]); twins convert to their idiomatic layout and back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+
+from stackwars.errors import SpecError
+from stackwars.records import DTYPES, MATMUL_PRECISIONS, PHASES
+
+Arrays = dict[str, np.ndarray]
+
+
+def choices(*values: Any, default: Any) -> Any:
+    """A config field restricted to ``values``."""
+    return dataclasses.field(default=default, metadata={"choices": values})
+
+
+@dataclass(frozen=True)
+class Config:
+    """Base of workload configs. Int fields are sizes and must be positive."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def validate(self) -> None:
+        """Raise SpecError on an impossible configuration. Subclasses extend it."""
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            allowed = f.metadata.get("choices")
+            if allowed is not None and v not in allowed:
+                raise SpecError(f"{f.name}={v!r} is not allowed; choose one of {', '.join(map(str, allowed))}")
+            if hints.get(f.name) is int and v <= 0:
+                raise SpecError(f"{f.name} must be a positive integer, got {v}")
+            if hints.get(f.name) is float and not np.isfinite(v):
+                raise SpecError(f"{f.name} must be finite, got {v}")
+
+
+def _coerce(name: str, raw: Any, typ: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    try:
+        if typ is bool:
+            low = raw.lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if typ is int:
+            return int(raw)
+        if typ is float:
+            return float(raw)
+    except ValueError:
+        raise SpecError(f"{name}={raw!r} is not a valid {typ.__name__}") from None
+    return raw
+
+
+@dataclass(frozen=True)
+class OptimizerSpec:
+    name: str  # "sgd" | "adamw"
+    lr: float
+    weight_decay: float = 0.0
+
+
+class Workload:
+    name: ClassVar[str]
+    description: ClassVar[str]
+    config_cls: ClassVar[type[Config]]
+    presets: ClassVar[Mapping[str, Config]]
+    phases: ClassVar[tuple[str, ...]] = PHASES
+    twin_modules: ClassVar[Mapping[str, str]]  # framework -> module path
+    flops_formula: ClassVar[str] = ""
+
+    # ---- configuration --------------------------------------------------------------
+    def config(self, preset: str, overrides: Mapping[str, Any] | None = None) -> Config:
+        if preset not in self.presets:
+            raise SpecError(f"unknown preset {preset!r} for workload {self.name!r}; "
+                            f"allowed: {', '.join(self.presets)}")
+        base = self.presets[preset]
+        overrides = dict(overrides or {})
+        hints = typing.get_type_hints(self.config_cls)
+        fields = {f.name for f in dataclasses.fields(base)}
+        unknown = sorted(set(overrides) - fields)
+        if unknown:
+            raise SpecError(f"unknown parameter(s) {', '.join(unknown)} for workload {self.name!r}; "
+                            f"allowed: {', '.join(sorted(fields))}")
+        values = {k: _coerce(k, v, hints[k]) for k, v in overrides.items()}
+        cfg = dataclasses.replace(base, **values)
+        cfg.validate()
+        return cfg
+
+    def check_phase(self, phase: str) -> None:
+        if phase not in self.phases:
+            raise SpecError(f"unknown phase {phase!r} for workload {self.name!r}; allowed: {', '.join(self.phases)}")
+
+    # ---- data and reference -----------------------------------------------------------
+    def init(self, cfg: Config, seed: int) -> tuple[Arrays, Arrays]:
+        raise NotImplementedError
+
+    def reference(self, cfg: Config, phase: str, params: Arrays, batch: Arrays) -> Arrays:
+        raise NotImplementedError
+
+    def optimizer(self, cfg: Config) -> OptimizerSpec:
+        return OptimizerSpec("sgd", lr=0.01)
+
+    def flops(self, cfg: Config, phase: str) -> int:
+        raise NotImplementedError
+
+    def bytes_moved(self, cfg: Config, phase: str, itemsize: int, param_itemsize: int) -> int:
+        raise NotImplementedError
+
+    def tolerance(self, dtype: str, matmul_precision: str, phase: str) -> float:
+        """Max allowed (max|out-ref| / max|ref|). Loose enough for the dtype's rounding,
+        tight enough that a wrong mask, scale or transposition fails by orders of magnitude."""
+        if dtype not in DTYPES or matmul_precision not in MATMUL_PRECISIONS:
+            raise SpecError(f"no tolerance for dtype={dtype} precision={matmul_precision}")
+        if dtype == "bfloat16":
+            return 5e-2
+        return 5e-3 if matmul_precision == "tf32" else 2e-4
+
+    def twin(self, framework: str) -> types.ModuleType:
+        try:
+            path = self.twin_modules[framework]
+        except KeyError:
+            raise SpecError(f"workload {self.name!r} has no {framework} implementation") from None
+        return importlib.import_module(path)
+
+    def describe(self, cfg: Config) -> dict[str, Any]:
+        params, _ = self.shapes(cfg)
+        return {"workload": self.name, "config": cfg.as_dict(),
+                "parameters": int(sum(int(np.prod(s)) for s in params.values())),
+                "flops": {p: self.flops(cfg, p) for p in self.phases},
+                "flops_formula": self.flops_formula}
+
+    def shapes(self, cfg: Config) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
+        """Parameter and batch shapes, computed without allocating."""
+        raise NotImplementedError
+
+
+# ---- helpers shared by the micro-op references ----------------------------------------
+
+def normal(rng: np.random.Generator, shape: tuple[int, ...], scale: float = 1.0) -> np.ndarray:
+    return rng.standard_normal(shape) * scale
+
+
+def sq_error(y: np.ndarray, t: np.ndarray) -> tuple[float, np.ndarray]:
+    """Squared error summed over the last axis (features), averaged over the rest
+    (examples), and its gradient with respect to ``y``.
+
+    A per-example loss, so the SGD update is a sizeable fraction of each parameter and the
+    train-step parity check (which reads ``new - old`` parameters) is not limited by the
+    rounding of the parameters themselves."""
+    diff = y - t
+    rows = diff.size // diff.shape[-1]
+    return float(np.sum(diff * diff) / rows), 2.0 * diff / rows
+
+
+def gelu(x: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """GELU and its derivative, float64. ``tanh`` is GPT-2's approximation; ``erf`` is exact."""
+    if kind == "tanh":
+        c = np.sqrt(2.0 / np.pi)
+        u = c * (x + 0.044715 * x ** 3)
+        t = np.tanh(u)
+        y = 0.5 * x * (1.0 + t)
+        dy = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * x * x)
+        return y, dy
+    from math import erf
+    cdf = 0.5 * (1.0 + np.vectorize(erf, otypes=[np.float64])(x / np.sqrt(2.0)))
+    pdf = np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi)
+    return x * cdf, cdf + x * pdf
+
+
+def round_to(x: np.ndarray, dtype: str) -> np.ndarray:
+    """The float64 value of ``x`` after rounding to ``dtype`` (round to nearest even),
+    so that the reference starts from exactly the inputs the frameworks receive."""
+    x32 = np.ascontiguousarray(x, dtype=np.float32)
+    if dtype == "float32":
+        return x32.astype(np.float64)
+    if dtype == "bfloat16":
+        bits = x32.view(np.uint32)
+        rounded = (bits + (np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))) & np.uint32(0xFFFF0000)
+        return rounded.astype(np.uint32).view(np.float32).astype(np.float64)
+    raise SpecError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
+
+
+def param_dtype(dtype: str, phase: str) -> str:
+    """Parameters are stored in the compute dtype for inference; training in bfloat16
+    keeps float32 master weights (torch: autocast; JAX: cast inside the loss)."""
+    return "float32" if phase == "train-step" else dtype
+
+
+def itemsize(dtype: str) -> int:
+    return {"float32": 4, "bfloat16": 2}[dtype]

@@ -1,0 +1,36 @@
+"""mha in JAX: a pure function of a parameter dict."""
+
+import jax
+import jax.numpy as jnp
+
+
+def build(cfg, params):
+    return cfg, dict(params)
+
+
+def canonical(static, params):
+    return params
+
+
+def forward(cfg, params, batch):
+    x = batch["x"]  # [B, T, C]
+    B, T, C = x.shape
+    H = cfg.heads
+
+    def project(p):  # [B, T, C] -> [B, T, H, hd]
+        return (x @ params[f"w{p}"] + params[f"b{p}"]).reshape(B, T, H, C // H)
+
+    q, k, v = project("q"), project("k"), project("v")
+    if cfg.attention == "sdpa":
+        y = jax.nn.dot_product_attention(q, k, v, is_causal=cfg.causal)  # [B, T, H, hd]
+    else:
+        s = jnp.einsum("bthd,bshd->bhts", q, k) / jnp.sqrt(jnp.asarray(C // H, q.dtype))  # [B, H, T, T]
+        if cfg.causal:
+            s = jnp.where(jnp.tril(jnp.ones((T, T), dtype=bool)), s, -jnp.inf)
+        y = jnp.einsum("bhts,bshd->bthd", jax.nn.softmax(s, axis=-1), v)  # [B, T, H, hd]
+    return y.reshape(B, T, C) @ params["wo"] + params["bo"]  # [B, T, C]
+
+
+def loss(cfg, params, batch):
+    y = forward(cfg, params, batch).astype(jnp.float32)
+    return jnp.mean(jnp.sum((y - batch["target"].astype(jnp.float32)) ** 2, axis=-1))  # per-example

@@ -16,6 +16,7 @@ _WORKLOADS: dict[str, Any] = {}
 _BACKENDS: dict[str, Any] = {}
 _STUDIES: dict[str, Any] = {}
 _loaded = False
+_plugins: set[str] = set()
 
 
 def register_workload(obj: Any) -> Any:
@@ -35,13 +36,15 @@ def register_study(obj: Any) -> Any:
 
 def _ensure_loaded() -> None:
     global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    importlib.import_module("stackwars.workloads")
-    importlib.import_module("stackwars.backends")
+    if not _loaded:
+        _loaded = True
+        importlib.import_module("stackwars.workloads")
+        importlib.import_module("stackwars.backends")
+    # plugins named after the first lookup (the variable can change in-process) load too
     for name in filter(None, (p.strip() for p in os.environ.get("STACKWARS_PLUGINS", "").split(","))):
-        importlib.import_module(name)
+        if name not in _plugins:
+            importlib.import_module(name)
+            _plugins.add(name)
 
 
 def _lookup(table: dict[str, Any], kind: str, name: str) -> Any:

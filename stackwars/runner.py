@@ -14,7 +14,6 @@ Plain functions the CLI wraps (and tests call directly):
 from __future__ import annotations
 
 import itertools
-import os
 import shutil
 import tempfile
 from dataclasses import replace
@@ -101,6 +100,7 @@ def validate_config(config: MeasureConfig) -> None:
               (config.min_samples >= 1, "min-samples must be >= 1"),
               (config.max_samples >= config.min_samples, "max-samples must be >= min-samples"),
               (config.min_time_s >= 0, "min-time must be >= 0 seconds"),
+              (config.min_block_s >= 0, "min-block-time must be >= 0 seconds"),
               (config.timeout_s > 0, "timeout must be > 0 seconds"),
               (config.threads is None or config.threads >= 1, "threads must be >= 1")]
     for ok, msg in checks:
@@ -201,3 +201,43 @@ def measure_peaks(store: Store, device: str, dtypes: Sequence[str], config: Meas
         stored.append({"id": pid, "device_key": key, "dtype": dtype, "matmul_precision": config.matmul_precision,
                        "flops_per_s": flops, "bytes_per_s": bw, "per_framework": per_fw})
     return stored
+
+
+FIDELITY_CELLS = (  # (workload, preset, phase, backend): calls of 1 ms or more on the CPU, and tiny ones
+    *((w, "small", ph, b) for w in ("gemm", "ffn", "mha") for ph in ("forward", "train-step")
+      for b in ("torch-eager", "jax-jit")),
+    *((w, "small", "forward", "torch-compile") for w in ("gemm", "ffn", "mha")),
+    *((w, "tiny", "forward", b) for w in ("gemm", "mha") for b in ("torch-eager", "jax-jit")),
+)
+
+
+def fidelity(device: str, config: MeasureConfig, probe: Mapping[str, Any], inline: bool = False,
+             on_done: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Time the same callables with stackwars and an independent reference (see
+    harness/fidelity.py), each cell in its own worker; plus the harness's no-op overhead."""
+    results: dict[str, Any] = {"cells": [], "overhead": {}}
+    for fw in ("torch", "jax"):
+        if (probe.get(fw) or {}).get("importable"):
+            task = {"target": "stackwars.harness.fidelity:overhead",
+                    "kwargs": {"framework": fw, "device": device},
+                    "process": {"threads": config.threads, "device": device, "cache_dir": None}}
+            o = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
+            results["overhead"][fw] = o.result if o.result else {"status": o.status, "error": o.error}
+    for w, preset, phase, b in FIDELITY_CELLS:
+        spec = CellSpec(w, preset, phase, b, device)
+        if not registry.backend(b).availability(probe, device)[0]:
+            continue
+        cache_dir = tempfile.mkdtemp(prefix="stackwars-cold-cache-")
+        try:
+            task = {"target": "stackwars.harness.fidelity:fidelity_cell",
+                    "kwargs": {"spec": spec.to_dict(), "config": config.to_dict(),
+                               "cache": {"mode": "cold", "dir": cache_dir}},
+                    "process": {"threads": config.threads, "device": device, "cache_dir": cache_dir}}
+            o = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
+        finally:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+        r = o.result if o.result and o.status == "ok" else {"cell": spec.key, "status": o.status, "error": o.error}
+        results["cells"].append(r)
+        if on_done:
+            on_done(r)
+    return results

@@ -34,7 +34,14 @@ class TorchCompile(TorchBackend):
             torch.compiler.cudagraph_mark_step_begin()
 
     def prepare(self, workload, cfg, phase, params, batch, device, dtype) -> Prepared:
+        # Dynamo's statistics are process-global; a worker measures one cell, but inline
+        # (debug) runs measure several in one process, so start each cell from zero.
+        from torch._dynamo import utils as dynamo_utils
+
         torch._dynamo.reset()
+        dynamo_utils.counters.clear()
+        dynamo_utils.compilation_time_metrics.clear()
+        dynamo_utils.clear_compilation_metrics()
         prepared = super().prepare(workload, cfg, phase, params, batch, device, dtype)
         first: dict[str, float] = {}
 

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from stackwars import runner
+from stackwars import registry, runner
 from stackwars.cli.common import DB_HELP, command, command_line, err, out, parse_assignments, writable_file, write_atomic
 from stackwars.errors import SpecError
 from stackwars.harness import env as envmod
@@ -45,6 +45,9 @@ def run(
     min_samples: int = typer.Option(10, help="steady state: at least this many samples"),
     min_time: float = typer.Option(1.0, help="steady state: at least this many seconds of sampling"),
     max_samples: int = typer.Option(100_000, help="steady state: stop at this many samples"),
+    min_block_time: float = typer.Option(1e-3, "--min-block-time",
+                                         help="calls shorter than this are timed in blocks, one sync per block "
+                                              "(throughput); 0 = sync after every call (latency)"),
     threads: Optional[int] = typer.Option(None, help="CPU threads for both frameworks (default: all available)"),
     matmul_precision: str = typer.Option("float32", help="float32 (exact) or tf32, applied to both frameworks"),
     warm_cache: Optional[Path] = typer.Option(None, "--warm-cache",
@@ -74,10 +77,10 @@ def run(
         if not path.exists():
             raise SpecError(f"--resume {resume}: no results database at {path}")
 
-    probe = runner.probe_machine(inline)
     if resume is None:
         config = MeasureConfig(
-            warmup=warmup, min_samples=min_samples, min_time_s=min_time, max_samples=max_samples, timeout_s=timeout,
+            warmup=warmup, min_samples=min_samples, min_time_s=min_time, max_samples=max_samples,
+            min_block_s=min_block_time, timeout_s=timeout,
             threads=threads, matmul_precision=matmul_precision, cache_dir=str(warm_cache) if warm_cache else None,
             seed=seed, memory_limit_bytes=int(memory_limit * 2**30) if memory_limit else runner.default_memory_limit())
         runner.validate_config(config)
@@ -86,9 +89,14 @@ def run(
             options["mode"] = compile_mode
         if fullgraph is not None:
             options["fullgraph"] = fullgraph
+        overrides = parse_assignments(set_ or [], "--set")
+        # validate names, sizes and options before the (seconds-long) machine probe
+        runner.plan_cells(workloads or [], preset, phase, backend or list(registry.backends()), device, dtype,
+                          overrides, options)
+    probe = runner.probe_machine(inline)
+    if resume is None:
         backends = backend or runner.default_backends(probe, device[0])
-        specs = runner.plan_cells(workloads or [], preset, phase, backends, device, dtype,
-                                  parse_assignments(set_ or [], "--set"), options)
+        specs = runner.plan_cells(workloads or [], preset, phase, backends, device, dtype, overrides, options)
         if warm_cache is not None:
             warm_cache.mkdir(parents=True, exist_ok=True)
 

@@ -16,10 +16,13 @@ Order of events, each phase kept apart:
 from __future__ import annotations
 
 import os
-import statistics
+from dataclasses import dataclass
 from typing import Any, Mapping
 
+import psutil
+
 from stackwars import registry
+from stackwars.backends.base import Prepared
 from stackwars.harness.memory import PeakRSS, current_rss
 from stackwars.harness.parity import compare
 from stackwars.harness.timer import Timer
@@ -33,8 +36,24 @@ def _count_entries(path: str | None) -> int | None:
     return sum(len(files) for _, _, files in os.walk(path))
 
 
-def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mapping[str, Any] | None = None,
-                 cache: Mapping[str, Any] | None = None) -> dict[str, Any]:
+@dataclass
+class PreparedCell:
+    """A cell ready for its first call: what measure_cell and the fidelity benchmark share."""
+
+    cell: CellSpec
+    config: MeasureConfig
+    workload: Any
+    cfg: Any
+    framework: str
+    backend: Any
+    prepared: Prepared
+    params: dict[str, Any]
+    batch: dict[str, Any]
+    settings: dict[str, Any]
+
+
+def prepare_cell(spec: Mapping[str, Any], config: Mapping[str, Any],
+                 cache: Mapping[str, Any] | None = None) -> PreparedCell:
     cell = CellSpec.from_dict(spec)
     cfg_m = MeasureConfig.from_dict(config)
     cache = dict(cache or {})
@@ -57,8 +76,18 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     batch = {k: round_to(v, cell.dtype) for k, v in batch.items()}
     prepared = backend.prepare(workload, cfg, cell.phase, params, batch, cell.device, cell.dtype)
     settings["backend"] = {"name": bspec.name, "options": backend.options, **prepared.notes}
+    return PreparedCell(cell, cfg_m, workload, cfg, bspec.framework, backend, prepared, params, batch, settings)
+
+
+def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mapping[str, Any] | None = None,
+                 cache: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    pc = prepare_cell(spec, config, cache)
+    cell, cfg_m, workload, cfg, backend, prepared = pc.cell, pc.config, pc.workload, pc.cfg, pc.backend, pc.prepared
+    params, batch, settings = pc.params, pc.batch, pc.settings
+    pdtype = param_dtype(cell.dtype, cell.phase)
 
     timer = Timer(prepared.call, prepared.sync)
+    steal_before = getattr(psutil.cpu_times(), "steal", None)
     rss = PeakRSS()
     baseline = current_rss()
     rss.reset()
@@ -69,12 +98,14 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     del out
     second_s, out = timer.once()
     del out
-    warm = timer.warmup(cfg_m.warmup)
-    estimate = statistics.median(warm) if warm else second_s
-    number = Timer.choose_number(estimate, cfg_m.min_block_s)
-    steady = timer.steady(cfg_m.min_samples, cfg_m.min_time_s, cfg_m.max_samples, number)
+    warm, steady = timer.warm_then_steady(cfg_m.warmup, cfg_m.min_samples, cfg_m.min_time_s, cfg_m.max_samples,
+                                          cfg_m.min_block_s, second_s)
     peak_all = rss.peak()
     rss.stop()
+    steal_after = getattr(psutil.cpu_times(), "steal", None)
+    if steal_before is not None and steal_after is not None:
+        # CPU time the hypervisor gave to other guests while this cell ran: VM noise, recorded
+        settings["cpu_steal_s"] = steal_after - steal_before
     device_peak, device_counter = backend.device_peak_memory(cell.device)
     compile_stats = prepared.compile_stats()
 
@@ -84,7 +115,7 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     return Measurement(
         spec=cell,
         status="ok" if parity.ok else "parity_fail",
-        framework=bspec.framework,
+        framework=pc.framework,
         first_call_s=first_s,
         second_call_s=second_s,
         warmup_s=tuple(warm),

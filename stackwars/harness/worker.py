@@ -64,8 +64,28 @@ def _default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
+def _exit_when_orphaned(parent: int, interval_s: float = 1.0) -> None:
+    """Workers live in their own session (so a timeout can kill their whole tree); if the
+    parent dies without killing them (SIGKILL), they must not run on: exit, with the group."""
+    import signal
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval_s)
+            if os.getppid() != parent:
+                try:
+                    os.killpg(os.getpgrp(), signal.SIGKILL)
+                finally:
+                    os._exit(3)
+
+    threading.Thread(target=watch, daemon=True, name="stackwars-orphan-watch").start()
+
+
 def main(argv: list[str]) -> int:
     task_path, result_path = argv
+    _exit_when_orphaned(os.getppid())
     with open(task_path) as f:
         task = json.load(f)
     write_atomic(result_path, execute(task))

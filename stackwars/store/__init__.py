@@ -1,0 +1,1 @@
+"""Results database: schema and migrations (db), reading and writing (results)."""

@@ -1,0 +1,33 @@
+"""Shared test setup: CPU only, compile caches in a session directory, helpers."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Inductor/JAX caches for in-process (inline) cells: one directory for the whole session,
+# so the suite pays Inductor's cold start once, not once per test.
+_CACHE = tempfile.mkdtemp(prefix="stackwars-test-cache-")
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(_CACHE, "inductor"))
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+
+@pytest.fixture(scope="session")
+def cache_dir() -> str:
+    return _CACHE
+
+
+@pytest.fixture
+def plugins_env(monkeypatch):
+    """Workers (spawned processes) import the test plugins: fault-injecting workloads."""
+    monkeypatch.setenv("STACKWARS_PLUGINS", "tests.plugins.faults")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    yield

@@ -1,0 +1,90 @@
+"""The command line: bad input exits 2 with a clear message and writes nothing; a real
+run prints the tables and writes the database and JSON; show and export read them back."""
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from stackwars.cli import app
+from stackwars.records import ROW_KEYS
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "conv"], "unknown workload 'conv'; allowed: "),
+    (["run", "gemm", "-b", "tf-eager"], "unknown backend 'tf-eager'"),
+    (["run", "gemm", "-p", "huge"], "unknown preset 'huge' for workload 'gemm'; allowed: tiny, small, paper"),
+    (["run", "gemm", "--phase", "backward"], "unknown phase 'backward'"),
+    (["run", "mha", "--set", "heads=5"], "heads=5 must divide d_model"),
+    (["run", "gemm", "--set", "m=0"], "m must be a positive integer"),
+    (["run", "gemm", "--set", "m"], "--set expects KEY=VALUE"),
+    (["run", "gemm", "--set", "z=3"], "unknown parameter(s) z"),
+    (["run", "gemm", "--dtype", "float16"], "unknown dtype 'float16'; allowed: float32, bfloat16"),
+    (["run", "gemm", "--device", "tpu"], "unknown device 'tpu'"),
+    (["run", "gemm", "--compile-mode", "fast"], "mode='fast' is not allowed"),
+    (["run", "gemm", "-b", "jax-jit", "--compile-mode", "default"], "option 'mode' applies to"),
+    (["run", "gemm", "--matmul-precision", "tf16"], "unknown matmul precision"),
+    (["run", "gemm", "--timeout", "0"], "timeout must be > 0"),
+    (["run", "gemm", "--threads", "4096"], "only"),
+    (["run", "gemm", "--json", "/nonexistent/dir/out.json"], "does not exist"),
+    (["run"], "name at least one workload"),
+    (["run", "--resume", "x", "gemm"], "--resume takes the cells from the stored run"),
+    (["show"], "no results database"),
+    (["export", "--format", "xml"], "unknown format 'xml'; allowed: csv, json"),
+    (["peaks", "--device", "tpu"], "unknown device"),
+])
+def test_bad_input_exits_2_and_writes_nothing(tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STACKWARS_DB", str(tmp_path / "s.db"))
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())  # rich may wrap long lines
+    assert list(tmp_path.iterdir()) == []  # no database, no JSON, nothing half-written
+
+
+def test_typer_usage_errors_also_exit_2():
+    result = runner.invoke(app, ["run", "gemm", "--min-samples", "many"])
+    assert result.exit_code == 2
+
+
+@pytest.mark.slow
+def test_run_show_export_end_to_end(tmp_path):
+    db, out = tmp_path / "r.db", tmp_path / "cells.json"
+    cmd = [sys.executable, "-m", "stackwars", "run", "gemm", "ffn", "-p", "tiny", "-b", "torch-eager",
+           "-b", "jax-jit", "--phase", "forward", "--phase", "train-step", "--min-time", "0.05",
+           "--db", str(db), "--json", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={"COLUMNS": "220", **_env()})
+    assert done.returncode == 0, done.stderr
+    for header in ("First Run", "Second Run", "Avg Steady State", "± (IQR)", "peak mem", "parity", "status"):
+        assert header in done.stdout
+    assert "gemm · tiny · train-step · cpu · float32" in done.stdout
+    assert "Environment:" in done.stdout and "torch" in done.stdout
+    cells = json.loads(out.read_text())
+    assert len(cells) == 8
+    for c in cells:
+        assert set(ROW_KEYS) <= set(c)
+        assert c["status"] == "ok", c["error"]
+        assert c["steady_median_s"] > 0 and len(c["steady_samples"]) >= 10
+        assert c["parity_max_rel_err"] < 1e-3
+        assert c["framework"] in ("torch", "jax")
+
+    shown = subprocess.run([sys.executable, "-m", "stackwars", "show", "--db", str(db)], capture_output=True,
+                           text=True, timeout=120, env={"COLUMNS": "220", **_env()})
+    assert shown.returncode == 0 and "ffn · tiny · forward" in shown.stdout
+
+    exported = subprocess.run([sys.executable, "-m", "stackwars", "export", "--format", "csv", "--db", str(db)],
+                              capture_output=True, text=True, timeout=120, env=_env())
+    table = list(csv.DictReader(io.StringIO(exported.stdout)))
+    assert len(table) == 8 and set(ROW_KEYS) <= set(table[0])
+    assert len(json.loads(table[0]["steady_samples"])) == len(cells[0]["steady_samples"])
+
+
+def _env():
+    import os
+    return {k: v for k, v in os.environ.items() if k != "COLUMNS"}

@@ -1,0 +1,130 @@
+"""Fault injection through real worker processes: a crash, a hang, an OOM (raised, and
+runaway allocation caught by the watchdog) are each recorded with the right status,
+while the cells around them finish."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from stackwars import runner
+from stackwars.harness import env as envmod
+from stackwars.harness.isolation import run_task
+from stackwars.records import MeasureConfig
+from stackwars.store.results import Store
+
+pytestmark = pytest.mark.slow
+
+
+def _worker_pids():
+    return {p.pid for p in psutil.process_iter(["cmdline"])
+            if p.info["cmdline"] and "stackwars.harness.worker" in " ".join(p.info["cmdline"])}
+
+
+def test_faulty_cells_get_their_status_and_the_run_goes_on(plugins_env, tmp_path):
+    specs = runner.plan_cells(["fault"], ["crash", "ok", "hang", "oom", "alloc", "raise"], ["forward"],
+                              ["torch-eager"])
+    specs.insert(2, runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["jax-jit"])[0])
+    config = MeasureConfig(warmup=1, min_samples=3, min_time_s=0.0, timeout_s=25.0,
+                           memory_limit_bytes=int(1.5 * 2**30))
+    probe = runner.probe_machine()
+    env = envmod.fingerprint(None, probe)
+    before = _worker_pids()
+    with Store(tmp_path / "r.db") as store:
+        run_id = runner.new_run(store, specs, config)
+        done = runner.execute(store, run_id, specs, config, env)
+        stored = {m.spec.key: m for _, m in store.cells(run_id)}
+    status = {m.spec.preset if m.spec.workload == "fault" else m.spec.workload: m for m in done}
+    assert status["crash"].status == "error" and "SIGSEGV" in status["crash"].error
+    assert status["ok"].status == "ok"
+    assert status["gemm"].status == "ok"
+    assert status["hang"].status == "timeout" and "25 s" in status["hang"].error
+    assert status["oom"].status == "oom" and "MemoryError" in status["oom"].error
+    assert status["alloc"].status == "oom" and "memory limit" in status["alloc"].error
+    assert status["raise"].status == "error" and "simulated bug" in status["raise"].error
+    assert len(stored) == len(specs)  # every cell, failed or not, is a stored result
+    assert _worker_pids() <= before  # no worker (hung or crashed) outlives its cell
+
+
+def test_unavailable_backend_is_unsupported_not_a_crash(tmp_path):
+    spec = runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["torch-cudagraphs"], devices=["cpu"])[0]
+    m = runner.measure_one(spec, MeasureConfig(), probe={"torch": {"importable": True}}, peak=None)
+    assert m.status == "unsupported" and "runs on cuda" in m.error
+    spec = runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["jax-jit"], devices=["cuda"])[0]
+    m = runner.measure_one(spec, MeasureConfig(), probe={"jax": {"importable": True, "cuda": False,
+                                                                   "cuda_reason": "no GPU"}}, peak=None)
+    assert m.status == "unsupported" and "no GPU" in m.error
+    m = runner.measure_one(spec, MeasureConfig(), probe={"jax": {"importable": False, "error": "No module"}}, peak=None)
+    assert m.status == "unsupported" and "not installed" in m.error
+
+
+def test_orphaned_worker_exits(plugins_env, tmp_path):
+    """A parent killed with SIGKILL cannot clean up; its hung worker must not run on."""
+    code = ("import sys; from stackwars.harness.isolation import run_task; "
+            "from stackwars.records import CellSpec, MeasureConfig; "
+            "s = CellSpec('fault', 'hang', 'forward', 'torch-eager').to_dict(); "
+            "run_task({'target': 'stackwars.harness.measure:measure_cell', "
+            "'kwargs': {'spec': s, 'config': MeasureConfig().to_dict()}, 'process': {'device': 'cpu'}}, 600)")
+    before = _worker_pids()
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.time() + 60
+    while not (_worker_pids() - before) and time.time() < deadline:
+        time.sleep(0.2)
+    orphans = _worker_pids() - before
+    assert orphans, "the worker never started"
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.time() + 15
+    while (_worker_pids() & orphans) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not (_worker_pids() & orphans)
+
+
+def test_interrupted_run_keeps_finished_cells_and_resumes(plugins_env, tmp_path):
+    db = tmp_path / "r.db"
+    cmd = [sys.executable, "-m", "stackwars", "run", "fault", "-p", "ok", "-p", "sleep", "-b", "torch-eager",
+           "--min-time", "0", "--min-samples", "2", "--db", str(db)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 120
+    count = 0
+    while time.time() < deadline and proc.poll() is None:
+        if db.exists():
+            try:
+                count = sqlite3.connect(db).execute("SELECT COUNT(*) FROM cells").fetchone()[0]
+            except sqlite3.OperationalError:
+                count = 0
+            if count == 1:
+                break
+        time.sleep(0.1)
+    assert count == 1, proc.communicate()[0] if proc.poll() is not None else "first cell never stored"
+    time.sleep(1.0)  # the second (sleeping) cell is now in flight
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, output
+    assert "--resume" in output
+    with Store(db) as store:
+        run_id = store.latest_run_id()
+        assert [s.preset for s in store.missing(run_id)] == ["sleep"]
+    done = subprocess.run([sys.executable, "-m", "stackwars", "run", "--resume", run_id, "--db", str(db)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    with Store(db) as store:
+        assert store.missing(run_id) == []
+        cells = store.cells(run_id)
+    assert sorted(m.spec.preset for _, m in cells) == ["ok", "sleep"]
+    assert all(m.status == "ok" for _, m in cells)
+    assert os.path.exists(db)
+
+
+def test_run_task_reports_a_dead_worker_with_its_signal(plugins_env):
+    from stackwars.records import CellSpec
+    spec = CellSpec("fault", "crash", "forward", "torch-eager").to_dict()
+    out = run_task({"target": "stackwars.harness.measure:measure_cell",
+                    "kwargs": {"spec": spec, "config": MeasureConfig().to_dict()}, "process": {"device": "cpu"}}, 120)
+    assert out.status == "error" and out.result is None
+    assert "SIGSEGV" in out.error

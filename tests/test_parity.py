@@ -1,0 +1,103 @@
+"""Every workload x phase x backend on `tiny` agrees with the float64 reference.
+
+Cells are measured in-process (the worker's own function, without the process) with a
+minimal steady state: what is asserted is the parity of the first call's outputs, and
+that the measurement produced first/second/steady timings.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from stackwars import registry
+from stackwars.harness.measure import measure_cell
+from stackwars.records import CellSpec, Measurement, MeasureConfig
+
+FAST = MeasureConfig(warmup=1, min_samples=2, min_time_s=0.0, max_samples=3)
+BACKENDS = ("torch-eager", "torch-compile", "jax-eager", "jax-jit")
+
+
+def _measure(spec: CellSpec, cache_dir=None) -> Measurement:
+    cache = {"mode": "warm", "dir": cache_dir} if cache_dir else None
+    return Measurement.from_dict(measure_cell(spec.to_dict(), FAST.to_dict(), cache=cache))
+
+
+@pytest.mark.parametrize("phase", ("forward", "train-step"))
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("workload", ("gemm", "ffn", "mha"))
+def test_parity_float32(workload, phase, backend):
+    m = _measure(CellSpec(workload, "tiny", phase, backend))
+    assert m.status == "ok", m.error
+    assert m.parity.max_rel_err <= m.parity.tolerance
+    expected = {"forward": {"out"}, "train-step": {"loss"} | {
+        f"update.{k}" for k in registry.workload(workload).shapes(registry.workload(workload).config("tiny"))[0]}}
+    assert set(m.parity.per_output) == expected[phase]
+    assert m.first_call_s > 0 and m.second_call_s > 0 and len(m.samples) >= 2
+    assert m.flops > 0 and m.bytes_moved > 0
+
+
+@pytest.mark.parametrize("phase", ("forward", "train-step"))
+@pytest.mark.parametrize("backend", ("torch-eager", "jax-jit"))
+@pytest.mark.parametrize("workload", ("gemm", "ffn", "mha"))
+def test_parity_bfloat16(workload, phase, backend):
+    m = _measure(CellSpec(workload, "tiny", phase, backend, dtype="bfloat16"))
+    assert m.status == "ok", m.error
+    # bf16 is really bf16: far less exact than float32, yet within its tolerance
+    assert 1e-4 < m.parity.max_rel_err <= m.parity.tolerance
+    if phase == "train-step":
+        assert m.settings["backend"]["param_dtype"] == "float32"  # master weights
+
+
+@pytest.mark.parametrize("backend", ("torch-eager", "jax-jit"))
+def test_mha_variants(backend):
+    for over in ({"causal": False}, {"attention": "naive"}, {"attention": "naive", "causal": False}):
+        m = _measure(CellSpec("mha", "tiny", "train-step", backend, overrides=tuple(over.items())))
+        assert m.status == "ok", (over, m.error)
+
+
+def test_a_wrong_computation_is_a_parity_fail(monkeypatch):
+    """The reference of a non-causal attention against a causal implementation."""
+    wl = registry.workload("mha")
+    real = type(wl).reference
+
+    def wrong(self, cfg, phase, params, batch):
+        return real(self, dataclasses.replace(cfg, causal=not cfg.causal), phase, params, batch)
+
+    monkeypatch.setattr(type(wl), "reference", wrong)
+    m = _measure(CellSpec("mha", "tiny", "forward", "torch-eager"))
+    assert m.status == "parity_fail"
+    assert m.parity.max_rel_err > 100 * m.parity.tolerance
+    assert m.samples  # the timings are kept: a parity failure is a result, not a crash
+    assert "parity" in m.error
+
+
+def test_compile_stats_come_from_the_frameworks():
+    m = _measure(CellSpec("ffn", "tiny", "train-step", "jax-jit"))
+    c = m.compile
+    assert set(c.breakdown) == {"trace_s", "lower_s", "compile_s"}
+    assert c.total_s == pytest.approx(sum(c.breakdown.values()))
+    assert c.recompiles == 0 and c.graphs == 1
+    assert c.extra["xla_cost_analysis"]["flops"] > 0
+    assert m.first_call_s > c.total_s  # the first call also executes
+    assert m.memory.compiled["argument_size_in_bytes"] > 0
+
+    m = _measure(CellSpec("ffn", "tiny", "train-step", "torch-compile"))
+    c = m.compile
+    assert c.graphs == 1 and c.graph_breaks == 0 and c.recompiles == 0
+    assert c.total_s > 0
+    # Inductor ran, or the (session-wide, warm) AOTAutograd cache says why it did not
+    assert c.breakdown["inductor_s"] > 0 or c.extra["aot_autograd_cache"].get("autograd_cache_hit", 0) > 0
+    assert m.first_call_s > c.total_s * 0.9
+
+    m = _measure(CellSpec("ffn", "tiny", "forward", "jax-eager"))
+    assert m.compile.extra["primitive_executables_compiled"] >= 0
+    assert m.settings["applied"]["jax_default_matmul_precision"] == "float32"
+
+
+def test_settings_are_pinned_and_recorded():
+    m = _measure(CellSpec("gemm", "tiny", "forward", "torch-eager"))
+    applied = m.settings["applied"]
+    assert applied["torch_float32_matmul_precision"] == "highest"
+    assert applied["torch_cuda_matmul_allow_tf32"] is False
+    assert m.memory.baseline_rss_bytes > 0 and m.memory.peak_rss_bytes >= m.memory.baseline_rss_bytes // 2

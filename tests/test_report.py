@@ -1,0 +1,37 @@
+"""The seed-style table, rendered from hand-built records, against a golden file."""
+
+from pathlib import Path
+
+from stackwars.report.tables import COLUMNS, to_text
+
+from tests.factories import measurement
+
+GOLDEN = Path(__file__).parent / "golden" / "gemm_table.txt"
+
+
+def rows():
+    ms = [
+        measurement("torch-eager", samples=(1.0e-3, 1.1e-3, 0.9e-3, 1.05e-3, 1.0e-3, 0.95e-3)),
+        measurement("torch-compile", samples=(0.98e-3, 1.12e-3, 0.92e-3, 1.04e-3, 1.01e-3, 0.97e-3)),
+        measurement("jax-jit", samples=(2.0e-3, 2.1e-3, 1.9e-3, 2.05e-3, 2.0e-3, 1.95e-3), framework="jax"),
+        measurement("jax-eager", status="oom", samples=(), framework="jax",
+                    error="worker RSS 21.60 GiB exceeded the memory limit 21.00 GiB (watchdog killed it)"),
+    ]
+    return [m.to_row() for m in ms]
+
+
+def test_table_matches_golden():
+    text = to_text(rows(), "device: test CPU (2 logical CPUs)", width=200)
+    assert text == GOLDEN.read_text()
+
+
+def test_table_content():
+    text = to_text(rows(), width=200)
+    for c in COLUMNS:
+        assert c in text
+    lines = {line.split("│")[1].strip(): line for line in text.splitlines() if line.startswith("│")}
+    assert "fastest" in lines["torch-eager"] or "fastest" in lines["torch-compile"]
+    assert "~" in lines["torch-compile"] or "~" in lines["torch-eager"]  # 1% apart: not significant
+    assert "2.0" in lines["jax-jit"] and "~" not in lines["jax-jit"]  # twice as slow: significant
+    assert "oom" in lines["jax-eager"]
+    assert "memory limit" in text  # failures are explained under the table

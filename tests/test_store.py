@@ -1,0 +1,109 @@
+import json
+import sqlite3
+
+import pytest
+
+from stackwars import load_results
+from stackwars.errors import SpecError, StackwarsError
+from stackwars.records import ROW_KEYS, Measurement, MeasureConfig
+from stackwars.store import db
+from stackwars.store.results import Store
+
+from tests.factories import measurement
+
+
+def _run(store, ms):
+    run_id = store.create_run([m.spec for m in ms], {"measure": MeasureConfig().to_dict()}, command="test")
+    session = store.start_session(run_id, {"cpu_model": "test"})
+    return run_id, session
+
+
+def test_round_trip_keeps_every_sample(tmp_path):
+    ms = [measurement("torch-eager"), measurement("jax-jit", samples=(2e-3, 2.5e-3)),
+          measurement("jax-eager", status="oom", samples=(), error="worker RSS exceeded")]
+    with Store(tmp_path / "r.db") as store:
+        run_id, session = _run(store, ms)
+        for m in ms:
+            store.add_cell(run_id, session, m)
+        back = [m for _, m in store.cells(run_id)]
+    assert back == ms  # dataclass equality: nothing lost, nothing invented
+    assert back[1].samples == (2e-3, 2.5e-3)
+
+
+def test_append_only(tmp_path):
+    with Store(tmp_path / "r.db") as store:
+        run_id, session = _run(store, [measurement()])
+        store.add_cell(run_id, session, measurement())
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            store.conn.execute("UPDATE cells SET status = 'ok'")
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            store.conn.execute("DELETE FROM runs")
+
+
+def test_schema_version_and_refusal_of_newer(tmp_path):
+    path = tmp_path / "r.db"
+    with Store(path) as store:
+        assert db.version(store.conn) == db.LATEST
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, 'future')", (db.LATEST + 1,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(StackwarsError, match="newer"):
+        Store(path)
+
+
+def test_migration_from_an_empty_file(tmp_path):
+    path = tmp_path / "old.db"
+    sqlite3.connect(path).close()
+    with Store(path) as store:
+        assert db.version(store.conn) == db.LATEST
+        tables = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"runs", "run_plan", "sessions", "cells", "peaks", "schema_version"} <= tables
+
+
+def test_missing_cells_for_resume(tmp_path):
+    ms = [measurement(b) for b in ("torch-eager", "torch-compile", "jax-jit")]
+    with Store(tmp_path / "r.db") as store:
+        run_id, session = _run(store, ms)
+        store.add_cell(run_id, session, ms[1])
+        assert [s.backend for s in store.missing(run_id)] == ["torch-eager", "jax-jit"]
+        assert store.latest_run_id() == run_id
+        with pytest.raises(SpecError, match="no run"):
+            store.run("nope")
+
+
+def test_load_results_dataframe_has_the_required_columns(tmp_path):
+    path = tmp_path / "r.db"
+    with Store(path) as store:
+        run_id, session = _run(store, [measurement()])
+        store.add_cell(run_id, session, measurement())
+    df = load_results(path)
+    assert set(ROW_KEYS) <= set(df.columns)
+    row = df.iloc[0]
+    assert row["steady_median_s"] == pytest.approx(1.025e-3)
+    assert row["achieved_flops_per_s"] == pytest.approx(2 * 1024**3 / 1.025e-3)
+    # roofline: floor = max(flops / 4e12, bytes / 1e11) over the median
+    assert row["roofline_fraction"] == pytest.approx(max(2 * 1024**3 / 4e12, 12 * 1024**2 / 1e11) / 1.025e-3)
+
+
+def test_missing_values_are_null_not_invented():
+    row = measurement(status="timeout", samples=(), error="no result").to_row()
+    for key in ("first_call_s", "second_call_s", "steady_median_s", "steady_iqr_s", "compile_s",
+                "peak_memory_bytes", "parity_max_rel_err"):
+        assert row[key] is None
+    assert row["steady_samples"] == []
+    json.dumps(row)  # serialisable as is
+
+
+def test_load_results_on_missing_db_is_a_clear_error(tmp_path):
+    with pytest.raises(SpecError, match="no results database"):
+        load_results(tmp_path / "absent.db")
+
+
+def test_peaks_latest(tmp_path):
+    with Store(tmp_path / "r.db") as store:
+        store.add_peak("cpu:x:2t", "float32", "float32", 1e11, 1e10, {}, {})
+        store.add_peak("cpu:x:2t", "float32", "float32", 2e11, 2e10, {}, {})
+        p = store.latest_peak("cpu:x:2t", "float32", "float32")
+        assert p["flops_per_s"] == 2e11
+        assert store.latest_peak("cpu:x:2t", "bfloat16", "float32") is None

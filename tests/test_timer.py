@@ -1,0 +1,108 @@
+"""The repetition logic, driven by a fake clock: no device, no sleep."""
+
+import pytest
+
+from stackwars.harness.timer import Timer
+
+
+class FakeDevice:
+    """A clock that advances by each call's duration only when the caller synchronises,
+    like an asynchronous device: forgetting to sync makes a call look free."""
+
+    def __init__(self, durations):
+        self.durations = list(durations)
+        self.now = 0.0
+        self.pending = 0.0
+        self.calls = 0
+        self.synced = []
+
+    def clock(self):
+        return self.now
+
+    def fn(self):
+        d = self.durations[min(self.calls, len(self.durations) - 1)]
+        self.calls += 1
+        self.pending += d
+        return self.calls
+
+    def sync(self, outs):
+        self.synced.append(list(outs))
+        self.now += self.pending
+        self.pending = 0.0
+
+
+def test_once_includes_the_synchronised_device_time():
+    dev = FakeDevice([2.0, 0.5])
+    t = Timer(dev.fn, dev.sync, dev.clock)
+    first, out = t.once()
+    second, _ = t.once()
+    assert (first, second) == (2.0, 0.5)
+    assert out == 1 and dev.synced == [[1], [2]]
+
+
+def test_unsynchronised_timer_would_lie():
+    # the same device with a no-op sync: this is what the seeds' timers measured
+    dev = FakeDevice([2.0])
+    t = Timer(dev.fn, lambda outs: None, dev.clock)
+    assert t.once()[0] == 0.0
+
+
+def test_steady_needs_both_min_samples_and_min_time():
+    dev = FakeDevice([0.125])  # exact in binary, so the budget arithmetic is exact
+    t = Timer(dev.fn, dev.sync, dev.clock)
+    st = t.steady(min_samples=3, min_time_s=1.0, max_samples=1000)
+    # 3 samples would take 0.375 s; the time budget demands >= 1.0 s
+    assert len(st.samples) == 8
+    assert all(s == 0.125 for s in st.samples)
+    st = t.steady(min_samples=20, min_time_s=0.5, max_samples=1000)
+    assert len(st.samples) == 20  # count budget dominates
+
+
+def test_steady_stops_at_max_samples():
+    dev = FakeDevice([0.001])
+    st = Timer(dev.fn, dev.sync, dev.clock).steady(min_samples=5, min_time_s=100.0, max_samples=50)
+    assert len(st.samples) == 50
+
+
+def test_blocks_divide_by_number_and_sync_every_output_of_the_block():
+    dev = FakeDevice([0.25])
+    st = Timer(dev.fn, dev.sync, dev.clock).steady(min_samples=4, min_time_s=0.0, max_samples=100, number=8)
+    assert st.number == 8
+    assert len(st.samples) == 4
+    assert all(s == pytest.approx(0.25) for s in st.samples)
+    assert all(len(outs) == 8 for outs in dev.synced)  # one sync per block, on all 8 outputs
+
+
+def test_samples_keep_their_spread():
+    dev = FakeDevice([1.0, 3.0, 2.0, 5.0])
+    st = Timer(dev.fn, dev.sync, dev.clock).steady(min_samples=4, min_time_s=0.0, max_samples=4)
+    assert st.samples == (1.0, 3.0, 2.0, 5.0)
+
+
+def test_choose_number():
+    assert Timer.choose_number(0.01, 1e-3) == 1
+    assert Timer.choose_number(1e-3, 1e-3) == 1
+    assert Timer.choose_number(1e-5, 1e-3) == 100
+    assert Timer.choose_number(3e-4, 1e-3) == 4
+    assert Timer.choose_number(0.0, 1e-3, max_number=77) == 77
+
+
+def test_warmup_records_each_call():
+    dev = FakeDevice([3.0, 1.0, 1.0, 1.0])
+    t = Timer(dev.fn, dev.sync, dev.clock)
+    assert t.warmup(3) == [3.0, 1.0, 1.0]
+
+
+def test_invalid_budgets_rejected():
+    dev = FakeDevice([1.0])
+    with pytest.raises(ValueError):
+        Timer(dev.fn, dev.sync, dev.clock).steady(min_samples=5, min_time_s=0, max_samples=4)
+
+
+def test_warm_then_steady_sizes_blocks_from_the_warmup():
+    dev = FakeDevice([1.0, 2.0**-13])  # a slow first warm-up call, then ~122 µs calls (binary-exact)
+    warm, st = Timer(dev.fn, dev.sync, dev.clock).warm_then_steady(
+        warmup=3, min_samples=5, min_time_s=0.0, max_samples=100, min_block_s=1e-3, fallback_estimate_s=1.0)
+    assert warm == [1.0, 2.0**-13, 2.0**-13]
+    assert st.number == 9  # median warm-up 122 µs -> ceil(1 ms / 122 µs) = 9 calls per block
+    assert len(st.samples) == 5 and all(s == pytest.approx(2.0**-13) for s in st.samples)

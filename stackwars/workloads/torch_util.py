@@ -18,3 +18,9 @@ def linear_canonical(layer: nn.Linear, w: str, b: str | None) -> dict[str, torch
     if b is not None:
         out[b] = layer.bias
     return out
+
+
+def sq_error(y: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Per-example squared error (summed over features, averaged over rows), in float32;
+    the twin of ``workloads.base.sq_error``."""
+    return ((y.float() - target.float()) ** 2).sum(-1).mean()

@@ -2,7 +2,7 @@
 
 from torch import nn
 
-from stackwars.workloads.torch_util import linear, linear_canonical
+from stackwars.workloads.torch_util import linear, linear_canonical, sq_error
 
 
 class Ffn(nn.Module):
@@ -29,5 +29,4 @@ def forward(model, batch):
 
 
 def loss(model, batch):
-    y = model(batch["x"]).float()
-    return ((y - batch["target"].float()) ** 2).sum(-1).mean()  # per-example squared error
+    return sq_error(model(batch["x"]), batch["target"])

@@ -3,13 +3,7 @@
 import jax
 import jax.numpy as jnp
 
-
-def build(cfg, params):
-    return cfg, dict(params)
-
-
-def canonical(static, params):
-    return params
+from stackwars.workloads.jax_util import build, canonical, sq_error  # noqa: F401 - the twin interface
 
 
 def forward(cfg, params, batch):
@@ -32,5 +26,4 @@ def forward(cfg, params, batch):
 
 
 def loss(cfg, params, batch):
-    y = forward(cfg, params, batch).astype(jnp.float32)
-    return jnp.mean(jnp.sum((y - batch["target"].astype(jnp.float32)) ** 2, axis=-1))  # per-example
+    return sq_error(forward(cfg, params, batch), batch["target"])

@@ -125,6 +125,7 @@ class MemoryStats:
     device_counter: str | None = None
     peak_rss_bytes: int | None = None  # over the measured calls (first call to last sample)
     peak_rss_first_call_bytes: int | None = None  # over the first call alone (compile included)
+    peak_rss_steady_bytes: int | None = None  # from the second call to the last sample
     baseline_rss_bytes: int | None = None  # just before the first call, inputs already resident
     rss_counter: str | None = None
     compiled: Mapping[str, int] = field(default_factory=dict)  # XLA memory_analysis()
@@ -237,6 +238,8 @@ class Measurement:
             "peak_memory_counter": mem_counter,
             "baseline_rss_bytes": mem.baseline_rss_bytes if mem else None,
             "peak_rss_bytes": mem.peak_rss_bytes if mem else None,
+            "peak_rss_first_call_bytes": mem.peak_rss_first_call_bytes if mem else None,
+            "peak_rss_steady_bytes": mem.peak_rss_steady_bytes if mem else None,
             "peak_device_bytes": mem.peak_device_bytes if mem else None,
             "parity_tolerance": self.parity.tolerance if self.parity else None,
             "graphs": self.compile.graphs if self.compile else None,

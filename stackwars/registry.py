@@ -40,6 +40,7 @@ def _ensure_loaded() -> None:
         _loaded = True
         importlib.import_module("stackwars.workloads")
         importlib.import_module("stackwars.backends")
+        importlib.import_module("stackwars.studies")
     # plugins named after the first lookup (the variable can change in-process) load too
     for name in filter(None, (p.strip() for p in os.environ.get("STACKWARS_PLUGINS", "").split(","))):
         if name not in _plugins:

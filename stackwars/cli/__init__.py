@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from stackwars.cli import export_cmd, fidelity_cmd, list_cmd, peaks_cmd, run_cmd, show_cmd
+from stackwars.cli import export_cmd, fidelity_cmd, list_cmd, peaks_cmd, run_cmd, show_cmd, train_cmd
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="JAX or PyTorch, which execution mode, for this workload, and why: honest measurements.")
@@ -14,6 +14,7 @@ app.command("show")(show_cmd.show)
 app.command("export")(export_cmd.export)
 app.command("peaks")(peaks_cmd.peaks)
 app.command("fidelity")(fidelity_cmd.fidelity)
+app.command("train")(train_cmd.train)
 
 
 def main() -> None:

@@ -21,9 +21,11 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import psutil
+
+from stackwars.harness import progress
 
 LOG_TAIL_CHARS = 4000
 
@@ -64,16 +66,25 @@ def _tail(path: str) -> str:
 
 
 def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | None = None,
-             poll_s: float = 0.05) -> Outcome:
+             poll_s: float = 0.05, on_progress: Callable[[dict[str, Any]], None] | None = None) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="stackwars-worker-") as tmp:
-        task_path, result_path, log_path = (os.path.join(tmp, n) for n in ("task.json", "result.json", "log.txt"))
+        task_path, result_path, log_path, progress_path = (
+            os.path.join(tmp, n) for n in ("task.json", "result.json", "log.txt", "progress.jsonl"))
         with open(task_path, "w") as f:
             json.dump(task, f)
+        tail = progress.Tail(progress_path)
+
+        def relay() -> None:
+            if on_progress is not None:
+                for event in tail.read():
+                    on_progress(event)
+
         start = time.perf_counter()
         with open(log_path, "w") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "stackwars.harness.worker", task_path, result_path],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                env={**os.environ, progress.ENV: progress_path},
             )
         ps = psutil.Process(proc.pid)
         peak = 0
@@ -85,6 +96,7 @@ def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | N
                     break
                 except subprocess.TimeoutExpired:
                     pass
+                relay()
                 elapsed = time.perf_counter() - start
                 if memory_limit_bytes is not None:
                     rss = _tree_rss(ps)
@@ -103,6 +115,7 @@ def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | N
                 _kill_group(proc.pid)
                 proc.wait()
             _kill_group(proc.pid)  # stragglers left by a worker that exited (compile pools)
+        relay()
         wall = time.perf_counter() - start
         tail = _tail(log_path)
         if killed:
@@ -118,11 +131,15 @@ def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | N
                        wall, peak or None)
 
 
-def run_inline(task: dict[str, Any]) -> Outcome:
+def run_inline(task: dict[str, Any], on_progress: Callable[[dict[str, Any]], None] | None = None) -> Outcome:
     """Debug mode: run the task in this process (no isolation, no timeout, no pinning)."""
     from stackwars.harness.worker import execute
 
     start = time.perf_counter()
     inline_task = dict(task, process=None)  # never pin or re-point caches in the parent
-    result = execute(inline_task)
+    progress.listen(on_progress)
+    try:
+        result = execute(inline_task)
+    finally:
+        progress.listen(None)
     return Outcome(result.get("status", "ok"), result, result.get("error"), time.perf_counter() - start)

@@ -68,6 +68,19 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX peaks_by_device ON peaks (device_key, dtype, matmul_precision);
     """ + "".join(_append_only(t) for t in ("runs", "run_plan", "sessions", "cells", "peaks")),
+    # 2: rows of studies (training epochs, recompile calls, ...), one JSON object each
+    """
+    CREATE TABLE study_rows (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL REFERENCES runs(run_id),
+        session_id INTEGER NOT NULL REFERENCES sessions(session_id),
+        study TEXT NOT NULL,
+        item_key TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        row_json TEXT NOT NULL
+    );
+    CREATE INDEX study_rows_by_run ON study_rows (run_id, study, item_key);
+    """ + _append_only("study_rows"),
 ]
 
 LATEST = len(MIGRATIONS)

@@ -38,8 +38,12 @@ class RunInfo:
     kind: str
     command: str | None
     config: dict[str, Any]
-    plan: tuple[CellSpec, ...]
+    plan_items: tuple[dict[str, Any], ...]  # as planned; cells runs: CellSpec dicts
     env: dict[str, Any]  # of the run's first session
+
+    @property
+    def plan(self) -> tuple[CellSpec, ...]:
+        return tuple(CellSpec.from_dict(d) for d in self.plan_items)
 
     @property
     def measure_config(self) -> MeasureConfig:
@@ -64,8 +68,9 @@ class Store:
         self.close()
 
     # ---- writing -------------------------------------------------------------------------
-    def create_run(self, plan: Iterable[CellSpec], config: Mapping[str, Any], kind: str = "cells",
+    def create_run(self, plan: Iterable[Any], config: Mapping[str, Any], kind: str = "cells",
                    command: str | None = None) -> str:
+        """``plan``: what the run intends to measure, items with ``key`` and ``to_dict()``."""
         run_id = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
         with self._tx():
             self.conn.execute("INSERT INTO runs (run_id, created_at, kind, command, config_json) VALUES (?,?,?,?,?)",
@@ -131,7 +136,7 @@ class Store:
         if row is None:
             known = ", ".join(self.run_ids()[-5:]) or "none"
             raise SpecError(f"no run {run_id!r} in {self.path}; latest runs: {known}")
-        plan = tuple(CellSpec.from_dict(json.loads(r[0])) for r in self.conn.execute(
+        plan = tuple(json.loads(r[0]) for r in self.conn.execute(
             "SELECT spec_json FROM run_plan WHERE run_id = ? ORDER BY position", (run_id,)))
         env_row = self.conn.execute("SELECT env_json FROM sessions WHERE run_id = ? ORDER BY session_id LIMIT 1",
                                     (run_id,)).fetchone()
@@ -149,6 +154,20 @@ class Store:
     def missing(self, run_id: str) -> list[CellSpec]:
         done = {r[0] for r in self.conn.execute("SELECT cell_key FROM cells WHERE run_id = ?", (run_id,))}
         return [s for s in self.run(run_id).plan if s.key not in done]
+
+    def add_study_rows(self, run_id: str, session_id: int, study: str, item_key: str,
+                       rows_: Iterable[Mapping[str, Any]]) -> None:
+        """All rows of one study item (one training, one recompile sequence) in one transaction."""
+        stamp = db.now()
+        with self._tx():
+            self.conn.executemany(
+                "INSERT INTO study_rows (run_id, session_id, study, item_key, created_at, row_json) VALUES (?,?,?,?,?,?)",
+                [(run_id, session_id, study, item_key, stamp, _dumps(r)) for r in rows_])
+
+    def study_rows(self, run_id: str, study: str | None = None) -> list[dict[str, Any]]:
+        q = "SELECT item_key, row_json FROM study_rows WHERE run_id = ?" + (" AND study = ?" if study else "")
+        args = (run_id, study) if study else (run_id,)
+        return [{"item_key": k, **json.loads(r)} for k, r in self.conn.execute(q + " ORDER BY id", args)]
 
     def latest_peak(self, device_key: str, dtype: str, matmul_precision: str) -> dict[str, Any] | None:
         row = self.conn.execute(

@@ -1,0 +1,1 @@
+"""Datasets: the IDX format and MNIST-style directories (MNIST, Fashion-MNIST, ...)."""

@@ -1,0 +1,63 @@
+"""One training (framework x batch size), run inside a worker process."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from stackwars.data import mnist
+from stackwars.harness import progress
+from stackwars.studies.mnist.common import TrainConfig, epoch_order, init_params
+
+
+def _trainer(cfg: TrainConfig, params):
+    if cfg.framework == "jax":
+        from stackwars.studies.mnist.jax_train import JaxTrainer
+        return JaxTrainer(cfg, params), {}
+    import torch
+
+    from stackwars.studies.mnist.torch_train import TorchTrainer
+    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    torch.set_num_threads(threads)  # the same budget XLA sizes its pool from (the pinned CPUs)
+    return TorchTrainer(cfg, params), {"torch_num_threads": torch.get_num_threads(), "torch": torch.__version__}
+
+
+def train(config: dict[str, Any], data_file: str, split_seed: int) -> dict[str, Any]:
+    cfg = TrainConfig(**config)
+    with np.load(data_file) as z:
+        sp = mnist.split({k: z[k] for k in mnist.FILES}, seed=split_seed)
+    train_x, train_y = sp.train_x[: cfg.limit_train], sp.train_y[: cfg.limit_train]
+    val_x, val_y = sp.val_x[: cfg.limit_eval], sp.val_y[: cfg.limit_eval]
+    test_x, test_y = sp.test_x[: cfg.limit_eval], sp.test_y[: cfg.limit_eval]
+
+    trainer, settings = _trainer(cfg, init_params(cfg.init_seed))
+    settings["placement"] = cfg.placement
+    transfer_s = trainer.put_data("train", train_x, train_y)
+    trainer.put_data("val", val_x, val_y)
+    trainer.put_data("test", test_x, test_y)
+    rows = []
+    for epoch in range(1, cfg.epochs + 1):
+        stats = trainer.run_epoch(epoch, epoch_order(cfg.shuffle_seed, epoch, len(train_x), cfg.batch_size))
+        t0 = time.perf_counter()
+        val_loss, val_acc = trainer.evaluate("val")
+        compiles = cfg.backend != "torch-eager"  # eager has no compile step: null, not an invented zero
+        row = {"epoch": epoch, "epoch_s": stats.epoch_s, "includes_compile": stats.compile_s > 0,
+               "compile_s": stats.compile_s if compiles else None, "compute_s": stats.compute_s,
+               "data_s": stats.data_s,
+               "steps": stats.steps, "samples": stats.samples, "train_loss": stats.train_loss,
+               "train_acc": stats.train_acc, "val_loss": val_loss, "val_acc": val_acc,
+               "eval_s": time.perf_counter() - t0, "step_losses": stats.step_losses}
+        rows.append(row)
+        progress.report(event="epoch", framework=cfg.framework, backend=cfg.backend, batch_size=cfg.batch_size,
+                        epoch=epoch, epochs=cfg.epochs, epoch_s=stats.epoch_s, compile_s=stats.compile_s,
+                        train_loss=stats.train_loss, val_acc=val_acc)
+    test_loss, test_acc = trainer.evaluate("test")
+    return {"status": "ok", "epochs": rows, "test_loss": test_loss, "test_acc": test_acc,
+            "initial_transfer_s": transfer_s, "settings": settings,
+            "sizes": {"train": len(train_x), "val": len(val_x), "test": len(test_x)},
+            # proves both frameworks trained and validated on the same split
+            "split_digest": hashlib.sha256(sp.val_index.tobytes()).hexdigest()[:16]}

@@ -60,11 +60,14 @@ def plot(rows: list[Mapping[str, Any]], path: Path, title: str) -> None:
                 continue
             ep = [r["epoch"] for r in rs]
             c = colours.get(backend, "tab:gray")
+            # PyTorch thick and translucent, JAX thin on top: where the frameworks agree the
+            # thin line runs inside the thick one, and both stay visible
+            style = {"lw": 4.5, "alpha": 0.35} if backend.startswith("torch") else {"lw": 1.2, "alpha": 1.0}
             for row, (metric, label) in enumerate((("loss", "loss"), ("acc", "accuracy"))):
                 ax = axes[row][col]
-                ax.plot(ep, [r[f"train_{metric}"] for r in rs], ls="--", color=c, label=f"{backend} train")
-                ax.plot(ep, [r[f"val_{metric}"] for r in rs], ls="-", marker="o", ms=3, color=c,
-                        label=f"{backend} validation")
+                ax.plot(ep, [r[f"train_{metric}"] for r in rs], ls="--", color=c, label=f"{backend} train", **style)
+                ax.plot(ep, [r[f"val_{metric}"] for r in rs], ls="-", color=c, label=f"{backend} validation",
+                        **style)
                 ax.set_ylabel(label)
                 ax.grid(alpha=0.3)
         axes[0][col].set_title(f"batch {b}")

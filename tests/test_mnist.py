@@ -117,8 +117,8 @@ def test_batch_order_is_identical_per_seed_and_full_batches_only():
     assert not np.array_equal(o1, epoch_order(0, 2, 1000, 64))
 
 
-def _trainer(framework, lr=0.1, batch=64, limit=640):
-    cfg = TrainConfig(framework, batch, epochs=1, lr=lr, limit_train=limit)
+def _trainer(framework, lr=0.1, batch=64, limit=640, placement="device"):
+    cfg = TrainConfig(framework, batch, epochs=1, lr=lr, limit_train=limit, placement=placement)
     if framework == "jax":
         from stackwars.studies.mnist.jax_train import JaxTrainer
         return cfg, JaxTrainer(cfg, init_params(0))
@@ -126,11 +126,13 @@ def _trainer(framework, lr=0.1, batch=64, limit=640):
     return cfg, TorchTrainer(cfg, init_params(0))
 
 
-def test_same_weights_same_batches_same_losses(split):
-    """Ten SGD steps from the same initial weights and batches: the frameworks agree."""
+@pytest.mark.parametrize("placement", ("device", "host"))
+def test_same_weights_same_batches_same_losses(split, placement):
+    """Ten SGD steps from the same initial weights and batches: the frameworks agree,
+    whether the split lives on the device or every batch is copied from the host."""
     losses = {}
     for fw in ("torch", "jax"):
-        cfg, t = _trainer(fw)
+        cfg, t = _trainer(fw, placement=placement)
         t.put_data("train", split.train_x[:640], split.train_y[:640])
         losses[fw] = np.array(t.run_epoch(1, epoch_order(0, 1, 640, 64)).step_losses)
     assert len(losses["torch"]) == 10

@@ -65,7 +65,7 @@ class JaxTrainer:
         """Keep a split on the device (``host`` placement keeps the training split on the host)."""
         t0 = time.perf_counter()
         if name == "train" and self.cfg.placement == "host":
-            self.data[name] = (x, one_hot(y))
+            self.data[name] = (x, y)  # batches are one-hot encoded and copied per step
         else:
             self.data[name] = jax.block_until_ready(self._put(x, y))
         return time.perf_counter() - t0

@@ -8,4 +8,5 @@ PYTHON=${PYTHON:-python3}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet "$TORCH_SPEC" -e ".[test]"
+# the mlir extra (torch-mlir: PyTorch -> StableHLO) is optional for users; the tests exercise it
+.venv/bin/python -m pip install --quiet "$TORCH_SPEC" -e ".[test,mlir]"

@@ -124,7 +124,7 @@ def _measurement(spec: CellSpec, framework: str, outcome: Outcome) -> Measuremen
 def measure_one(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any], peak: Mapping[str, Any] | None,
                 inline: bool = False) -> Measurement:
     bspec = registry.backend(spec.backend)
-    ok, reason = bspec.availability(probe, spec.device)
+    ok, reason = bspec.availability(probe, spec.device, dict(spec.options))
     if not ok:
         return Measurement(spec=spec, status="unsupported", framework=bspec.framework, error=reason)
     cold = config.cache_dir is None

@@ -2,6 +2,7 @@
 and are loaded only inside workers, so the parent never imports torch or jax."""
 
 from stackwars.backends.base import BackendSpec
+from stackwars.backends.torch_xla_spec import TorchXlaSpec
 from stackwars.registry import register_backend
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -28,3 +29,7 @@ register_backend(BackendSpec(
 register_backend(BackendSpec(
     "jax-jit", "jax", "stackwars.backends.jax_jit:JaxJit",
     "jax.jit: the whole step compiled by XLA (AOT stages timed)"))
+register_backend(TorchXlaSpec(
+    "torch-xla", "torch", "stackwars.backends.torch_xla:TorchXla",
+    "the PyTorch program as StableHLO (torch-mlir), compiled and run by XLA via JAX's PJRT client; "
+    "option stablehlo: run an exported file", option_defaults={"stablehlo": None}))

@@ -68,8 +68,9 @@ class BackendSpec:
             out[k] = v
         return out
 
-    def availability(self, probe: Mapping[str, Any], device: str) -> tuple[bool, str]:
-        """Whether this backend can run ``device`` on the probed machine, and why not."""
+    def availability(self, probe: Mapping[str, Any], device: str,
+                     options: Mapping[str, Any] | None = None) -> tuple[bool, str]:
+        """Whether this backend can run ``device`` (with these options) on the probed machine, and why not."""
         fw = probe.get(self.framework) or {}
         if not fw.get("importable"):
             return False, f"{self.framework} is not installed ({fw.get('error', 'import failed')})"

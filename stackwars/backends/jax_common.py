@@ -16,6 +16,7 @@ Compile activity is counted from JAX's own monitoring events
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Mapping, Sequence
 
@@ -56,6 +57,11 @@ class CompileEvents:
         return sum(1 for e, _ in self.events[self._mark:] if e == event)
 
 
+def to_device_array(x: np.ndarray, dtype: str, device) -> jax.Array:
+    # float32 -> bfloat16 on the host with ml_dtypes: round to nearest even, as the reference
+    return jax.device_put(np.ascontiguousarray(x, dtype=np.float32).astype(JAX_DTYPES[dtype]), device)
+
+
 def to_numpy(x: Any) -> np.ndarray:
     return np.asarray(jax.device_get(x), dtype=np.float64)
 
@@ -68,56 +74,61 @@ def make_optimizer(spec: Any) -> optax.GradientTransformation:
     raise ValueError(f"unknown optimizer {spec.name!r}")
 
 
+def configure_jax(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Matmul precision and the persistent compile cache, applied and reported."""
+    precision = settings.get("matmul_precision", "float32")
+    # 'float32' = Precision.HIGHEST; 'tensorfloat32' = Precision.HIGH (TF32 on GPU).
+    # JAX's own default on Ampere/Hopper GPUs is TF32 while PyTorch's is full fp32.
+    jax.config.update("jax_default_matmul_precision", "float32" if precision == "float32" else "tensorfloat32")
+    cache = settings.get("cache_dir")
+    if cache:
+        jax.config.update("jax_compilation_cache_dir", os.path.join(cache, "jax"))
+        # cache every executable, however small or fast to compile, so warm means warm
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return {
+        "jax_version": jax.__version__,
+        "jax_default_matmul_precision": jax.config.jax_default_matmul_precision,
+        "jax_compilation_cache_dir": jax.config.jax_compilation_cache_dir,
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "xla_python_client_preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
+        "jax_platforms": os.environ.get("JAX_PLATFORMS"),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+    }
+
+
+@dataclass
+class JaxProgram:
+    fn: Callable  # pure: forward(tree, batch) or train_step(params, opt_state, batch)
+    args: tuple  # the first call's arguments
+    donate: tuple[int, ...]  # argument positions a jitted step donates
+    static: Any  # the twin's static part (config, NNX graphdef)
+    twin: Any
+    phase: str
+    notes: dict[str, Any]
+
+
 class JaxBackend(Backend):
     framework = "jax"
 
     def configure(self, settings: Mapping[str, Any]) -> dict[str, Any]:
-        precision = settings.get("matmul_precision", "float32")
-        # 'float32' = Precision.HIGHEST; 'tensorfloat32' = Precision.HIGH (TF32 on GPU).
-        # JAX's own default on Ampere/Hopper GPUs is TF32 while PyTorch's is full fp32.
-        jax.config.update("jax_default_matmul_precision", "float32" if precision == "float32" else "tensorfloat32")
-        cache = settings.get("cache_dir")
-        if cache:
-            jax.config.update("jax_compilation_cache_dir", os.path.join(cache, "jax"))
-            # cache every executable, however small or fast to compile, so warm means warm
-            jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-            jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
         self.events = CompileEvents()
-        return {
-            "jax_version": jax.__version__,
-            "jax_default_matmul_precision": jax.config.jax_default_matmul_precision,
-            "jax_compilation_cache_dir": jax.config.jax_compilation_cache_dir,
-            "xla_flags": os.environ.get("XLA_FLAGS", ""),
-            "xla_python_client_preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
-            "jax_platforms": os.environ.get("JAX_PLATFORMS"),
-            "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        }
+        return configure_jax(settings)
 
     def wrap(self, fn: Callable, donate: tuple[int, ...] = ()) -> Callable:
         return fn
 
-    def array(self, x: np.ndarray, dtype: str) -> jax.Array:
-        # float32 -> bfloat16 on the host with ml_dtypes: round to nearest even, as the reference
-        return jax.device_put(np.ascontiguousarray(x, dtype=np.float32).astype(JAX_DTYPES[dtype]), self.device)
-
-    def prepare(self, workload, cfg, phase, params, batch, device, dtype) -> Prepared:
+    def program(self, workload, cfg, phase, params, batch, device, dtype) -> "JaxProgram":
+        """The pure function a step runs and its first arguments: what jit compiles, what
+        eager dispatches op by op, and what the IR dumps show."""
         self.device = jax.devices("gpu" if device == "cuda" else "cpu")[0]
         twin = workload.twin("jax")
         pdtype = param_dtype(dtype, phase)
-        static, tree = twin.build(cfg, {k: self.array(v, pdtype) for k, v in params.items()})
-        jbatch = {k: self.array(v, dtype) for k, v in batch.items()}
+        static, tree = twin.build(cfg, {k: to_device_array(v, pdtype, self.device) for k, v in params.items()})
+        jbatch = {k: to_device_array(v, dtype, self.device) for k, v in batch.items()}
         notes: dict[str, Any] = {"param_dtype": pdtype, "compute_dtype": dtype}
-
         if phase == "forward":
-            fwd = self.wrap(partial(twin.forward, static))
-
-            def call():
-                return fwd(tree, jbatch)
-
-            def parity(out):
-                return {"out": to_numpy(out)}
-
-            return Prepared(call, parity, self.sync_all, after_first_call=self.events.mark, notes=notes)
+            return JaxProgram(partial(twin.forward, static), (tree, jbatch), (), static, twin, phase, notes)
 
         spec = workload.optimizer(cfg)
         tx = make_optimizer(spec)
@@ -134,11 +145,29 @@ class JaxBackend(Backend):
             updates, opt_state = tx.update(grads, opt_state, params)
             return optax.apply_updates(params, updates), opt_state, loss
 
-        step = self.wrap(train_step, donate=(0, 1))
-        state = [tree, tx.init(tree)]
-        initial = {k: to_numpy(v) for k, v in twin.canonical(static, tree).items()}
         notes.update(optimizer=f"optax.{spec.name}(lr={spec.lr})",
                      mixed_precision="params cast to compute dtype inside the loss" if mixed else None)
+        return JaxProgram(train_step, (tree, tx.init(tree), jbatch), (0, 1), static, twin, phase, notes)
+
+    def prepare(self, workload, cfg, phase, params, batch, device, dtype) -> Prepared:
+        prog = self.program(workload, cfg, phase, params, batch, device, dtype)
+        step = self.wrap(prog.fn, prog.donate)
+        twin, static = prog.twin, prog.static
+
+        if phase == "forward":
+            tree, jbatch = prog.args
+
+            def call():
+                return step(tree, jbatch)
+
+            def parity(out):
+                return {"out": to_numpy(out)}
+
+            return Prepared(call, parity, self.sync_all, after_first_call=self.events.mark, notes=prog.notes)
+
+        tree, opt_state, jbatch = prog.args
+        state = [tree, opt_state]
+        initial = {k: to_numpy(v) for k, v in twin.canonical(static, tree).items()}
 
         def call():
             params, opt_state, loss = step(state[0], state[1], jbatch)
@@ -152,7 +181,7 @@ class JaxBackend(Backend):
                 result[f"update.{k}"] = to_numpy(v) - initial[k]
             return result
 
-        return Prepared(call, parity, self.sync_latest, after_first_call=self.events.mark, notes=notes)
+        return Prepared(call, parity, self.sync_latest, after_first_call=self.events.mark, notes=prog.notes)
 
     @staticmethod
     def sync_all(outs: Sequence[Any]) -> None:

@@ -22,6 +22,11 @@ from stackwars.workloads.base import param_dtype
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
+def to_tensor(x: np.ndarray, dtype: str, device) -> torch.Tensor:
+    # float32 first: the conversion to bfloat16 then rounds exactly like the reference's
+    return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device=device, dtype=TORCH_DTYPES[dtype])
+
+
 def to_numpy(t: torch.Tensor) -> np.ndarray:
     return t.detach().to(device="cpu", dtype=torch.float64).numpy()
 
@@ -34,26 +39,31 @@ def make_optimizer(spec: Any, parameters) -> torch.optim.Optimizer:
     raise ValueError(f"unknown optimizer {spec.name!r}")
 
 
+def configure_torch(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Thread budget and matmul precision, applied and reported."""
+    applied: dict[str, Any] = {"torch_version": torch.__version__}
+    threads = settings.get("threads")
+    if threads:
+        torch.set_num_threads(int(threads))
+        with contextlib.suppress(RuntimeError):  # only settable before parallel work starts
+            torch.set_num_interop_threads(int(threads))
+    applied["torch_num_threads"] = torch.get_num_threads()
+    applied["torch_num_interop_threads"] = torch.get_num_interop_threads()
+    precision = settings.get("matmul_precision", "float32")
+    torch.set_float32_matmul_precision("highest" if precision == "float32" else "high")
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    applied["torch_float32_matmul_precision"] = torch.get_float32_matmul_precision()
+    applied["torch_cuda_matmul_allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
+    applied["torch_cudnn_allow_tf32"] = torch.backends.cudnn.allow_tf32
+    return applied
+
+
 class TorchBackend(Backend):
     framework = "torch"
 
     def configure(self, settings: Mapping[str, Any]) -> dict[str, Any]:
-        applied: dict[str, Any] = {"torch_version": torch.__version__}
-        threads = settings.get("threads")
-        if threads:
-            torch.set_num_threads(int(threads))
-            with contextlib.suppress(RuntimeError):  # only settable before parallel work starts
-                torch.set_num_interop_threads(int(threads))
-        applied["torch_num_threads"] = torch.get_num_threads()
-        applied["torch_num_interop_threads"] = torch.get_num_interop_threads()
-        precision = settings.get("matmul_precision", "float32")
-        torch.set_float32_matmul_precision("highest" if precision == "float32" else "high")
-        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-        torch.backends.cudnn.allow_tf32 = precision == "tf32"
-        applied["torch_float32_matmul_precision"] = torch.get_float32_matmul_precision()
-        applied["torch_cuda_matmul_allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
-        applied["torch_cudnn_allow_tf32"] = torch.backends.cudnn.allow_tf32
-        return applied
+        return configure_torch(settings)
 
     def wrap(self, fn: Callable) -> Callable:
         return fn
@@ -61,17 +71,12 @@ class TorchBackend(Backend):
     def before_call(self) -> None:
         """Hook run at the start of every step (CUDA graphs need a step marker)."""
 
-    def tensor(self, x: np.ndarray, dtype: str) -> torch.Tensor:
-        # float32 first: the conversion to bfloat16 then rounds exactly like the reference's
-        return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(
-            device=self.device, dtype=TORCH_DTYPES[dtype])
-
     def prepare(self, workload, cfg, phase, params, batch, device, dtype) -> Prepared:
         self.device = torch.device(device)
         twin = workload.twin("torch")
         pdtype = param_dtype(dtype, phase)
-        model = twin.build(cfg, {k: self.tensor(v, pdtype) for k, v in params.items()})
-        tbatch = {k: self.tensor(v, dtype) for k, v in batch.items()}
+        model = twin.build(cfg, {k: to_tensor(v, pdtype, self.device) for k, v in params.items()})
+        tbatch = {k: to_tensor(v, dtype, self.device) for k, v in batch.items()}
         notes: dict[str, Any] = {"param_dtype": pdtype, "compute_dtype": dtype}
         before = self.before_call
 

@@ -40,6 +40,9 @@ def run(
     compile_mode: Optional[str] = typer.Option(None, "--compile-mode",
                                                help="torch.compile mode: default, reduce-overhead, max-autotune, ..."),
     fullgraph: Optional[bool] = typer.Option(None, "--fullgraph/--no-fullgraph", help="torch.compile fullgraph"),
+    stablehlo: Optional[Path] = typer.Option(None, "--stablehlo",
+                                             help="torch-xla: run this exported StableHLO file (from `stackwars ir "
+                                                  "... --framework torch --stage stablehlo`) instead of exporting"),
     timeout: float = typer.Option(600.0, "--timeout", help="per-cell wall-clock limit, seconds"),
     warmup: int = typer.Option(3, help="warm-up calls after the second call"),
     min_samples: int = typer.Option(10, help="steady state: at least this many samples"),
@@ -72,7 +75,7 @@ def run(
         raise SpecError("--memory-limit must be a positive number of GiB")
     path = db_path(db)
     if resume is not None:
-        if workloads or backend or set_ or compile_mode or fullgraph is not None:
+        if workloads or backend or set_ or compile_mode or fullgraph is not None or stablehlo:
             raise SpecError("--resume takes the cells from the stored run; give no workloads, backends or options")
         if not path.exists():
             raise SpecError(f"--resume {resume}: no results database at {path}")
@@ -89,6 +92,10 @@ def run(
             options["mode"] = compile_mode
         if fullgraph is not None:
             options["fullgraph"] = fullgraph
+        if stablehlo is not None:
+            if not stablehlo.is_file():
+                raise SpecError(f"--stablehlo {stablehlo}: no such file")
+            options["stablehlo"] = str(stablehlo.resolve())
         overrides = parse_assignments(set_ or [], "--set")
         # validate names, sizes and options before the (seconds-long) machine probe
         runner.plan_cells(workloads or [], preset, phase, backend or list(registry.backends()), device, dtype,

@@ -17,7 +17,12 @@ from typing import Any
 
 
 def classify(exc: BaseException) -> str:
-    """``oom`` for every out-of-memory signal the frameworks raise, else ``error``."""
+    """``oom`` for every out-of-memory signal the frameworks raise, ``unsupported`` for a
+    request this machine cannot serve (a missing optional extra), else ``error``."""
+    from stackwars.errors import Unsupported
+
+    if isinstance(exc, Unsupported):
+        return "unsupported"
     if isinstance(exc, MemoryError):
         return "oom"
     name = type(exc).__name__

@@ -1,0 +1,1 @@
+"""Compiler intermediate forms: dumps, statistics, comparisons."""

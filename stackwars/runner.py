@@ -133,7 +133,7 @@ def measure_one(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any],
         task = {
             "target": "stackwars.harness.measure:measure_cell",
             "kwargs": {"spec": spec.to_dict(), "config": config.to_dict(), "peak": dict(peak or {}),
-                       "cache": {"mode": "cold" if cold else "warm", "dir": cache_dir}},
+                       "cache": {"source": "fresh per cell" if cold else "shared directory", "dir": cache_dir}},
             "process": {"threads": config.threads, "device": spec.device, "cache_dir": cache_dir},
         }
         outcome = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)

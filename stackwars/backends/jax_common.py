@@ -32,19 +32,32 @@ JAX_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+CACHE_MISS_EVENT = "/jax/compilation_cache/cache_misses"
 
 
 class CompileEvents:
-    """Counts and times JAX's compile events; ``mark()`` splits first call from the rest."""
+    """Counts and times JAX's compile events; ``mark()`` splits first call from the rest.
+    Also counts persistent-cache hits and misses (evidence of a warm or cold cache)."""
 
     def __init__(self) -> None:
         self.events: list[tuple[str, float]] = []
+        self.names: list[str | None] = []  # the function each event compiled (fun_name)
+        self.cache = {"hits": 0, "misses": 0}
         self._mark = 0
         jax.monitoring.register_event_duration_secs_listener(self._on_duration)
+        jax.monitoring.register_event_listener(self._on_event)
 
     def _on_duration(self, event: str, duration: float, **kwargs: Any) -> None:
         if event in (TRACE_EVENT, LOWER_EVENT, COMPILE_EVENT):
             self.events.append((event, duration))
+            self.names.append(kwargs.get("fun_name"))
+
+    def _on_event(self, event: str, **kwargs: Any) -> None:
+        if event == CACHE_HIT_EVENT:
+            self.cache["hits"] += 1
+        elif event == CACHE_MISS_EVENT:
+            self.cache["misses"] += 1
 
     def mark(self) -> None:
         self._mark = len(self.events)

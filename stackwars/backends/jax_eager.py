@@ -20,5 +20,5 @@ class JaxEager(JaxBackend):
             breakdown={"primitive_trace_s": trace_s, "primitive_compile_s": compile_s},
             recompiles=self.events.after_first(COMPILE_EVENT),
             source="jax.monitoring duration events during the first call",
-            extra={"primitive_executables_compiled": n},
+            extra={"primitive_executables_compiled": n, "persistent_cache": dict(self.events.cache)},
         )

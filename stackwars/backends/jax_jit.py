@@ -59,6 +59,7 @@ class JaxJit(JaxBackend):
                                           if k in ("flops", "transcendentals", "bytes accessed")}
         except Exception as exc:  # backends may not implement it
             extra["xla_cost_analysis_error"] = repr(exc)
+        extra["persistent_cache"] = dict(self.events.cache)
         return CompileStats(
             total_s=sum(times.values()),
             breakdown=dict(times),

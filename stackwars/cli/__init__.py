@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from stackwars.cli import export_cmd, fidelity_cmd, ir_cmd, list_cmd, peaks_cmd, run_cmd, show_cmd, train_cmd
+from stackwars.cli import export_cmd, fidelity_cmd, ir_cmd, list_cmd, peaks_cmd, run_cmd, show_cmd, study_cmd, train_cmd
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="JAX or PyTorch, which execution mode, for this workload, and why: honest measurements.")
@@ -16,6 +16,7 @@ app.command("peaks")(peaks_cmd.peaks)
 app.command("fidelity")(fidelity_cmd.fidelity)
 app.command("train")(train_cmd.train)
 app.command("ir")(ir_cmd.ir)
+app.add_typer(study_cmd.app, name="study")
 
 
 def main() -> None:

@@ -64,6 +64,8 @@ def prepare_cell(spec: Mapping[str, Any], config: Mapping[str, Any],
     backend = bspec.load(dict(cell.options))
 
     cache["entries_before"] = _count_entries(cache.get("dir"))
+    # the mode is what the directory holds, not what was asked for: an empty one is cold
+    cache["mode"] = "warm" if cache["entries_before"] else "cold"
     settings: dict[str, Any] = {
         "threads": cfg_m.threads, "matmul_precision": cfg_m.matmul_precision,
         "cache_dir": cache.get("dir"), "cache": cache, "seed": cfg_m.seed,

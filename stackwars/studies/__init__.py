@@ -1,3 +1,18 @@
 """Studies: structured experiments over many measurements. Importing registers them."""
 
-from stackwars.studies import mnist  # noqa: F401
+from dataclasses import dataclass
+
+from stackwars.registry import register_study
+from stackwars.studies import mnist  # noqa: F401  (registers itself)
+
+
+@dataclass(frozen=True)
+class StudyInfo:
+    name: str
+    kind: str  # "train" (stackwars train NAME) or "study" (stackwars study NAME)
+    description: str
+
+
+register_study(StudyInfo("recompile", "study", "recompiles over a sequence of shapes / dtypes / Python scalars "
+                                               "(stackwars study recompile)"))
+register_study(StudyInfo("cache", "study", "first call with cold vs warm compile caches (stackwars study cache)"))

@@ -92,6 +92,9 @@ class Workload:
     phases: ClassVar[tuple[str, ...]] = PHASES
     twin_modules: ClassVar[Mapping[str, str]]  # framework -> module path
     flops_formula: ClassVar[str] = ""
+    # config fields that only change array shapes (the same program, traced again): what a
+    # recompilation study may vary under one compiled function
+    shape_params: ClassVar[tuple[str, ...]] = ()
 
     # ---- configuration --------------------------------------------------------------
     def config(self, preset: str, overrides: Mapping[str, Any] | None = None) -> Config:
@@ -139,6 +142,18 @@ class Workload:
         if dtype == "bfloat16":
             return 5e-2
         return 5e-3 if matmul_precision == "tf32" else 2e-4
+
+    def pad_exact(self, cfg: Config, key: str, phase: str) -> bool:
+        """Whether zero-padding the batch along ``key`` and slicing the output leaves the
+        outputs unchanged (so shape buckets are a valid trick for this workload)."""
+        return False
+
+    def varying_axes(self, cfg: Config, key: str) -> dict[str, list[int]]:
+        """Which axes of which batch arrays a change of ``key`` resizes (params excluded)."""
+        _, before = self.shapes(cfg)
+        _, after = self.shapes(dataclasses.replace(cfg, **{key: getattr(cfg, key) + 1}))
+        return {name: [i for i, (a, b) in enumerate(zip(before[name], after[name])) if a != b]
+                for name in before if before[name] != after[name]}
 
     def twin(self, framework: str) -> types.ModuleType:
         try:

@@ -39,12 +39,16 @@ class Ffn(Workload):
     }
     twin_modules = {"torch": "stackwars.workloads.ffn.torch_twin",
                     "jax": "stackwars.workloads.ffn.jax_twin"}
+    shape_params = ("batch", "seq", "d_model", "d_ff")
     flops_formula = "N = batch*seq; forward 4*N*d_model*d_ff; train-step 10*N*d_model*d_ff"
 
     def shapes(self, cfg: FfnConfig):
         d, h = cfg.d_model, cfg.d_ff
         act = (cfg.batch, cfg.seq, d)
         return {"w1": (d, h), "b1": (h,), "w2": (h, d), "b2": (d,)}, {"x": act, "target": act}
+
+    def pad_exact(self, cfg, key, phase):
+        return phase == "forward" and key in ("batch", "seq")  # token-wise
 
     def init(self, cfg: FfnConfig, seed: int) -> tuple[Arrays, Arrays]:
         rng = np.random.default_rng(seed)

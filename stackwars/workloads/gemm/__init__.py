@@ -32,10 +32,14 @@ class Gemm(Workload):
     }
     twin_modules = {"torch": "stackwars.workloads.gemm.torch_twin",
                     "jax": "stackwars.workloads.gemm.jax_twin"}
+    shape_params = ("m", "n", "k")
     flops_formula = "forward 2mnk; train-step 4mnk"
 
     def shapes(self, cfg: GemmConfig):
         return {"b": (cfg.k, cfg.n)}, {"a": (cfg.m, cfg.k), "target": (cfg.m, cfg.n)}
+
+    def pad_exact(self, cfg, key, phase):
+        return phase == "forward" and key == "m"  # rows of A are independent
 
     def init(self, cfg: GemmConfig, seed: int) -> tuple[Arrays, Arrays]:
         rng = np.random.default_rng(seed)

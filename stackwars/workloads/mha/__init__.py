@@ -52,6 +52,7 @@ class Mha(Workload):
     }
     twin_modules = {"torch": "stackwars.workloads.mha.torch_twin",
                     "jax": "stackwars.workloads.mha.jax_twin"}
+    shape_params = ("batch", "seq", "d_model")
     flops_formula = ("N = batch*seq, c = 0.5 if causal else 1; forward 8*N*d^2 + 4*c*batch*seq^2*d; "
                      "train-step 18*N*d^2 + 12*c*batch*seq^2*d")
 
@@ -63,6 +64,10 @@ class Mha(Workload):
             params[f"b{p}"] = (d,)
         act = (cfg.batch, cfg.seq, d)
         return params, {"x": act, "target": act}
+
+    def pad_exact(self, cfg, key, phase):
+        # causal attention: padded positions at the end are never attended to by earlier ones
+        return phase == "forward" and (key == "batch" or (key == "seq" and cfg.causal))
 
     def init(self, cfg: MhaConfig, seed: int) -> tuple[Arrays, Arrays]:
         rng = np.random.default_rng(seed)

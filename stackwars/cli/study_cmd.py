@@ -1,0 +1,145 @@
+"""stackwars study recompile|cache: compile behaviour across calls and processes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from stackwars import runner
+from stackwars.cli.common import DB_HELP, command, command_line, err, out, writable_file, write_atomic
+from stackwars.errors import SpecError, Unsupported
+from stackwars.harness import env as envmod
+from stackwars.harness.isolation import run_inline, run_task
+from stackwars.records import DTYPES, MeasureConfig, Env
+from stackwars.report import studies as report
+from stackwars.store.results import Store, db_path
+from stackwars.studies import cache as cache_study
+from stackwars.studies import recompile as recompile_study
+
+app = typer.Typer(help="structured experiments over many calls: recompile, cache", no_args_is_help=True)
+
+
+def _check_available(probe, backends, device) -> None:
+    from stackwars import registry
+    for b in backends:
+        ok, why = registry.backend(b).availability(probe, device)
+        if not ok:
+            raise Unsupported(f"{b}: {why}")
+
+
+def _store(name: str, items, rows, config: dict, env: dict, db: Optional[Path]) -> str:
+    class _Item:
+        def __init__(self, d):
+            self.key, self._d = f"{d['backend']}/{d.get('variant', '')}", d
+
+        def to_dict(self):
+            return self._d
+
+    with Store(db_path(db)) as store:
+        run_id = store.create_run([_Item(i) for i in items], config, kind=f"study:{name}", command=command_line())
+        session = store.start_session(run_id, env)
+        for item in items:
+            key = f"{item['backend']}/{item.get('variant', '')}"
+            mine = [r for r in rows if f"{r['backend']}/{r.get('variant', '')}" == key]
+            store.add_study_rows(run_id, session, name, key, mine)
+    return run_id
+
+
+@app.command("recompile")
+@command
+def recompile(
+    workload: str = typer.Argument(..., help="workload (see `stackwars list`)"),
+    vary: str = typer.Option(..., "--vary", help="KEY=V1,V2,...: a shape parameter, dtype, or scale"),
+    backend: Optional[list[str]] = typer.Option(None, "--backend", "-b", help="jax-jit and/or torch-compile"),
+    variant: Optional[list[str]] = typer.Option(None, "--variant", help="restrict to these variants"),
+    preset: str = typer.Option("small", "--preset", "-p"),
+    phase: str = typer.Option("forward", "--phase"),
+    device: str = typer.Option("cpu", "--device"),
+    dtype: str = typer.Option("float32", "--dtype"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="one row per call"),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    timeout: float = typer.Option(900.0, help="per backend x variant, seconds"),
+    inline: bool = typer.Option(False, "--inline"),
+) -> None:
+    """Call a compiled function over a sequence of inputs; count compiles and say why."""
+    if dtype not in DTYPES:
+        raise SpecError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
+    if json_out is not None:
+        writable_file(json_out, "--json")
+    key, values = recompile_study.parse_vary(vary)
+    backends = backend or list(recompile_study.VARIANTS)
+    items = recompile_study.plan(workload, preset, phase, key, values, backends, variant)
+    probe = runner.probe_machine(inline)
+    _check_available(probe, {i["backend"] for i in items}, device)
+    env = envmod.fingerprint(None, probe)
+    rows = []
+    for item in items:
+        cache = tempfile.mkdtemp(prefix="stackwars-cold-cache-")
+        try:
+            task = {"target": "stackwars.studies.recompile:run_item",
+                    "kwargs": {"item": item, "dtype": dtype, "device": device, "cache_dir": cache},
+                    "process": {"device": device, "cache_dir": cache}}
+            o = run_inline(task) if inline else run_task(task, timeout, runner.default_memory_limit())
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+        if o.status != "ok":
+            err.print(f"[red]{item['backend']} {item['variant']}: {o.status}[/] {(o.error or '').splitlines()[0]}")
+            rows.append({**{k: None for k in recompile_study.ROW_KEYS}, "backend": item["backend"],
+                         "variant": item["variant"], "status": o.status, "error": o.error})
+            continue
+        rows.extend(o.result["rows"])
+        err.print(f"{item['backend']} {item['variant']}: {o.result['rows'][-1]['compile_count']} compiles")
+    run_id = _store("recompile", items, rows, {"study": "recompile", "workload": workload, "preset": preset,
+                                                "phase": phase, "vary": vary, "dtype": dtype, "device": device},
+                    env, db)
+    ok_rows = [r for r in rows if r.get("call_index") is not None]
+    if ok_rows:
+        out.print(report.recompile_table(ok_rows, f"recompiles: {workload} {preset} {phase}, --vary {vary} ({device})"))
+    out.print(f"Environment: {Env(env).summary()}", style="dim", highlight=False)
+    if json_out is not None:
+        write_atomic(json_out, json.dumps(rows, indent=1, default=str))
+    err.print(f"run {run_id}")
+
+
+@app.command("cache")
+@command
+def cache(
+    workload: str = typer.Argument(..., help="workload (see `stackwars list`)"),
+    backend: Optional[list[str]] = typer.Option(None, "--backend", "-b", help="default: jax-jit and torch-compile"),
+    preset: str = typer.Option("small", "--preset", "-p"),
+    phase: str = typer.Option("forward", "--phase"),
+    device: str = typer.Option("cpu", "--device"),
+    dtype: str = typer.Option("float32", "--dtype"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="one row per backend and run"),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    timeout: float = typer.Option(600.0, help="per cell, seconds"),
+    inline: bool = typer.Option(False, "--inline"),
+) -> None:
+    """First-call time with cold caches, with warm caches, and the second call."""
+    if json_out is not None:
+        writable_file(json_out, "--json")
+    backends = cache_study.plan(backend or ["jax-jit", "torch-compile"])
+    specs = runner.plan_cells([workload], [preset], [phase], backends, [device], [dtype])
+    config = MeasureConfig(warmup=1, min_samples=5, min_time_s=0.2, timeout_s=timeout,
+                           memory_limit_bytes=runner.default_memory_limit())
+    probe = runner.probe_machine(inline)
+    _check_available(probe, backends, device)
+    env = envmod.fingerprint(None, probe)
+    rows = []
+    for spec in specs:
+        err.print(f"{spec.backend}: cold, then warm ...")
+        rows.extend(cache_study.run(spec, config, probe,
+                                    lambda s, c, p, peak: runner.measure_one(s, c, p, peak, inline)))
+    run_id = _store("cache", [{"backend": b} for b in backends], rows,
+                    {"study": "cache", "workload": workload, "preset": preset, "phase": phase, "dtype": dtype,
+                     "device": device}, env, db)
+    out.print(report.cache_table(rows, f"compile caches: {workload} {preset} {phase} ({device})"))
+    out.print(f"Environment: {Env(env).summary()}", style="dim", highlight=False)
+    if json_out is not None:
+        write_atomic(json_out, json.dumps(rows, indent=1, default=str))
+    err.print(f"run {run_id}")

@@ -48,6 +48,7 @@ class CellSpec:
     dtype: str = "float32"
     overrides: tuple[tuple[str, Any], ...] = ()  # --set key=value on top of the preset
     options: tuple[tuple[str, Any], ...] = ()  # backend options (compile mode, fullgraph, ...)
+    repeat: int = 0  # which of the cell's worker processes (--repeat N measures N of them)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "overrides", _items(self.overrides))
@@ -61,7 +62,8 @@ class CellSpec:
             parts.append(",".join(f"{k}={v}" for k, v in self.overrides))
         if self.options:
             parts.append(",".join(f"{k}={v}" for k, v in self.options))
-        return "/".join(parts)
+        key = "/".join(parts)
+        return f"{key}#r{self.repeat}" if self.repeat else key
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -228,6 +230,7 @@ class Measurement:
             "error": self.error,
             # beyond the required keys
             "cell_key": s.key,
+            "repeat": s.repeat,
             "overrides": dict(s.overrides), "options": dict(s.options),
             "steady_mean_s": summary.mean if summary else None,
             "steady_ci_low_s": summary.ci_low if summary else None,

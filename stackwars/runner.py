@@ -61,9 +61,14 @@ def default_backends(probe: Mapping[str, Any], device: str) -> list[str]:
 
 def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequence[str], backends: Sequence[str],
                devices: Sequence[str] = ("cpu",), dtypes: Sequence[str] = ("float32",),
-               overrides: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None) -> list[CellSpec]:
+               overrides: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None,
+               repeats: int = 1) -> list[CellSpec]:
     """The cross product of the request, validated. ``options`` go to the backends that
-    accept them; an option no selected backend accepts is an error."""
+    accept them; an option no selected backend accepts is an error. With ``repeats`` > 1
+    every cell is planned that many times, round after round, so that slow phases of the
+    machine spread over all cells instead of landing on one."""
+    if repeats < 1:
+        raise SpecError(f"repeat must be >= 1, got {repeats}")
     if not workloads:
         raise SpecError(f"name at least one workload; available: {', '.join(registry.workloads())}")
     if not backends:
@@ -90,7 +95,7 @@ def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequenc
         mine = {k: v for k, v in options.items() if k in b.option_defaults}
         b.resolve_options(mine)  # validates values
         specs.append(CellSpec(w, preset, phase, b.name, device, dtype, tuple(overrides.items()), tuple(mine.items())))
-    return specs
+    return [replace(s, repeat=r) for r in range(repeats) for s in specs]
 
 
 def validate_config(config: MeasureConfig) -> None:

@@ -50,6 +50,12 @@ def test_parity_bfloat16(workload, phase, backend):
 
 
 @pytest.mark.parametrize("backend", ("torch-eager", "jax-jit"))
+def test_ffn_flat_layout(backend):
+    m = _measure(CellSpec("ffn", "tiny", "train-step", backend, overrides=(("layout", "flat"),)))
+    assert m.status == "ok", m.error
+
+
+@pytest.mark.parametrize("backend", ("torch-eager", "jax-jit"))
 def test_mha_variants(backend):
     for over in ({"causal": False}, {"attention": "naive"}, {"attention": "naive", "causal": False}):
         m = _measure(CellSpec("mha", "tiny", "train-step", backend, overrides=tuple(over.items())))

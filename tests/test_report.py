@@ -35,3 +35,24 @@ def test_table_content():
     assert "2.0" in lines["jax-jit"] and "~" not in lines["jax-jit"]  # twice as slow: significant
     assert "oom" in lines["jax-eager"]
     assert "memory limit" in text  # failures are explained under the table
+
+
+def test_repeated_cells_are_summarised_over_processes():
+    from dataclasses import replace
+
+    from stackwars.report.tables import combine_repeats
+
+    def proc(backend, i, median):
+        m = measurement(backend, samples=(median, median * 1.01, median * 0.99))
+        return replace(m, spec=replace(m.spec, repeat=i)).to_row()
+
+    rows = [proc("torch-eager", i, t) for i, t in enumerate((1.0e-3, 1.3e-3, 1.1e-3))]
+    rows += [proc("jax-jit", i, t) for i, t in enumerate((2.0e-3, 2.1e-3, 1.9e-3))]
+    combined = combine_repeats(rows)
+    assert [r["backend"] for r in combined] == ["torch-eager", "jax-jit"]
+    torch_row = combined[0]
+    assert torch_row["processes"] == 3 and torch_row["steady_median_s"] == 1.1e-3  # median of the medians
+    assert torch_row["process_medians"] == [1.0e-3, 1.3e-3, 1.1e-3]
+    text = to_text(rows, width=200)
+    assert "3/3 procs" in text
+    assert len([line for line in text.splitlines() if "torch-eager" in line]) == 1  # one row per backend

@@ -8,7 +8,7 @@ from stackwars.errors import SpecError
 from stackwars.workloads.base import round_to
 
 MICRO = ("gemm", "ffn", "mha")
-VARIANTS = {"gemm": [{}], "ffn": [{}, {"activation": "gelu"}],
+VARIANTS = {"gemm": [{}], "ffn": [{}, {"activation": "gelu"}, {"layout": "flat"}],
             "mha": [{}, {"causal": False}, {"attention": "naive"}]}
 
 

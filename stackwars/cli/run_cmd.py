@@ -48,6 +48,9 @@ def run(
     min_samples: int = typer.Option(10, help="steady state: at least this many samples"),
     min_time: float = typer.Option(1.0, help="steady state: at least this many seconds of sampling"),
     max_samples: int = typer.Option(100_000, help="steady state: stop at this many samples"),
+    repeat: int = typer.Option(1, "--repeat",
+                               help="measure every cell in N fresh processes (interleaved); the table then "
+                                    "reports the median of the per-process medians and the spread between them"),
     min_block_time: float = typer.Option(1e-3, "--min-block-time",
                                          help="calls shorter than this are timed in blocks, one sync per block "
                                               "(throughput); 0 = sync after every call (latency)"),
@@ -75,7 +78,7 @@ def run(
         raise SpecError("--memory-limit must be a positive number of GiB")
     path = db_path(db)
     if resume is not None:
-        if workloads or backend or set_ or compile_mode or fullgraph is not None or stablehlo:
+        if workloads or backend or set_ or compile_mode or fullgraph is not None or stablehlo or repeat != 1:
             raise SpecError("--resume takes the cells from the stored run; give no workloads, backends or options")
         if not path.exists():
             raise SpecError(f"--resume {resume}: no results database at {path}")
@@ -99,11 +102,12 @@ def run(
         overrides = parse_assignments(set_ or [], "--set")
         # validate names, sizes and options before the (seconds-long) machine probe
         runner.plan_cells(workloads or [], preset, phase, backend or list(registry.backends()), device, dtype,
-                          overrides, options)
+                          overrides, options, repeat)
     probe = runner.probe_machine(inline)
     if resume is None:
         backends = backend or runner.default_backends(probe, device[0])
-        specs = runner.plan_cells(workloads or [], preset, phase, backends, device, dtype, overrides, options)
+        specs = runner.plan_cells(workloads or [], preset, phase, backends, device, dtype, overrides, options,
+                                  repeat)
         if warm_cache is not None:
             warm_cache.mkdir(parents=True, exist_ok=True)
 

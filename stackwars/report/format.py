@@ -8,9 +8,9 @@ DASH = "—"
 def seconds(s: float | None) -> str:
     if s is None:
         return DASH
-    if s < 1e-3:
+    if abs(s) < 1e-3:
         return f"{s * 1e6:.1f} µs"
-    if s < 1.0:
+    if abs(s) < 1.0:
         return f"{s * 1e3:.2f} ms"
     return f"{s:.2f} s"
 

@@ -7,6 +7,11 @@
 the steady-state samples (robust to the stragglers that make means lie). "vs best" is
 the ratio of medians to the fastest ok backend of the table, with a bootstrap 95% CI;
 "~" marks a difference that is not significant.
+
+A cell measured in several processes (``--repeat N``) is one row: the median of the
+per-process medians, the IQR *between* processes, and significance bootstrapped over
+processes, since on a shared machine the process-to-process spread can exceed the
+spread within one process.
 """
 
 from __future__ import annotations
@@ -25,8 +30,8 @@ from stackwars.report import format as fmt
 COLUMNS = ("backend", "First Run", "Second Run", "Avg Steady State", "± (IQR)", "vs best", "achieved",
            "roofline", "peak mem", "parity", "status")
 
-CAPTION = ("Avg Steady State: median seconds per call over the steady-state samples (n); ± (IQR): "
-           "interquartile range; vs best: ratio of medians to the fastest backend, 95% bootstrap CI, "
+CAPTION = ("Avg Steady State: median seconds per call over the steady-state samples (n), or the median of "
+           "the per-process medians (procs); ± (IQR): interquartile range (between processes when repeated); vs best: ratio of medians to the fastest backend, 95% bootstrap CI, "
            "~ = not significant; roofline: time floor from measured device peaks / median; peak mem: "
            "{mem}; parity: max relative error against the float64 reference.")
 
@@ -59,13 +64,54 @@ def _parity(row: Mapping[str, Any]) -> str:
     return f"{err:.1e} {'✓' if tol is not None and err <= tol else '✗'}"
 
 
+def _compared(row: Mapping[str, Any]) -> list[float]:
+    return row.get("process_medians") or row.get("steady_samples") or []
+
+
 def _vs_best(row: Mapping[str, Any], best: Mapping[str, Any] | None) -> str:
-    if best is None or not row.get("steady_samples") or row["status"] != "ok":
+    if best is None or not _compared(row) or row["status"] != "ok":
         return fmt.DASH
     if row is best:
         return "fastest"
-    c = stats.compare(best["steady_samples"], row["steady_samples"])
+    c = stats.compare(_compared(best), _compared(row))
     return f"{c.ratio:.2f}x" + ("" if c.significant else " ~")
+
+
+def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = 0.10) -> list[Mapping[str, Any]]:
+    """One display row per backend: a cell measured in several processes is summarised
+    over its processes; a cell measured once passes through unchanged."""
+    by: OrderedDict[str, list[Mapping[str, Any]]] = OrderedDict()
+    for r in rows:
+        by.setdefault(_label(r), []).append(r)
+    out: list[Mapping[str, Any]] = []
+    for group in by.values():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        ok = [r for r in group if r["status"] == "ok" and r.get("steady_median_s")]
+        medians = [r["steady_median_s"] for r in ok]
+        row = dict(group[0])
+        if not ok:
+            out.append(row)
+            continue
+        summary = stats.summarize(medians, noise_threshold)
+
+        def median_of(key):
+            values = [r[key] for r in group if r.get(key) is not None]
+            return stats.summarize(values).median if values else None
+
+        scale = lambda key: (ok[0][key] * ok[0]["steady_median_s"] / summary.median) if ok[0].get(key) else None
+        errs = [r["parity_max_rel_err"] for r in group if r.get("parity_max_rel_err") is not None]
+        row.update(
+            status="ok" if len(ok) == len(group) else next(r["status"] for r in group if r["status"] != "ok"),
+            first_call_s=median_of("first_call_s"), second_call_s=median_of("second_call_s"),
+            steady_median_s=summary.median, steady_iqr_s=summary.iqr, noisy=summary.noisy,
+            process_medians=medians, processes=len(group), processes_ok=len(ok),
+            achieved_flops_per_s=scale("achieved_flops_per_s"), roofline_fraction=scale("roofline_fraction"),
+            peak_memory_bytes=max((r["peak_memory_bytes"] for r in group if r.get("peak_memory_bytes")), default=None),
+            parity_max_rel_err=max(errs) if errs else None)
+        out.append(row)
+    return out
 
 
 def _memory_counter(rows: Iterable[Mapping[str, Any]]) -> str:
@@ -86,15 +132,17 @@ def cell_table(key: tuple, rows: list[Mapping[str, Any]]) -> Table:
     table = Table(title=title, title_justify="left", show_lines=False)
     for c in COLUMNS:
         table.add_column(c, justify="left" if c in ("backend", "status", "parity") else "right", no_wrap=c == "backend")
+    rows = combine_repeats(rows)
     ok = [r for r in rows if r["status"] == "ok" and r.get("steady_median_s")]
     best = min(ok, key=lambda r: r["steady_median_s"]) if ok else None
     for r in rows:
         median = r.get("steady_median_s")
+        count = f"{r['processes_ok']}/{r['processes']} procs" if r.get("processes") else f"n={r.get('steady_n')}"
         table.add_row(
             _label(r),
             fmt.seconds(r.get("first_call_s")),
             fmt.seconds(r.get("second_call_s")),
-            fmt.seconds(median) + (f" (n={r['steady_n']})" if median is not None else ""),
+            fmt.seconds(median) + (f" ({count})" if median is not None else ""),
             fmt.seconds(r.get("steady_iqr_s")),
             _vs_best(r, best),
             fmt.rate(r.get("achieved_flops_per_s"), "FLOP"),

@@ -22,6 +22,9 @@ class FfnConfig(Config):
     d_model: int
     d_ff: int
     activation: str = choices("gelu-tanh", "gelu", default="gelu-tanh")  # GPT-2 uses the tanh form
+    # bsd: the MLP applied to [batch, seq, d] as it comes; flat: reshaped to [batch*seq, d]
+    # first (same function; a different program for the compilers, see the README)
+    layout: str = choices("bsd", "flat", default="bsd")
 
     @property
     def tokens(self) -> int:

@@ -11,8 +11,11 @@ class Ffn(nn.Module):
         self.fc1 = linear(params["w1"], params["b1"])  # d -> h
         self.act = nn.GELU(approximate="tanh" if cfg.activation == "gelu-tanh" else "none")
         self.fc2 = linear(params["w2"], params["b2"])  # h -> d
+        self.flat = cfg.layout == "flat"
 
     def forward(self, x):  # x: [B, T, d]
+        if self.flat:
+            return self.fc2(self.act(self.fc1(x.reshape(-1, x.shape[-1])))).view(x.shape)  # via [B*T, d]
         return self.fc2(self.act(self.fc1(x)))  # [B, T, h] -> [B, T, d]
 
 

@@ -1,8 +1,11 @@
 """mha: multi-head self-attention with Q/K/V/output projections (with biases).
 
-``attention=sdpa`` uses each framework's fused kernel
-(torch.nn.functional.scaled_dot_product_attention, jax.nn.dot_product_attention);
-``naive`` spells out softmax(QK^T / sqrt(d_head) + mask) V. ``causal`` masks the future.
+``attention=sdpa`` uses each framework's fused-attention entry point
+(torch.nn.functional.scaled_dot_product_attention on [B, heads, T, d_head];
+jax.nn.dot_product_attention on [B, T, heads, d_head], its documented layout);
+``naive`` spells out softmax(QK^T / sqrt(d_head) + mask) V in the same [B, heads, T,
+d_head] layout in both twins, so the two programs have the same structure.
+``causal`` masks the future.
 
 FLOPs (N = batch*seq tokens, c = 1/2 if causal else 1: masked work is not useful work):
 forward 8*N*d^2 + 4*c*batch*seq^2*d; train-step 18*N*d^2 + 12*c*batch*seq^2*d

@@ -17,11 +17,12 @@ def forward(cfg, params, batch):
     q, k, v = project("q"), project("k"), project("v")
     if cfg.attention == "sdpa":
         y = jax.nn.dot_product_attention(q, k, v, is_causal=cfg.causal)  # [B, T, H, hd]
-    else:
-        s = jnp.einsum("bthd,bshd->bhts", q, k) / jnp.sqrt(jnp.asarray(C // H, q.dtype))  # [B, H, T, T]
+    else:  # the textbook form in the PyTorch twin's layout: heads before time, batch dims leading
+        q, k, v = (t.transpose(0, 2, 1, 3) for t in (q, k, v))  # [B, H, T, hd]
+        s = (q @ k.transpose(0, 1, 3, 2)) / jnp.sqrt(jnp.asarray(C // H, q.dtype))  # [B, H, T, T]
         if cfg.causal:
             s = jnp.where(jnp.tril(jnp.ones((T, T), dtype=bool)), s, -jnp.inf)
-        y = jnp.einsum("bhts,bshd->bthd", jax.nn.softmax(s, axis=-1), v)  # [B, T, H, hd]
+        y = (jax.nn.softmax(s, axis=-1) @ v).transpose(0, 2, 1, 3)  # [B, H, T, hd] -> [B, T, H, hd]
     return y.reshape(B, T, C) @ params["wo"] + params["bo"]  # [B, T, C]
 
 

@@ -142,6 +142,7 @@ class Parity:
     per_output: Mapping[str, float] = field(default_factory=dict)
     metric: str = "max|out-ref| / max|ref| per output, max over outputs"
     reference: str = "float64 numpy"
+    excluded: Mapping[str, float] = field(default_factory=dict)  # fraction of each output left out
 
     @property
     def ok(self) -> bool:

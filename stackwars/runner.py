@@ -126,12 +126,68 @@ def _measurement(spec: CellSpec, framework: str, outcome: Outcome) -> Measuremen
     return Measurement(spec=spec, status=outcome.status, framework=framework, error=outcome.error, wall_s=outcome.wall_s)
 
 
+GiB = 2**30
+HEADROOM = 0.9  # leave a tenth of the memory to everything else on the machine
+
+
+def _gpu_free_bytes() -> int | None:
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        try:
+            return int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).free)
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no NVML: no device-side check
+        return None
+
+
+def preflight(spec: CellSpec, host_available: int | None = None, device_free: int | None = None) -> dict | None:
+    """Refuse a cell whose estimated peak memory exceeds what is available, before anything
+    is allocated. Only workloads that estimate their memory (the models) are checked; the
+    worker's RSS watchdog remains the backstop for everything. A refusal is a dict: the
+    message, the estimate's parts (bytes) and the memory it was held against."""
+    workload = registry.workload(spec.workload)
+    if not hasattr(workload, "memory_estimate"):
+        return None
+    cfg = workload.config(spec.preset, dict(spec.overrides))
+    est = workload.memory_estimate(cfg, spec.phase, spec.dtype)
+    running = est["parameters"] + est["optimizer"] + est["activations"]
+    host_available = psutil.virtual_memory().available if host_available is None else host_available
+    parts = ", ".join(f"{k} {v / GiB:.1f}" for k, v in est.items() if v)
+
+    def refuse(message: str, where: str, available: int) -> dict:
+        return {"message": message + f" (GiB: {parts}); not allocated", "estimate_bytes": est,
+                "checked_against": where, "available_bytes": available, "headroom": HEADROOM}
+
+    if spec.device == "cpu":
+        need = est["host_weights"] + max(running, est["reference"])
+        if need > HEADROOM * host_available:
+            return refuse(f"pre-flight estimate {need / GiB:.1f} GiB > {HEADROOM:.0%} of the "
+                          f"{host_available / GiB:.1f} GiB of memory available", "host", host_available)
+        return None
+    device_free = _gpu_free_bytes() if device_free is None else device_free
+    if device_free is not None and running > HEADROOM * device_free:
+        return refuse(f"pre-flight estimate {running / GiB:.1f} GiB on the device > {HEADROOM:.0%} of its "
+                      f"{device_free / GiB:.1f} GiB free", "device", device_free)
+    host_need = est["host_weights"] + est["reference"]
+    if host_need > HEADROOM * host_available:
+        return refuse(f"pre-flight estimate {host_need / GiB:.1f} GiB of host memory (weights and the float64 "
+                      f"reference) > {HEADROOM:.0%} of {host_available / GiB:.1f} GiB available", "host",
+                      host_available)
+    return None
+
+
 def measure_one(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any], peak: Mapping[str, Any] | None,
                 inline: bool = False) -> Measurement:
     bspec = registry.backend(spec.backend)
     ok, reason = bspec.availability(probe, spec.device, dict(spec.options))
     if not ok:
         return Measurement(spec=spec, status="unsupported", framework=bspec.framework, error=reason)
+    too_big = preflight(spec)
+    if too_big:
+        return Measurement(spec=spec, status="oom", framework=bspec.framework, error=too_big.pop("message"),
+                           settings={"memory_guard": {"kind": "pre-flight estimate", **too_big}})
     cold = config.cache_dir is None
     cache_dir = tempfile.mkdtemp(prefix="stackwars-cold-cache-") if cold else config.cache_dir
     try:

@@ -110,3 +110,27 @@ def test_settings_are_pinned_and_recorded():
     assert mem.baseline_rss_bytes > 0
     assert mem.peak_rss_bytes == max(mem.peak_rss_first_call_bytes, mem.peak_rss_steady_bytes)
     assert mem.peak_rss_steady_bytes >= mem.baseline_rss_bytes // 2
+
+
+def _adamw_case():
+    """A reference AdamW step over two tensors: `w` with a resolvable gradient, one row of
+    which no input touched (gradient exactly zero), and `kb`, whose gradient is rounding noise."""
+    from stackwars.harness.parity import compare
+    g = np.array([[1.0, -0.5, 0.2], [0.0, 0.0, 0.0]])
+    p = np.ones((2, 3))
+    lr, wd = 1e-3, 0.01
+    ref = {"loss": np.asarray(1.0), "update.w": -lr * wd * p - lr * np.sign(g), "grad.w": g,
+           "update.kb": np.array([lr, -lr]), "grad.kb": np.array([1e-17, -2e-17]), "grad_floor": np.asarray(1e-6)}
+    return compare, ref
+
+
+def test_adamw_masking_keeps_what_is_resolvable():
+    compare, ref = _adamw_case()
+    good = {k: v.copy() for k, v in ref.items() if not k.startswith("grad")}
+    good["update.kb"] = -good["update.kb"]  # noise: either direction is right
+    par = compare(good, ref, 1e-3)
+    assert par.ok and par.excluded == {"update.w": 0.0, "update.kb": 1.0}
+    flipped = {**good, "update.w": good["update.w"] * np.array([[1, -1, 1], [1, 1, 1]])}
+    assert not compare(flipped, ref, 1e-3).ok  # a wrong direction where the gradient is resolvable
+    no_decay = {**good, "update.w": np.vstack([good["update.w"][:1], np.zeros((1, 3))])}
+    assert not compare(no_decay, ref, 1e-3).ok  # the untouched row must still decay

@@ -71,8 +71,15 @@ class CompileEvents:
 
 
 def to_device_array(x: np.ndarray, dtype: str, device) -> jax.Array:
-    # float32 -> bfloat16 on the host with ml_dtypes: round to nearest even, as the reference
+    """Floats: float32 -> bfloat16 on the host with ml_dtypes, round to nearest even, as the
+    reference; integers (token ids, labels) as int32, JAX's default integer."""
+    if np.issubdtype(np.asarray(x).dtype, np.integer):
+        return jax.device_put(np.ascontiguousarray(x, dtype=np.int32), device)
     return jax.device_put(np.ascontiguousarray(x, dtype=np.float32).astype(JAX_DTYPES[dtype]), device)
+
+
+def _floats_to(tree: Any, dtype: Any) -> Any:
+    return jax.tree.map(lambda p: p.astype(dtype) if jnp.issubdtype(p.dtype, jnp.floating) else p, tree)
 
 
 def to_numpy(x: Any) -> np.ndarray:
@@ -133,10 +140,16 @@ class JaxBackend(Backend):
 
     def program(self, workload, cfg, phase, params, batch, device, dtype) -> "JaxProgram":
         """The pure function a step runs and its first arguments: what jit compiles, what
-        eager dispatches op by op, and what the IR dumps show."""
+        eager dispatches op by op, and what the IR dumps show.
+
+        Twins may split their state into trainable parameters and the rest (BatchNorm's
+        running statistics): ``partition``/``combine``, with ``loss_and_state`` returning
+        the loss and the new rest; and may reshape inputs on the host (``host_batch``)."""
         self.device = jax.devices("gpu" if device == "cuda" else "cpu")[0]
         twin = workload.twin("jax")
         pdtype = param_dtype(dtype, phase)
+        if hasattr(twin, "host_batch"):
+            batch = twin.host_batch(cfg, batch)
         static, tree = twin.build(cfg, {k: to_device_array(v, pdtype, self.device) for k, v in params.items()})
         jbatch = {k: to_device_array(v, dtype, self.device) for k, v in batch.items()}
         notes: dict[str, Any] = {"param_dtype": pdtype, "compute_dtype": dtype}
@@ -147,20 +160,28 @@ class JaxBackend(Backend):
         tx = make_optimizer(spec)
         compute = JAX_DTYPES[dtype]
         mixed = pdtype != dtype
+        partition = getattr(twin, "partition", lambda static, tree: (tree, None))
+        loss_and_state = getattr(twin, "loss_and_state",
+                                 lambda static, params, rest, batch: (twin.loss(static, params, batch), rest))
 
-        def loss_of(params, batch):
-            if mixed:
-                params = jax.tree.map(lambda p: p.astype(compute), params)
-            return twin.loss(static, params, batch)
+        def train_step(params, rest, opt_state, batch):
+            def loss_of(p, r):
+                if mixed:  # float32 master weights, computed in the cell's dtype
+                    p = _floats_to(p, compute)
+                return loss_and_state(static, p, r, batch)
 
-        def train_step(params, opt_state, batch):
-            loss, grads = jax.value_and_grad(loss_of)(params, batch)
+            # the state (BatchNorm statistics) is an argument of the differentiated function too, so
+            # that Flax NNX may update it at that trace level; its gradient is zero and discarded
+            (loss, rest), (grads, _) = jax.value_and_grad(loss_of, argnums=(0, 1), has_aux=True)(params, rest)
             updates, opt_state = tx.update(grads, opt_state, params)
-            return optax.apply_updates(params, updates), opt_state, loss
+            return optax.apply_updates(params, updates), rest, opt_state, loss
 
-        notes.update(optimizer=f"optax.{spec.name}(lr={spec.lr})",
+        params_tree, rest = partition(static, tree)
+        notes.update(optimizer=f"optax.{spec.name}(lr={spec.lr}" + (f", weight_decay={spec.weight_decay})"
+                                                                     if spec.name == "adamw" else ")"),
                      mixed_precision="params cast to compute dtype inside the loss" if mixed else None)
-        return JaxProgram(train_step, (tree, tx.init(tree), jbatch), (0, 1), static, twin, phase, notes)
+        return JaxProgram(train_step, (params_tree, rest, tx.init(params_tree), jbatch), (0, 1, 2), static, twin,
+                          phase, notes)
 
     def prepare(self, workload, cfg, phase, params, batch, device, dtype) -> Prepared:
         prog = self.program(workload, cfg, phase, params, batch, device, dtype)
@@ -178,19 +199,20 @@ class JaxBackend(Backend):
 
             return Prepared(call, parity, self.sync_all, after_first_call=self.events.mark, notes=prog.notes)
 
-        tree, opt_state, jbatch = prog.args
-        state = [tree, opt_state]
-        initial = {k: to_numpy(v) for k, v in twin.canonical(static, tree).items()}
+        combine = getattr(twin, "combine", lambda static, params, rest: params)
+        params_tree, rest, opt_state, jbatch = prog.args
+        state = [params_tree, rest, opt_state]
+        initial = {k: to_numpy(v) for k, v in twin.canonical(static, combine(static, params_tree, rest)).items()}
 
         def call():
-            params, opt_state, loss = step(state[0], state[1], jbatch)
-            state[0], state[1] = params, opt_state
-            return params, opt_state, loss
+            out = step(state[0], state[1], state[2], jbatch)
+            state[0], state[1], state[2] = out[0], out[1], out[2]
+            return out
 
         def parity(out):
-            params, _, loss = out
+            params, rest, _, loss = out
             result = {"loss": to_numpy(loss)}
-            for k, v in twin.canonical(static, params).items():
+            for k, v in twin.canonical(static, combine(static, params, rest)).items():
                 result[f"update.{k}"] = to_numpy(v) - initial[k]
             return result
 

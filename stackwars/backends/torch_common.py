@@ -23,7 +23,10 @@ TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
 def to_tensor(x: np.ndarray, dtype: str, device) -> torch.Tensor:
-    # float32 first: the conversion to bfloat16 then rounds exactly like the reference's
+    """Floats in the cell's dtype (via float32, so bfloat16 rounds exactly as the reference's
+    inputs did); integers (token ids, labels) as int64, as embeddings and losses want them."""
+    if np.issubdtype(np.asarray(x).dtype, np.integer):
+        return torch.from_numpy(np.ascontiguousarray(x, dtype=np.int64)).to(device=device)
     return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device=device, dtype=TORCH_DTYPES[dtype])
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from stackwars.backends.base import Backend, Prepared
 from stackwars.backends.jax_common import configure_jax, to_device_array
 from stackwars.backends.torch_common import configure_torch, to_numpy, to_tensor
-from stackwars.ir.torch_export import TorchExport, export, require_torch_mlir
+from stackwars.ir.torch_export import TorchExport, export, require_torch_mlir, state_buffers
 from stackwars.records import CompileStats
 from stackwars.workloads.base import param_dtype
 
@@ -54,7 +54,13 @@ class TorchXla(Backend):
         pdtype = param_dtype(dtype, phase)
         model = twin.build(cfg, {k: to_tensor(v, pdtype, "cpu") for k, v in params.items()})
         names = [n for n, _ in model.named_parameters()]
+        canonical = twin.canonical(model)
+        bnames = state_buffers(model, canonical)  # BatchNorm statistics travel as state
         state = [to_device_array(to_numpy(p), pdtype, self.device) for _, p in model.named_parameters()]
+        state += [to_device_array(to_numpy(canonical[k]), pdtype, self.device) for k in bnames]
+        if phase == "train-step" and workload.optimizer(cfg).name == "adamw":  # moments and step count
+            state += [to_device_array(np.zeros(s.shape, np.float32), "float32", self.device) for s in state[:len(names)]] * 2
+            state += [to_device_array(np.zeros((), np.float32), "float32", self.device)]
         inputs = [to_device_array(batch[k], dtype, self.device) for k in sorted(batch)]
         self.stages: dict[str, Any] = {}
 
@@ -96,9 +102,10 @@ class TorchXla(Backend):
 
         def parity(outs):
             import torch
-            with torch.no_grad():  # map module-layout parameters back to the canonical layout
-                for (_, p), new in zip(model.named_parameters(), outs[:-1]):
-                    p.copy_(torch.from_numpy(np.array(new, dtype=np.float32)))
+            with torch.no_grad():  # load the new parameters and statistics, read them back canonically
+                targets = [p for _, p in model.named_parameters()] + [canonical[k] for k in bnames]
+                for t, new in zip(targets, outs):
+                    t.copy_(torch.from_numpy(np.array(new, dtype=np.float32)))
             result = {"loss": np.asarray(outs[-1], dtype=np.float64)}
             for k, v in twin.canonical(model).items():
                 result[f"update.{k}"] = to_numpy(v) - initial[k]

@@ -114,7 +114,8 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     compile_stats = prepared.compile_stats()
 
     reference = workload.reference(cfg, cell.phase, params, batch)
-    parity = compare(outputs, reference, workload.tolerance(cell.dtype, cfg_m.matmul_precision, cell.phase))
+    parity = compare(outputs, reference, workload.tolerance(cell.dtype, cfg_m.matmul_precision, cell.phase),
+                     reference_name=workload.reference_name(cfg))
 
     return Measurement(
         spec=cell,

@@ -7,6 +7,18 @@ outputs that are analytically zero, such as the gradient of attention's key bias
 (softmax ignores a constant added to a row of scores): both sides then hold pure
 rounding noise, which no relative measure of that output alone can judge. The cell's
 figure is the maximum over outputs; NaN or a shape mismatch is an infinite error.
+
+AdamW: the first step moves each parameter by about -lr * sign(gradient), so an element
+whose gradient lies below the float noise floor has no defined direction (an analytically
+zero gradient becomes +-lr on either side). A reference may therefore supply its
+gradients (``grad.<name>``); elements of ``update.<name>`` whose reference gradient is at
+most ``tolerance`` x the tensor's largest are left out, and the fraction left out is
+recorded. An element with exactly zero gradient in a tensor whose gradient is not noise
+(an embedding row no input used) stays in: weight decay alone moves it, deterministically. Everything else must agree as usual, so a wrong gradient sign still fails.
+The floor is relative to the larger of the tensor's own largest gradient and 1% of the
+model's largest (a tensor whose gradient is analytically zero, such as attention's key
+bias, holds only noise), and never below ``grad_floor`` when the reference gives one
+(near AdamW's epsilon, g / (|g| + eps) is sensitive to the gradient's rounding).
 """
 
 from __future__ import annotations
@@ -25,7 +37,13 @@ def _group(key: str) -> str:
 
 
 def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarray],
-            tolerance: float, floor: float = FLOOR) -> Parity:
+            tolerance: float, floor: float = FLOOR, reference_name: str = "float64 numpy") -> Parity:
+    grads = {k[len("grad."):]: np.abs(np.asarray(v, dtype=np.float64)) for k, v in reference.items()
+             if k.startswith("grad.")}
+    abs_floor = float(reference.get("grad_floor", 0.0))
+    model_max = max((float(np.max(g)) for g in grads.values() if g.size), default=0.0)
+    reference = {k: v for k, v in reference.items() if not k.startswith("grad.") and k != "grad_floor"}
+    excluded: dict[str, float] = {}
     missing = sorted(set(reference) - set(outputs))
     extra = sorted(set(outputs) - set(reference))
     per: dict[str, float] = {}
@@ -41,8 +59,23 @@ def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarra
             per[k] = float("inf")
             continue
         scale = max(float(np.max(np.abs(ref))) if ref.size else 0.0, floor * group_scale[_group(k)])
-        diff = float(np.max(np.abs(out - ref))) if ref.size else 0.0
+        err = np.abs(out - ref)
+        g = grads.get(k[len("update."):]) if k.startswith("update.") else None
+        if g is not None and g.shape == ref.shape and g.size:
+            # a direction the arithmetic can resolve
+            # or, in a tensor whose gradient is not noise, none at all (an embedding row no input
+            # used): weight decay alone moves it
+            gmax = float(np.max(g))
+            keep = g > max(tolerance * max(gmax, 0.01 * model_max), abs_floor)
+            if gmax > 0.01 * model_max:
+                keep |= g == 0
+            excluded[k] = float(1.0 - keep.mean())
+            err = err[keep]
+        diff = float(np.max(err)) if err.size else 0.0
         per[k] = diff / scale if scale > 0 else (0.0 if diff == 0 else float("inf"))
     worst = max(per.values()) if per else None
-    return Parity(max_rel_err=worst, tolerance=tolerance, per_output=per,
-                  metric=f"max|out-ref| / max(max|ref|, {floor:g} x group max|ref|), max over outputs")
+    metric = f"max|out-ref| / max(max|ref|, {floor:g} x group max|ref|), max over outputs"
+    if excluded:
+        metric += "; AdamW updates compared where |reference gradient| > tolerance x its max"
+    return Parity(max_rel_err=worst, tolerance=tolerance, per_output=per, metric=metric,
+                  reference=reference_name, excluded=excluded)

@@ -33,6 +33,16 @@ def rate(per_s: float | None, unit: str) -> str:
     return f"{per_s:.0f} {unit}/s"
 
 
+def quantity(n: float | None, unit: str) -> str:
+    """A count with an SI prefix: 8.2 GFLOP."""
+    if n is None:
+        return DASH
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.2f} {prefix}{unit}"
+    return f"{n:.0f} {unit}"
+
+
 def fraction(f: float | None) -> str:
     return DASH if f is None else f"{100 * f:.0f}%"
 

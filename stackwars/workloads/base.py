@@ -60,6 +60,11 @@ class Config:
 def _coerce(name: str, raw: Any, typ: Any) -> Any:
     if not isinstance(raw, str):
         return raw
+    args = [a for a in typing.get_args(typ) if a is not type(None)]
+    if args and len(args) < len(typing.get_args(typ)):  # optional: "none" unsets it
+        if raw.lower() == "none":
+            return None
+        typ = args[0] if len(args) == 1 else typ
     try:
         if typ is bool:
             low = raw.lower()
@@ -155,6 +160,9 @@ class Workload:
         return {name: [i for i, (a, b) in enumerate(zip(before[name], after[name])) if a != b]
                 for name in before if before[name] != after[name]}
 
+    def reference_name(self, cfg: Config) -> str:
+        return "float64 numpy"
+
     def twin(self, framework: str) -> types.ModuleType:
         try:
             path = self.twin_modules[framework]
@@ -172,6 +180,20 @@ class Workload:
     def shapes(self, cfg: Config) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
         """Parameter and batch shapes, computed without allocating."""
         raise NotImplementedError
+
+    def parameter_count(self, cfg: Config) -> int:
+        return sum(int(np.prod(s)) for s in self.shapes(cfg)[0].values())
+
+    def describe(self, cfg: Config) -> dict[str, Any]:
+        """What ``stackwars describe`` prints: the configuration, parameter and input shapes'
+        sizes, analytical FLOPs and minimum bytes moved per phase. Nothing is allocated."""
+        params, batch = self.shapes(cfg)
+        return {"workload": self.name, "description": self.description, "config": cfg.as_dict(),
+                "parameters": self.parameter_count(cfg), "parameter_tensors": len(params),
+                "inputs": {k: list(v) for k, v in batch.items()},
+                "flops": {p: self.flops(cfg, p) for p in self.phases}, "flops_formula": self.flops_formula,
+                "bytes_moved": {f"{p}/{d}": self.bytes_moved(cfg, p, itemsize(d), itemsize(param_dtype(d, p)))
+                                for p in self.phases for d in DTYPES}}
 
 
 # ---- helpers shared by the micro-op references ----------------------------------------
@@ -209,7 +231,10 @@ def gelu(x: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
 
 def round_to(x: np.ndarray, dtype: str) -> np.ndarray:
     """The float64 value of ``x`` after rounding to ``dtype`` (round to nearest even),
-    so that the reference starts from exactly the inputs the frameworks receive."""
+    so that the reference starts from exactly the inputs the frameworks receive. Integer
+    arrays (token ids, labels) pass through unchanged."""
+    if np.issubdtype(np.asarray(x).dtype, np.integer):
+        return x
     x32 = np.ascontiguousarray(x, dtype=np.float32)
     if dtype == "float32":
         return x32.astype(np.float64)

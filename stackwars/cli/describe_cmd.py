@@ -1,0 +1,62 @@
+"""stackwars describe: a workload's configuration, parameter count, FLOPs and memory
+estimate, computed from shapes (nothing is allocated)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from stackwars import registry
+from stackwars.cli.common import command, out, parse_assignments
+from stackwars.report import format as fmt
+
+
+def describe_workload(name: str, preset: str, overrides: dict[str, str] | None = None) -> dict[str, Any]:
+    workload = registry.workload(name)
+    return {"preset": preset, **workload.describe(workload.config(preset, overrides))}
+
+
+def _render(d: dict[str, Any]) -> None:
+    t = Table(title=f"{d['workload']} --preset {d['preset']}: {d['description']}", title_justify="left",
+              show_header=False)
+    t.add_column("", style="bold")
+    t.add_column("")
+    t.add_row("configuration", ", ".join(f"{k}={v}" for k, v in d["config"].items()))
+    if d.get("source"):
+        t.add_row("architecture of", d["source"])
+    params = f"{d['parameters']:,}"
+    if d.get("published_params"):
+        part = d["parameters_published_part"]
+        same = "equal" if part == d["published_params"] else "DIFFERENT"
+        params += (f"  (published {d['published_params']:,}: {same}"
+                   + (f"; + {d['parameters'] - part:,} in the training heads" if part != d["parameters"] else "")
+                   + ")")
+    t.add_row("parameters", params + f" in {d['parameter_tensors']} tensors")
+    t.add_row("inputs", ", ".join(f"{k} {tuple(v)}" for k, v in d["inputs"].items()))
+    for phase, flops in d["flops"].items():
+        t.add_row(f"FLOPs per {phase}", fmt.quantity(flops, "FLOP"))
+    t.add_row("FLOPs formula", d["flops_formula"])
+    for key, b in d["bytes_moved"].items():
+        t.add_row(f"min bytes moved {key}", fmt.nbytes(b))
+    for key, parts in d.get("memory_estimate_bytes", {}).items():
+        detail = ", ".join(f"{k} {fmt.nbytes(v)}" for k, v in parts.items() if v)
+        t.add_row(f"memory estimate {key}", detail)
+    out.print(t)
+
+
+@command
+def describe(
+    workload: str = typer.Argument(..., help="workload (see `stackwars list`)"),
+    preset: str = typer.Option("small", "--preset", "-p", help="preset: tiny, small, paper"),
+    set_: Optional[list[str]] = typer.Option(None, "--set", help="override a preset parameter: KEY=VALUE"),
+    json_: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
+) -> None:
+    """Configuration, parameter count, FLOPs per step and memory estimate; nothing allocated."""
+    d = describe_workload(workload, preset, parse_assignments(set_ or [], "--set"))
+    if json_:
+        print(json.dumps(d, indent=1, default=str))
+    else:
+        _render(d)

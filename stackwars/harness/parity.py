@@ -13,7 +13,7 @@ whose gradient lies below the float noise floor has no defined direction (an ana
 zero gradient becomes +-lr on either side). A reference may therefore supply its
 gradients (``grad.<name>``); elements of ``update.<name>`` whose reference gradient is at
 most ``tolerance`` x the tensor's largest are left out, and the fraction left out is
-recorded. An element with exactly zero gradient in a tensor whose gradient is not noise
+recorded. A whole row with exactly zero gradient in a tensor whose gradient is not noise
 (an embedding row no input used) stays in: weight decay alone moves it, deterministically. Everything else must agree as usual, so a wrong gradient sign still fails.
 The floor is relative to the larger of the tensor's own largest gradient and 1% of the
 model's largest (a tensor whose gradient is analytically zero, such as attention's key
@@ -63,12 +63,13 @@ def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarra
         g = grads.get(k[len("update."):]) if k.startswith("update.") else None
         if g is not None and g.shape == ref.shape and g.size:
             # a direction the arithmetic can resolve
-            # or, in a tensor whose gradient is not noise, none at all (an embedding row no input
-            # used): weight decay alone moves it
+            # or a whole row without any gradient, in a tensor whose gradient is not noise (an
+            # embedding row no input used): weight decay alone moves it. A lone exact zero is
+            # not enough: cancellation gives 0.0 in float64 where float32 leaves 1e-9.
             gmax = float(np.max(g))
             keep = g > max(tolerance * max(gmax, 0.01 * model_max), abs_floor)
-            if gmax > 0.01 * model_max:
-                keep |= g == 0
+            if g.ndim >= 2 and gmax > 0.01 * model_max:
+                keep |= np.all(g == 0, axis=-1, keepdims=True)
             excluded[k] = float(1.0 - keep.mean())
             err = err[keep]
         diff = float(np.max(err)) if err.size else 0.0

@@ -170,13 +170,6 @@ class Workload:
             raise SpecError(f"workload {self.name!r} has no {framework} implementation") from None
         return importlib.import_module(path)
 
-    def describe(self, cfg: Config) -> dict[str, Any]:
-        params, _ = self.shapes(cfg)
-        return {"workload": self.name, "config": cfg.as_dict(),
-                "parameters": int(sum(int(np.prod(s)) for s in params.values())),
-                "flops": {p: self.flops(cfg, p) for p in self.phases},
-                "flops_formula": self.flops_formula}
-
     def shapes(self, cfg: Config) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
         """Parameter and batch shapes, computed without allocating."""
         raise NotImplementedError

@@ -239,6 +239,9 @@ class Measurement:
             "steady_n": summary.n if summary else 0,
             "calls_per_sample": self.number,
             "noisy": summary.noisy if summary else None,
+            # other processes (or the hypervisor) took this much of the cell's CPUs while it ran
+            "contention": (self.settings or {}).get("contention", {}).get("fraction"),
+            "contended": (self.settings or {}).get("contention", {}).get("contended"),
             "peak_memory_counter": mem_counter,
             "baseline_rss_bytes": mem.baseline_rss_bytes if mem else None,
             "peak_rss_bytes": mem.peak_rss_bytes if mem else None,

@@ -24,6 +24,8 @@ def _progress_line(m: Measurement) -> str:
     colour = "green" if m.status == "ok" else "red"
     what = (f"median {fmt.seconds(row['steady_median_s'])}, first {fmt.seconds(row['first_call_s'])}"
             if row["steady_median_s"] is not None else (m.error or "").splitlines()[0][:120] if m.error else "")
+    if row.get("contended"):
+        what += f"  [yellow]contended: others took {row['contention']:.0%} of its CPUs[/]"
     return f"[{colour}]{m.status:>11}[/] {m.spec.key}  {what}"
 
 

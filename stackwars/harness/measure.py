@@ -8,7 +8,8 @@ Order of events, each phase kept apart:
 3. baseline RSS, reset the peak-RSS window;
 4. first call (trace + compile + run), synchronised on its whole output;
 5. compile timers read, outputs copied to the host for the parity check (untimed);
-6. second call; warm-up calls; steady state (blocked autorange, every sample kept);
+6. second call; warm-up calls; steady state (blocked autorange, every sample kept), with
+   the CPU time other processes took on the worker's CPUs meanwhile (``contention``);
 7. memory peaks, compile statistics (recompiles during the steady state count);
 8. float64 reference, parity: a mismatch is status ``parity_fail``, timings are kept.
 """
@@ -23,6 +24,7 @@ import psutil
 
 from stackwars import registry
 from stackwars.backends.base import Prepared
+from stackwars.harness.contention import ForeignLoad
 from stackwars.harness.memory import PeakRSS, current_rss
 from stackwars.harness.parity import compare
 from stackwars.harness.timer import Timer
@@ -100,10 +102,12 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     del out
     peak_through_first = rss.peak()  # includes the host copies made for the parity check
     rss.reset()  # the steady-state window: the running program's footprint, compile excluded
+    others = ForeignLoad().start()  # and what other processes did on our CPUs meanwhile
     second_s, out = timer.once()
     del out
     warm, steady = timer.warm_then_steady(cfg_m.warmup, cfg_m.min_samples, cfg_m.min_time_s, cfg_m.max_samples,
                                           cfg_m.min_block_s, second_s)
+    settings["contention"] = others.stop()
     peak_steady = rss.peak()
     rss.stop()
     steal_after = getattr(psutil.cpu_times(), "steal", None)

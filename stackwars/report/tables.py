@@ -33,7 +33,9 @@ COLUMNS = ("backend", "First Run", "Second Run", "Avg Steady State", "± (IQR)",
 CAPTION = ("Avg Steady State: median seconds per call over the steady-state samples (n), or the median of "
            "the per-process medians (procs); ± (IQR): interquartile range (between processes when repeated); vs best: ratio of medians to the fastest backend, 95% bootstrap CI, "
            "~ = not significant; roofline: time floor from measured device peaks / median; peak mem: "
-           "{mem}; parity: max relative error against the float64 reference.")
+           "{mem}; parity: max relative error against the float64 reference; (noisy): IQR above 10% of the "
+           "median; (contended): other processes or the hypervisor took over 5% of the cell's CPUs while it "
+           "was timed.")
 
 
 def _group_key(row: Mapping[str, Any]) -> tuple:
@@ -54,6 +56,8 @@ def _status(row: Mapping[str, Any]) -> Text:
     text = Text(status, style=style)
     if status in ("ok", "parity_fail") and row.get("noisy"):
         text.append(" (noisy)", style="yellow")
+    if status in ("ok", "parity_fail") and row.get("contended"):
+        text.append(" (contended)", style="yellow")
     return text
 
 
@@ -106,6 +110,7 @@ def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = 0.10
             status="ok" if len(ok) == len(group) else next(r["status"] for r in group if r["status"] != "ok"),
             first_call_s=median_of("first_call_s"), second_call_s=median_of("second_call_s"),
             steady_median_s=summary.median, steady_iqr_s=summary.iqr, noisy=summary.noisy,
+            contended=any(r.get("contended") for r in group),
             process_medians=medians, processes=len(group), processes_ok=len(ok),
             achieved_flops_per_s=scale("achieved_flops_per_s"), roofline_fraction=scale("roofline_fraction"),
             peak_memory_bytes=max((r["peak_memory_bytes"] for r in group if r.get("peak_memory_bytes")), default=None),

@@ -1,0 +1,81 @@
+"""Was anything else running on the cell's CPUs while it was timed?
+
+A CPU benchmark pinned to N cores measures N cores only if nothing else runs there. On a
+2-core machine one other busy process (a compiler, a test run, another benchmark) slows
+PyTorch's OpenMP GEMMs several-fold: every parallel region waits for its descheduled
+thread. Such a cell's samples are consistent (the IQR stays small), so the noise flag
+cannot see it. This module measures it directly: over a window, the CPU time the kernel
+counted as busy on the worker's CPUs (``/proc/stat`` through psutil) minus the CPU time of
+the worker process itself is time spent by others; together with the hypervisor's steal
+time it is stated as a fraction of the window's CPU capacity, and a cell above
+``THRESHOLD`` is flagged ``contended``.
+
+Kernel tick accounting has a 10 ms grain per CPU, so a window shorter than ``MIN_WINDOW_S``
+is reported but never flagged.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import psutil
+
+THRESHOLD = 0.05  # others' CPU time above 5% of the window's CPU capacity flags the cell
+MIN_WINDOW_S = 0.25
+
+
+def _cpus() -> list[int]:
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(psutil.cpu_count() or 1))
+
+
+def _busy_and_steal(cpus: list[int]) -> tuple[float, float]:
+    per_cpu = psutil.cpu_times(percpu=True)
+    busy = steal = 0.0
+    for i in cpus:
+        if i >= len(per_cpu):
+            continue
+        t = per_cpu[i]
+        # user includes guest time on Linux; idle, iowait and steal are not this VM's work
+        busy += t.user + t.nice + t.system + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0)
+        steal += getattr(t, "steal", 0.0)
+    return busy, steal
+
+
+def _own(process: psutil.Process) -> float:
+    t = process.cpu_times()
+    return t.user + t.system
+
+
+class ForeignLoad:
+    """Start it before a window, ``stop()`` after: returns what others did meanwhile."""
+
+    def __init__(self, process: psutil.Process | None = None):
+        self.process = process or psutil.Process()
+        self.cpus = _cpus()
+        self._start: tuple[float, float, float, float] | None = None
+
+    def start(self) -> "ForeignLoad":
+        busy, steal = _busy_and_steal(self.cpus)
+        self._start = (time.perf_counter(), busy, steal, _own(self.process))
+        return self
+
+    def stop(self) -> dict[str, Any]:
+        if self._start is None:
+            raise RuntimeError("ForeignLoad.stop() before start()")
+        t0, busy0, steal0, own0 = self._start
+        busy, steal = _busy_and_steal(self.cpus)
+        wall = time.perf_counter() - t0
+        own = _own(self.process) - own0
+        # the worker's own threads may run outside its CPUs (threads started before pinning):
+        # that only lowers the estimate, never raises it
+        foreign = max(0.0, (busy - busy0) - own)
+        steal_s = max(0.0, steal - steal0)
+        capacity = wall * len(self.cpus)
+        fraction = (foreign + steal_s) / capacity if capacity > 0 else 0.0
+        return {"window_s": wall, "cpus": len(self.cpus), "own_cpu_s": own, "foreign_cpu_s": foreign,
+                "steal_s": steal_s, "fraction": fraction, "threshold": THRESHOLD,
+                "contended": bool(wall >= MIN_WINDOW_S and fraction > THRESHOLD)}

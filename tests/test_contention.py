@@ -1,0 +1,70 @@
+"""Other processes on the worker's CPUs are measured and flag the cell; the worker's own
+work is not mistaken for theirs."""
+
+import dataclasses
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from stackwars.harness.contention import THRESHOLD, ForeignLoad
+from stackwars.report.tables import to_text
+
+from tests.factories import measurement
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+
+SPIN = "import os, time; os.sched_setaffinity(0, {%d}); t = time.perf_counter()\nwhile time.perf_counter() - t < %f: pass"
+
+
+@pytest.fixture
+def one_cpu():
+    """Pin this process to one CPU for the test (restored after)."""
+    before = os.sched_getaffinity(0)
+    cpu = min(before)
+    os.sched_setaffinity(0, {cpu})
+    yield cpu
+    os.sched_setaffinity(0, before)
+
+
+def test_another_process_on_our_cpu_is_counted(one_cpu):
+    spinner = subprocess.Popen([sys.executable, "-c", SPIN % (one_cpu, 3.0)])
+    try:
+        time.sleep(0.5)  # the spinner has started
+        load = ForeignLoad().start()
+        time.sleep(1.0)  # we do nothing: what the CPU did was someone else's work
+        got = load.stop()
+    finally:
+        spinner.wait()
+    assert got["cpus"] == 1
+    assert got["own_cpu_s"] < 0.1
+    assert got["fraction"] > 0.5 and got["contended"], got
+
+
+def test_own_work_is_not_foreign(one_cpu):
+    load = ForeignLoad().start()
+    t = time.perf_counter()
+    while time.perf_counter() - t < 1.0:  # busy on our own CPU
+        pass
+    got = load.stop()
+    assert got["own_cpu_s"] > 0.5
+    # busy time minus our own: a naive load meter (busy / capacity) would read about 1.0 here
+    assert got["fraction"] < 0.5, got
+
+
+def test_short_window_is_reported_but_never_flagged():
+    got = ForeignLoad().start().stop()
+    assert got["window_s"] < 0.25 and not got["contended"]
+
+
+def test_contended_cell_is_marked_in_the_table():
+    quiet = measurement("torch-eager")
+    busy = dataclasses.replace(measurement("jax-jit", framework="jax"),
+                               settings={"contention": {"fraction": 0.4, "contended": True, "threshold": THRESHOLD}})
+    rows = [quiet.to_row(), busy.to_row()]
+    assert rows[1]["contention"] == 0.4 and rows[1]["contended"] and not rows[0]["contended"]
+    lines = {line.split("│")[1].strip(): line for line in to_text(rows, width=220).splitlines()
+             if line.startswith("│")}
+    assert "(contended)" in lines["jax-jit"] and "(contended)" not in lines["torch-eager"]

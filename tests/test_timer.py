@@ -106,3 +106,13 @@ def test_warm_then_steady_sizes_blocks_from_the_warmup():
     assert warm == [1.0, 2.0**-13, 2.0**-13]
     assert st.number == 9  # median warm-up 122 µs -> ceil(1 ms / 122 µs) = 9 calls per block
     assert len(st.samples) == 5 and all(s == pytest.approx(2.0**-13) for s in st.samples)
+
+
+def test_before_steady_runs_between_warmup_and_the_first_sample():
+    dev = FakeDevice([1e-2])
+    seen = []
+    timer = Timer(dev.fn, dev.sync, dev.clock)
+    warm, st = timer.warm_then_steady(warmup=2, min_samples=3, min_time_s=0.0, max_samples=10, min_block_s=0.0,
+                                      fallback_estimate_s=1.0, before_steady=lambda: seen.append(dev.calls))
+    assert seen == [2]  # both warm-up calls done, no steady call yet
+    assert len(warm) == 2 and len(st.samples) == 3 and dev.calls == 5

@@ -9,7 +9,8 @@ Order of events, each phase kept apart:
 4. first call (trace + compile + run), synchronised on its whole output;
 5. compile timers read, outputs copied to the host for the parity check (untimed);
 6. second call; warm-up calls; steady state (blocked autorange, every sample kept), with
-   the CPU time other processes took on the worker's CPUs meanwhile (``contention``);
+   the CPU time other processes took on the worker's CPUs while the samples were taken
+   (``contention``);
 7. memory peaks, compile statistics (recompiles during the steady state count);
 8. float64 reference, parity: a mismatch is status ``parity_fail``, timings are kept.
 """
@@ -102,11 +103,11 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     del out
     peak_through_first = rss.peak()  # includes the host copies made for the parity check
     rss.reset()  # the steady-state window: the running program's footprint, compile excluded
-    others = ForeignLoad().start()  # and what other processes did on our CPUs meanwhile
     second_s, out = timer.once()
     del out
+    others = ForeignLoad()  # what other processes did on our CPUs while the samples were taken
     warm, steady = timer.warm_then_steady(cfg_m.warmup, cfg_m.min_samples, cfg_m.min_time_s, cfg_m.max_samples,
-                                          cfg_m.min_block_s, second_s)
+                                          cfg_m.min_block_s, second_s, before_steady=others.start)
     settings["contention"] = others.stop()
     peak_steady = rss.peak()
     rss.stop()

@@ -98,10 +98,14 @@ class Timer:
         return SteadyState(tuple(samples), number, clock() - start)
 
     def warm_then_steady(self, warmup: int, min_samples: int, min_time_s: float, max_samples: int,
-                         min_block_s: float, fallback_estimate_s: float) -> tuple[list[float], SteadyState]:
+                         min_block_s: float, fallback_estimate_s: float,
+                         before_steady: Callable[[], Any] | None = None) -> tuple[list[float], SteadyState]:
         """Warm-up calls, then the steady state in blocks sized from the warm-up median
-        (``fallback_estimate_s``, e.g. the second call, when there is no warm-up)."""
+        (``fallback_estimate_s``, e.g. the second call, when there is no warm-up).
+        ``before_steady`` runs between the two, untimed (e.g. to open a monitoring window)."""
         warm = self.warmup(warmup)
         estimate = statistics.median(warm) if warm else fallback_estimate_s
         number = self.choose_number(estimate, min_block_s)
+        if before_steady is not None:
+            before_steady()
         return warm, self.steady(min_samples, min_time_s, max_samples, number)

@@ -188,3 +188,30 @@ def test_models_listed():
     assert res.exit_code == 0
     for name in MODELS:
         assert name in res.output
+
+
+# ---- the IR commands and the studies take the models like any workload ------------------
+
+@needs_mlir
+def test_ir_of_a_model_counts_its_matrix_products(tmp_path):
+    from stackwars.ir.dump import dump_cell
+    r = dump_cell(CellSpec("gpt2", "tiny", "forward", "jax-jit").to_dict(),
+                  {"jax": ["jaxpr", "stablehlo", "hlo"], "torch": ["fx", "stablehlo"]}, str(tmp_path))
+    # by hand: per layer q, k, v, o, two MLP matrices, QK^T and PV; then the tied LM head
+    dots = 2 * (4 + 2 + 2) + 1
+    assert r["jax"]["stablehlo"]["ops"]["stablehlo.dot_general"] == dots
+    assert r["torch"]["stablehlo"]["ops"]["stablehlo.dot_general"] == dots
+    # every parameter tensor reaches both programs as an argument, none baked in as a constant
+    w = registry.workload("gpt2")
+    nparams = len(w.shapes(w.config("tiny"))[0])
+    assert r["jax"]["stablehlo"]["baked_constants"] == 0 and r["torch"]["stablehlo"]["baked_constants"] == 0
+    assert r["torch"]["stablehlo"]["arguments"] >= nparams + 1 and r["jax"]["stablehlo"]["arguments"] >= nparams + 1
+    assert r["torch"]["fx"]["graph_breaks"] == 0
+
+
+def test_recompile_study_takes_a_model():
+    from stackwars.studies import recompile as study
+    [item] = study.plan("gpt2", "tiny", "forward", "seq", [8, 16, 8], ["jax-jit"], ["as-is"])
+    rows = study.run_item(item)["rows"]
+    assert [r["compiled"] for r in rows] == [True, True, False]
+    assert rows[-1]["compile_count"] == 2

@@ -122,7 +122,10 @@ def _adamw_case():
     ref = {"loss": np.asarray(1.0), "update.w": -lr * wd * p - lr * np.sign(g), "grad.w": g,
            "update.kb": np.array([lr, -lr]), "grad.kb": np.array([1e-17, -2e-17]),
            # a lone exact zero (cancellation) in a bias: float32 may hold 1e-9 there, either sign
-           "update.b": np.array([-lr, -lr * wd]), "grad.b": np.array([0.5, 0.0]), "grad_floor": np.asarray(1e-6)}
+           "update.b": np.array([-lr, -lr * wd]), "grad.b": np.array([0.5, 0.0]),
+           # the same in a 1x1 convolution [out, in, 1, 1]: a lone zero, not an untouched filter
+           "update.c": -lr * np.array([[[[1.0]], [[wd]]], [[[1.0]], [[1.0]]]]),
+           "grad.c": np.array([[[[0.5]], [[0.0]]], [[[0.3]], [[0.2]]]]), "grad_floor": np.asarray(1e-6)}
     return compare, ref
 
 
@@ -131,8 +134,9 @@ def test_adamw_masking_keeps_what_is_resolvable():
     good = {k: v.copy() for k, v in ref.items() if not k.startswith("grad")}
     good["update.kb"] = -good["update.kb"]  # noise: either direction is right
     good["update.b"][1] = -1e-3  # float32's gradient there was 1e-9 > 0
+    good["update.c"][0, 1, 0, 0] = 2e-5  # likewise, float32 held -2e-10 there
     par = compare(good, ref, 1e-3)
-    assert par.ok and par.excluded == {"update.w": 0.0, "update.kb": 1.0, "update.b": 0.5}
+    assert par.ok and par.excluded == {"update.w": 0.0, "update.kb": 1.0, "update.b": 0.5, "update.c": 0.25}
     flipped = {**good, "update.w": good["update.w"] * np.array([[1, -1, 1], [1, 1, 1]])}
     assert not compare(flipped, ref, 1e-3).ok  # a wrong direction where the gradient is resolvable
     no_decay = {**good, "update.w": np.vstack([good["update.w"][:1], np.zeros((1, 3))])}

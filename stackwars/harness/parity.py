@@ -13,8 +13,11 @@ whose gradient lies below the float noise floor has no defined direction (an ana
 zero gradient becomes +-lr on either side). A reference may therefore supply its
 gradients (``grad.<name>``); elements of ``update.<name>`` whose reference gradient is at
 most ``tolerance`` x the tensor's largest are left out, and the fraction left out is
-recorded. A whole row with exactly zero gradient in a tensor whose gradient is not noise
-(an embedding row no input used) stays in: weight decay alone moves it, deterministically. Everything else must agree as usual, so a wrong gradient sign still fails.
+recorded. A whole row (all that one index of the first axis holds, more than one element)
+with exactly zero gradient in a tensor whose gradient is not noise (an embedding row no
+input used) stays in: weight decay alone moves it, deterministically. A lone exact zero
+does not: cancellation gives 0.0 in float64 where float32 leaves 1e-10 of either sign.
+Everything else must agree as usual, so a wrong gradient sign still fails.
 The floor is relative to the larger of the tensor's own largest gradient and 1% of the
 model's largest (a tensor whose gradient is analytically zero, such as attention's key
 bias, holds only noise), and never below ``grad_floor`` when the reference gives one
@@ -68,8 +71,11 @@ def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarra
             # not enough: cancellation gives 0.0 in float64 where float32 leaves 1e-9.
             gmax = float(np.max(g))
             keep = g > max(tolerance * max(gmax, 0.01 * model_max), abs_floor)
-            if g.ndim >= 2 and gmax > 0.01 * model_max:
-                keep |= np.all(g == 0, axis=-1, keepdims=True)
+            if g.ndim >= 2 and g[0].size > 1 and gmax > 0.01 * model_max:
+                # a row is everything one index of the first axis holds (an embedding row, an
+                # output unit, a convolution filter): a 1x1 convolution's last axis would make
+                # every lone zero a "row"
+                keep |= np.all(g == 0, axis=tuple(range(1, g.ndim)), keepdims=True)
             excluded[k] = float(1.0 - keep.mean())
             err = err[keep]
         diff = float(np.max(err)) if err.size else 0.0

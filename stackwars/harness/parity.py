@@ -65,10 +65,7 @@ def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarra
         err = np.abs(out - ref)
         g = grads.get(k[len("update."):]) if k.startswith("update.") else None
         if g is not None and g.shape == ref.shape and g.size:
-            # a direction the arithmetic can resolve
-            # or a whole row without any gradient, in a tensor whose gradient is not noise (an
-            # embedding row no input used): weight decay alone moves it. A lone exact zero is
-            # not enough: cancellation gives 0.0 in float64 where float32 leaves 1e-9.
+            # a direction the arithmetic can resolve, or a whole untouched row (module docstring)
             gmax = float(np.max(g))
             keep = g > max(tolerance * max(gmax, 0.01 * model_max), abs_floor)
             if g.ndim >= 2 and g[0].size > 1 and gmax > 0.01 * model_max:

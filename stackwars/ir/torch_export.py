@@ -164,7 +164,7 @@ def functional_program(workload, cfg, phase: str, params: dict[str, np.ndarray],
 
     def split(flat):
         p = dict(zip(names, flat[:P]))
-        work = {k: t.clone() for k, t in zip(bnames, flat[P:P + NB])}  # BatchNorm updates these in place
+        work = dict(zip(bnames, flat[P:P + NB]))  # read only: _ExplicitBatchNorm returns the new statistics
         return p, work
 
     # BatchNorm's step counter matters only with momentum=None (never here); set to None,
@@ -260,8 +260,9 @@ def to_fx(fn: Callable, args: tuple):
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    # functionalize: BatchNorm's in-place statistics updates become values the graph returns;
-    # BatchNorm itself is decomposed to arithmetic (torch-mlir cannot lower its fused ops)
+    # functionalize: any in-place op left becomes a value; BatchNorm's fused ops, should a
+    # program reach them outside _ExplicitBatchNorm, are decomposed to arithmetic (torch-mlir
+    # cannot lower them)
     from torch._decomp import get_decompositions
 
     def squeeze_dims(x, dims):  # torch-mlir has no lowering for squeeze.dims: a reshape

@@ -9,12 +9,18 @@
   or the user's --warm-cache directory.
 * JAX on a GPU: preallocation off, so device-memory peaks mean what they say.
 * JAX_PLATFORMS pins JAX to the cell's device (a CPU cell never initialises the GPU).
+  ``device=None`` (the machine probe) forces no platform: JAX_PLATFORMS is removed, so
+  the probe reports every platform JAX can initialise, whatever the parent's environment.
+* ``env``: variables a backend needs before its framework is imported (XLA_FLAGS
+  additions such as the GPU autotuning level); XLA_FLAGS are appended, others replaced.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Mapping
+
+NO_PLATFORM = "unset: no platform forced (every platform the framework can initialise)"
 
 
 def available_cpus() -> list[int]:
@@ -23,7 +29,8 @@ def available_cpus() -> list[int]:
     return list(range(os.cpu_count() or 1))
 
 
-def apply(threads: int | None, device: str, cache_dir: str | None) -> dict[str, Any]:
+def apply(threads: int | None, device: str | None, cache_dir: str | None,
+          env: Mapping[str, str] | None = None) -> dict[str, Any]:
     applied: dict[str, Any] = {}
     cpus = available_cpus()
     n = min(threads or len(cpus), len(cpus))
@@ -37,6 +44,17 @@ def apply(threads: int | None, device: str, cache_dir: str | None) -> dict[str, 
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache_dir, "inductor")
         os.environ["TRITON_CACHE_DIR"] = os.path.join(cache_dir, "triton")
         applied["cache_dir"] = cache_dir
-    os.environ["JAX_PLATFORMS"] = "cuda" if device == "cuda" else "cpu"
+    if device is None:
+        os.environ.pop("JAX_PLATFORMS", None)
+        applied["jax_platforms"] = NO_PLATFORM
+    else:
+        os.environ["JAX_PLATFORMS"] = "cuda" if device == "cuda" else "cpu"
+        applied["jax_platforms"] = os.environ["JAX_PLATFORMS"]
     os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    for key, value in (env or {}).items():
+        if key == "XLA_FLAGS":
+            value = " ".join(filter(None, (os.environ.get("XLA_FLAGS", ""), value)))
+        os.environ[key] = value
+    if env:
+        applied["env"] = {k: os.environ[k] for k in env}
     return applied

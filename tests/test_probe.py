@@ -1,0 +1,46 @@
+"""The machine probe forces no platform on any framework: it reports each framework's
+devices as that framework sees them, whatever JAX_PLATFORMS the parent has (the test
+session itself pins JAX to the CPU). The cells still pin their own platform."""
+
+import os
+
+import pytest
+
+from stackwars import runner
+from stackwars.harness import settings
+
+
+@pytest.fixture
+def restored_env(monkeypatch):
+    """settings.apply writes the process environment: restore it after the test."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "JAX_PLATFORMS", "XLA_FLAGS",
+                "XLA_PYTHON_CLIENT_PREALLOCATE"):
+        monkeypatch.setenv(var, os.environ.get(var, ""))
+    before = os.sched_getaffinity(0)
+    yield monkeypatch
+    os.sched_setaffinity(0, before)
+
+
+def test_probe_runs_with_no_platform_forced(monkeypatch):
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")  # what the parent (this test session) has
+    p = runner.probe_machine()
+    assert p["status"] == "ok"
+    assert p["process_settings"]["jax_platforms"] == settings.NO_PLATFORM
+    jax = p["jax"]
+    assert jax["importable"] and jax["jax_platforms_env"] is None  # the probe's JAX saw no JAX_PLATFORMS
+    assert jax["default_backend"] in ("cpu", "gpu")
+    # where JAX sees no GPU, the reason is JAX's own words, not ours
+    assert jax["cuda"] or "gpu" in jax["cuda_reason"].lower() or "backend" in jax["cuda_reason"].lower()
+    assert os.environ["JAX_PLATFORMS"] == "cpu"  # the parent is untouched
+
+
+def test_cells_pin_their_platform(restored_env):
+    applied = settings.apply(None, "cpu", None)
+    assert applied["jax_platforms"] == "cpu" and os.environ["JAX_PLATFORMS"] == "cpu"
+
+
+def test_process_env_is_applied_before_the_framework(restored_env):
+    restored_env.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+    applied = settings.apply(None, "cpu", None, {"XLA_FLAGS": "--xla_gpu_autotune_level=0"})
+    assert os.environ["XLA_FLAGS"] == "--xla_cpu_enable_fast_math=false --xla_gpu_autotune_level=0"
+    assert applied["env"]["XLA_FLAGS"].endswith("--xla_gpu_autotune_level=0")

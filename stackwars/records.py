@@ -95,6 +95,7 @@ class MeasureConfig:
     noise_threshold: float = 0.10  # IQR/median above this flags the cell as noisy
     seed: int = 0
     memory_limit_bytes: int | None = None  # RSS watchdog on the worker; None = no limit
+    parity_mode: str = "auto"  # auto: float64 reference where it fits, else a peer; reference; peer
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -148,6 +149,11 @@ class Parity:
     def ok(self) -> bool:
         return self.max_rel_err is not None and self.max_rel_err <= self.tolerance
 
+    @property
+    def checked(self) -> bool:
+        """False when nothing was compared (a peer comparison's first cell)."""
+        return self.max_rel_err is not None
+
 
 @dataclass(frozen=True)
 class Measurement:
@@ -172,6 +178,8 @@ class Measurement:
     error: str | None = None
     noise_threshold: float = 0.10
     wall_s: float | None = None  # the worker's whole life, from the parent's clock
+    init_s: float | None = None  # framework import + device/client init + library handles, before the first call
+    timeline: Mapping[str, Any] = field(default_factory=dict)  # where the worker's seconds went (measure.py)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -204,6 +212,32 @@ class Measurement:
         return cls(**{k: v for k, v in d.items() if k in names})
 
     # ---- derived view ----------------------------------------------------------------
+    @property
+    def measured_s(self) -> float | None:
+        """Seconds inside the measured windows: first and second call, warm-up, steady state."""
+        if self.first_call_s is None:
+            return None
+        t = self.timeline or {}
+        steady = t.get("steady_s", sum(self.samples) * self.number)
+        return self.first_call_s + (self.second_call_s or 0.0) + sum(self.warmup_s) + steady
+
+    @property
+    def overhead_s(self) -> float | None:
+        """The harness's own cost of the cell: the worker's wall time minus the measured windows
+        and the float64 reference computed for it (process start, imports, device init,
+        preparation, parity copies and comparison, observation, result transfer)."""
+        if self.wall_s is None or self.measured_s is None:
+            return None
+        return max(0.0, self.wall_s - self.measured_s - float((self.timeline or {}).get("reference_s", 0.0)))
+
+    @property
+    def attention_ran(self) -> str | None:
+        """The attention implementation that ran (observed), else the one chosen."""
+        settings = self.settings or {}
+        observed = ((settings.get("observed") or {}).get("attention") or {}).get("ran")
+        chosen = ((settings.get("backend") or {}).get("attention") or {}).get("implementation")
+        return observed or chosen
+
     def to_row(self) -> dict[str, Any]:
         """Flat row: the ROW_KEYS of issue 2 plus derived statistics and roofline fractions."""
         s = self.spec
@@ -254,6 +288,14 @@ class Measurement:
             "recompiles": self.compile.recompiles if self.compile else None,
             "bytes_moved": self.bytes_moved,
             "cache": self.settings.get("cache", {}).get("mode") if self.settings else None,
+            "init_s": self.init_s,
+            "overhead_s": self.overhead_s,
+            "wall_s": self.wall_s,
+            "attention": self.attention_ran,
+            "parity_reference": self.parity.reference if self.parity else None,
+            "measured_s": self.measured_s,
+            "reference_computed_s": (self.timeline or {}).get("reference_s"),
+            "reference_source": ((self.settings or {}).get("reference") or {}).get("source"),
         }
         row.update(roofline(self.flops, self.bytes_moved, median, self.peak))
         return row

@@ -39,7 +39,9 @@ def default_memory_limit() -> int:
 
 
 def probe_machine(inline: bool = False) -> dict[str, Any]:
-    task = {"target": "stackwars.harness.probe:probe", "kwargs": {}, "process": {"device": "cpu"}}
+    # device None: no platform forced on the probe (JAX_PLATFORMS removed), so it reports every
+    # device each framework can see; the cells pin their own platform
+    task = {"target": "stackwars.harness.probe:probe", "kwargs": {}, "process": {"device": None}}
     outcome = run_inline(task) if inline else run_task(task, timeout_s=PROBE_TIMEOUT_S)
     if outcome.result is None:
         return {"torch": {"importable": False, "error": f"probe failed: {outcome.error}"},
@@ -53,10 +55,12 @@ def _choose(kind: str, values: Sequence[str], allowed: Sequence[str]) -> None:
             raise SpecError(f"unknown {kind} {v!r}; allowed: {', '.join(allowed)}")
 
 
-def default_backends(probe: Mapping[str, Any], device: str) -> list[str]:
-    """Backends marked default that can run ``device`` here."""
+def default_backends(probe: Mapping[str, Any], devices: str | Sequence[str]) -> list[str]:
+    """Backends marked default that can run one of ``devices`` here (torch-cudagraphs only
+    where CUDA is asked for and visible)."""
+    devices = [devices] if isinstance(devices, str) else list(devices)
     return [name for name, spec in registry.backends().items()
-            if spec.default and spec.availability(probe, device)[0]]
+            if spec.default and any(spec.availability(probe, d)[0] for d in devices)]
 
 
 def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequence[str], backends: Sequence[str],
@@ -118,6 +122,9 @@ def validate_config(config: MeasureConfig) -> None:
             raise SpecError(f"threads={config.threads} but only {n} CPUs are available to this process")
     if config.memory_limit_bytes is not None and config.memory_limit_bytes <= 0:
         raise SpecError("memory limit must be positive")
+    from stackwars.harness.reference import PARITY_MODES
+    if config.parity_mode not in PARITY_MODES:
+        raise SpecError(f"unknown parity mode {config.parity_mode!r}; allowed: {', '.join(PARITY_MODES)}")
 
 
 def _measurement(spec: CellSpec, framework: str, outcome: Outcome) -> Measurement:
@@ -142,11 +149,16 @@ def _gpu_free_bytes() -> int | None:
         return None
 
 
-def preflight(spec: CellSpec, host_available: int | None = None, device_free: int | None = None) -> dict | None:
+def preflight(spec: CellSpec, host_available: int | None = None, device_free: int | None = None,
+              parity_mode: str = "auto") -> dict | None:
     """Refuse a cell whose estimated peak memory exceeds what is available, before anything
     is allocated. Only workloads that estimate their memory (the models) are checked; the
     worker's RSS watchdog remains the backstop for everything. A refusal is a dict: the
-    message, the estimate's parts (bytes) and the memory it was held against."""
+    message, the estimate's parts (bytes) and the memory it was held against.
+
+    The float64 reference counts only when it is forced (``parity_mode="reference"``):
+    otherwise a reference that does not fit is replaced by a comparison with another
+    backend's outputs (harness/reference.py), and the program alone decides."""
     workload = registry.workload(spec.workload)
     if not hasattr(workload, "memory_estimate"):
         return None
@@ -160,8 +172,9 @@ def preflight(spec: CellSpec, host_available: int | None = None, device_free: in
         return {"message": message + f" (GiB: {parts}); not allocated", "estimate_bytes": est,
                 "checked_against": where, "available_bytes": available, "headroom": HEADROOM}
 
+    reference = est["reference"] if parity_mode == "reference" else 0
     if spec.device == "cpu":
-        need = est["host_weights"] + max(running, est["reference"])
+        need = est["host_weights"] + max(running, reference)
         if need > HEADROOM * host_available:
             return refuse(f"pre-flight estimate {need / GiB:.1f} GiB > {HEADROOM:.0%} of the "
                           f"{host_available / GiB:.1f} GiB of memory available", "host", host_available)
@@ -170,21 +183,23 @@ def preflight(spec: CellSpec, host_available: int | None = None, device_free: in
     if device_free is not None and running > HEADROOM * device_free:
         return refuse(f"pre-flight estimate {running / GiB:.1f} GiB on the device > {HEADROOM:.0%} of its "
                       f"{device_free / GiB:.1f} GiB free", "device", device_free)
-    host_need = est["host_weights"] + est["reference"]
+    host_need = est["host_weights"] + reference
     if host_need > HEADROOM * host_available:
-        return refuse(f"pre-flight estimate {host_need / GiB:.1f} GiB of host memory (weights and the float64 "
-                      f"reference) > {HEADROOM:.0%} of {host_available / GiB:.1f} GiB available", "host",
-                      host_available)
+        return refuse(f"pre-flight estimate {host_need / GiB:.1f} GiB of host memory (weights"
+                      f"{' and the float64 reference' if reference else ''}) > {HEADROOM:.0%} of "
+                      f"{host_available / GiB:.1f} GiB available", "host", host_available)
     return None
 
 
 def measure_one(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any], peak: Mapping[str, Any] | None,
-                inline: bool = False) -> Measurement:
+                inline: bool = False, reference_dir: str | None = None) -> Measurement:
+    """One cell in a fresh worker. ``reference_dir``: the run's shared reference cache (see
+    harness/reference.py); without one the cell computes its own reference."""
     bspec = registry.backend(spec.backend)
     ok, reason = bspec.availability(probe, spec.device, dict(spec.options))
     if not ok:
         return Measurement(spec=spec, status="unsupported", framework=bspec.framework, error=reason)
-    too_big = preflight(spec)
+    too_big = preflight(spec, parity_mode=config.parity_mode)
     if too_big:
         return Measurement(spec=spec, status="oom", framework=bspec.framework, error=too_big.pop("message"),
                            settings={"memory_guard": {"kind": "pre-flight estimate", **too_big}})
@@ -194,8 +209,10 @@ def measure_one(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any],
         task = {
             "target": "stackwars.harness.measure:measure_cell",
             "kwargs": {"spec": spec.to_dict(), "config": config.to_dict(), "peak": dict(peak or {}),
-                       "cache": {"source": "fresh per cell" if cold else "shared directory", "dir": cache_dir}},
-            "process": {"threads": config.threads, "device": spec.device, "cache_dir": cache_dir},
+                       "cache": {"source": "fresh per cell" if cold else "shared directory", "dir": cache_dir},
+                       "reference_dir": reference_dir},
+            "process": {"threads": config.threads, "device": spec.device, "cache_dir": cache_dir,
+                        "env": bspec.process_env(dict(spec.options), spec.device)},
         }
         outcome = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
     finally:
@@ -210,15 +227,20 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
     session = store.start_session(run_id, env)
     probe = env.get("probe", {})
     done = []
-    for spec in specs:
-        if on_start:
-            on_start(spec)
-        peak = store.latest_peak(envmod.device_key(env, spec.device), spec.dtype, config.matmul_precision)
-        m = measure_one(spec, config, probe, peak, inline)
-        store.add_cell(run_id, session, m)
-        done.append(m)
-        if on_done:
-            on_done(m)
+    # the float64 references of this run: each computed by the first cell that needs it
+    references = tempfile.mkdtemp(prefix="stackwars-reference-")
+    try:
+        for spec in specs:
+            if on_start:
+                on_start(spec)
+            peak = store.latest_peak(envmod.device_key(env, spec.device), spec.dtype, config.matmul_precision)
+            m = measure_one(spec, config, probe, peak, inline, reference_dir=references)
+            store.add_cell(run_id, session, m)
+            done.append(m)
+            if on_done:
+                on_done(m)
+    finally:
+        shutil.rmtree(references, ignore_errors=True)
     return done
 
 

@@ -38,6 +38,11 @@ runner = CliRunner()
     (["show"], "no results database"),
     (["export", "--format", "xml"], "unknown format 'xml'; allowed: csv, json"),
     (["peaks", "--device", "tpu"], "unknown device"),
+    (["run", "gemm", "--xla-autotune-level", "7"], "xla_autotune_level=7"),
+    (["run", "gemm", "-b", "torch-eager", "--xla-autotune-level", "0"], "option 'xla_autotune_level' applies to"),
+    (["run", "gemm", "--parity", "eyeball"], "unknown parity mode 'eyeball'"),
+    (["run", "mha", "--set", "attention=flash3"], "attention='flash3' is not allowed"),
+    (["study", "autotune", "gemm", "-b", "jax-eager"], "the autotune study covers"),
 ])
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)
@@ -88,3 +93,38 @@ def test_run_show_export_end_to_end(tmp_path):
 def _env():
     import os
     return {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+
+
+def test_gpu_check_without_a_gpu_says_so_and_fails(tmp_path):
+    """The one command for a lent GPU refuses to pretend on a machine without one."""
+    import os
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "gpu-check.sh"
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        has_gpu = pynvml.nvmlDeviceGetCount() > 0
+    except Exception:
+        has_gpu = False
+    if has_gpu:  # what is tested here is the refusal; with a GPU the script runs for minutes
+        pytest.skip("a GPU is visible: the refusal does not apply (run scripts/gpu-check.sh itself)")
+    env = {**_env(), "PYTHON": sys.executable}
+    done = subprocess.run([str(script)], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "no NVIDIA GPU visible" in done.stderr
+    assert not any(p.name.startswith("gpu-") for p in (script.parents[1] / "results").iterdir())
+    assert os.access(script, os.X_OK)
+
+
+def test_xla_autotune_level_reaches_the_worker_before_jax(tmp_path):
+    from stackwars import runner as run_
+    from stackwars.records import CellSpec, MeasureConfig
+
+    spec = CellSpec("gemm", "tiny", "forward", "jax-jit", options=(("xla_autotune_level", 0),))
+    m = run_.measure_one(spec, MeasureConfig(warmup=0, min_samples=2, min_time_s=0, timeout_s=120),
+                         run_.probe_machine(), None)
+    assert m.status == "ok", m.error
+    flags = m.settings["applied"]["xla_gpu_flags"]
+    assert flags["xla_gpu_autotune_level"] == {"value": "0", "source": "XLA_FLAGS"}
+    assert flags["xla_gpu_enable_command_buffer"]["source"] == "XLA default"

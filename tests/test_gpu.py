@@ -1,13 +1,17 @@
-"""GPU cells (marker ``gpu``): skipped cleanly where no NVIDIA device is visible.
+"""GPU cells (marker ``gpu``): skipped only where NVML sees no NVIDIA GPU.
 
-Cells run in workers (the test process pins JAX to the CPU); each must pass parity and
-report the device allocator's peak, not the host RSS.
+Where NVML sees one, every framework must see it too: a framework that does not is a
+failure with the framework's own reason, never a skip (a skipped GPU test once hid that
+JAX never ran on the GPU at all). Cells run in workers (the test process pins JAX to the
+CPU); each must pass parity and report the device allocator's peak, not the host RSS.
 """
 
 import pytest
 
 from stackwars import runner
+from stackwars.harness import env as envmod
 from stackwars.records import CellSpec, MeasureConfig
+from stackwars.store.results import Store
 
 
 def _nvidia_devices() -> int:
@@ -31,18 +35,32 @@ FAST = MeasureConfig(warmup=1, min_samples=3, min_time_s=0.0, timeout_s=600)
 @pytest.fixture(scope="module")
 def probe():
     p = runner.probe_machine()
-    if not (p["torch"].get("cuda") and p["jax"].get("cuda")):
-        pytest.skip(f"torch or jax sees no CUDA device: {p['torch'].get('cuda_reason')} / {p['jax'].get('cuda_reason')}")
+    blind = [f"{fw}: {p[fw].get('cuda_reason') or p[fw].get('error')}" for fw in ("torch", "jax")
+             if not p[fw].get("cuda")]
+    if blind:
+        pytest.fail("NVML sees a GPU but a framework does not: " + "; ".join(blind))
     return p
 
 
+def test_every_framework_sees_the_gpu(probe):
+    assert probe["torch"]["cuda"] and probe["jax"]["cuda"]
+    assert probe["jax"]["default_backend"] == "gpu"
+    assert "torch-cudagraphs" in runner.default_backends(probe, "cuda")
+    assert "torch-cudagraphs" not in runner.default_backends(probe, "cpu")
+
+
 @pytest.mark.parametrize("phase", ("forward", "train-step"))
-@pytest.mark.parametrize("backend", ("torch-eager", "torch-compile", "torch-cudagraphs", "jax-jit"))
+@pytest.mark.parametrize("backend", ("torch-eager", "torch-compile", "torch-cudagraphs", "jax-eager", "jax-jit"))
 @pytest.mark.parametrize("workload", ("gemm", "ffn", "mha"))
 def test_cuda_parity_and_device_memory(probe, workload, phase, backend):
     m = runner.measure_one(CellSpec(workload, "tiny", phase, backend, "cuda"), FAST, probe, peak=None)
     assert m.status == "ok", m.error
     assert m.memory.peak_device_bytes > 0 and "since worker start" in m.memory.device_counter
+    # the device was brought up before the first call, in both frameworks
+    assert m.init_s > 0 and m.settings["device_init"]
+    if backend.startswith("jax"):
+        assert m.settings["applied"]["jax_platforms"] == "cuda"
+        assert "xla_gpu_autotune_level" in m.settings["applied"]["xla_gpu_flags"]
 
 
 def test_cuda_bfloat16_and_tf32(probe):
@@ -55,3 +73,39 @@ def test_cuda_bfloat16_and_tf32(probe):
         applied = m.settings["applied"]
         assert applied.get("torch_cuda_matmul_allow_tf32", True) and \
             applied.get("jax_default_matmul_precision", "tensorfloat32") == "tensorfloat32"
+
+
+@pytest.mark.parametrize("phase", ("forward", "train-step"))
+def test_best_attention_is_cudnn_for_jax_in_bfloat16_and_read_from_what_ran(probe, phase):
+    m = runner.measure_one(CellSpec("mha", "tiny", phase, "jax-jit", "cuda", "bfloat16"), FAST, probe, None)
+    assert m.status == "ok", m.error
+    assert m.settings["backend"]["attention"]["implementation"] == "cudnn"
+    assert m.settings["observed"]["attention"]["ran"] == "cudnn"  # the custom call is in the compiled HLO
+    t = runner.measure_one(CellSpec("mha", "tiny", phase, "torch-eager", "cuda", "bfloat16"), FAST, probe, None)
+    assert t.status == "ok", t.error
+    assert t.settings["observed"]["attention"]["ran"] in ("flash", "efficient", "cudnn", "math")
+
+
+def test_float32_attention_stays_on_xla_and_says_why(probe):
+    m = runner.measure_one(CellSpec("mha", "tiny", "forward", "jax-jit", "cuda"), FAST, probe, None)
+    assert m.status == "ok", m.error
+    assert m.attention_ran == "xla" and "float32" in m.settings["backend"]["attention"]["reason"]
+
+
+def test_model_reference_runs_on_the_gpu(probe, tmp_path):
+    m = runner.measure_one(CellSpec("gpt2", "tiny", "forward", "torch-eager", "cuda"), FAST, probe, None,
+                           reference_dir=str(tmp_path))
+    assert m.status == "ok", m.error
+    assert m.settings["reference"]["where"] == "cuda"
+    again = runner.measure_one(CellSpec("gpt2", "tiny", "forward", "jax-jit", "cuda"), FAST, probe, None,
+                               reference_dir=str(tmp_path))
+    assert again.status == "ok", again.error
+    assert again.settings["reference"]["source"].startswith("reused")
+
+
+def test_peaks_measure_both_frameworks(probe, tmp_path):
+    env = envmod.fingerprint(None, probe)
+    with Store(tmp_path / "p.db") as store:
+        stored = runner.measure_peaks(store, "cuda", ["float32"], MeasureConfig(timeout_s=300), env, min_time_s=0.2)
+    assert set(stored[0]["per_framework"]) == {"torch", "jax"}
+    assert all(r["status"] == "ok" for r in stored[0]["per_framework"].values()), stored

@@ -53,7 +53,7 @@ def test_model_parity_float32(workload, backend, phase):
     m = _cell(workload, phase, backend)
     _assert_parity(m)
     assert m.parity.tolerance == 1e-3
-    assert m.parity.reference == "PyTorch twin, float64, CPU"
+    assert m.parity.reference == "PyTorch twin, float64, on the host"
     assert m.flops == registry.workload(workload).flops(registry.workload(workload).config("tiny"), phase)
 
 

@@ -72,7 +72,7 @@ def test_init_is_deterministic_per_seed():
     ("gemm", "tiny", {"m": "many"}, "not a valid int"),
     ("gemm", "tiny", {"q": "1"}, "unknown parameter"),
     ("gemm", "huge", {}, "unknown preset"),
-    ("mha", "tiny", {"attention": "flash"}, "not allowed"),
+    ("mha", "tiny", {"attention": "flash3"}, "not allowed"),
     ("mha", "tiny", {"causal": "maybe"}, "not a valid bool"),
 ])
 def test_invalid_configs_are_rejected_with_a_clear_message(name, preset, over, message):

@@ -2,6 +2,7 @@
 and are loaded only inside workers, so the parent never imports torch or jax."""
 
 from stackwars.backends.base import BackendSpec
+from stackwars.backends.jax_spec import JaxSpec
 from stackwars.backends.torch_xla_spec import TorchXlaSpec
 from stackwars.registry import register_backend
 
@@ -19,16 +20,21 @@ register_backend(BackendSpec(
     "torch-compile-max-autotune", "torch", "stackwars.backends.torch_compile:TorchCompile",
     "torch.compile(mode='max-autotune'): autotuned GEMM templates; slow to compile", default=False,
     option_defaults={"mode": "max-autotune", "fullgraph": False}, option_choices=_COMPILE_CHOICES))
+# default on CUDA (the only device it runs on): XLA replays command buffers (CUDA graphs) by
+# default on GPUs, so the like-for-like PyTorch row is always in a GPU table
 register_backend(BackendSpec(
     "torch-cudagraphs", "torch", "stackwars.backends.torch_compile:TorchCompile",
-    "torch.compile(mode='reduce-overhead'): Inductor + CUDA graphs", default=False, devices=("cuda",),
+    "torch.compile(mode='reduce-overhead'): Inductor + CUDA graphs (default on CUDA)", devices=("cuda",),
     option_defaults={"mode": "reduce-overhead", "fullgraph": False}, option_choices=_COMPILE_CHOICES))
-register_backend(BackendSpec(
+_JAX_OPTIONS = {"xla_autotune_level": None}
+register_backend(JaxSpec(
     "jax-eager", "jax", "stackwars.backends.jax_eager:JaxEager",
-    "JAX op by op (no jit); each primitive compiled on first use"))
-register_backend(BackendSpec(
+    "JAX op by op (no jit); each primitive compiled on first use (option: xla_autotune_level)",
+    option_defaults=_JAX_OPTIONS))
+register_backend(JaxSpec(
     "jax-jit", "jax", "stackwars.backends.jax_jit:JaxJit",
-    "jax.jit: the whole step compiled by XLA (AOT stages timed)"))
+    "jax.jit: the whole step compiled by XLA, AOT stages timed (option: xla_autotune_level)",
+    option_defaults=_JAX_OPTIONS))
 register_backend(TorchXlaSpec(
     "torch-xla", "torch", "stackwars.backends.torch_xla:TorchXla",
     "the PyTorch program as StableHLO (torch-mlir), compiled and run by XLA via JAX's PJRT client; "

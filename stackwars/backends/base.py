@@ -6,12 +6,14 @@ loaded only inside workers. The harness uses it like this:
 
     backend = spec.load(options)
     applied = backend.configure(settings)      # threads, matmul precision, caches
+    backend.init_device(device)                # context/client and library handles, timed apart
     prepared = backend.prepare(workload, cfg, phase, params, batch, device, dtype)
     out = prepared.call()                      # one step; first call includes compile
     prepared.sync([out, ...])                  # block until every output is computed
     prepared.after_first_call()                # compile timers, outside the timed region
     prepared.parity_outputs(out)               # numpy outputs comparable to the reference
     prepared.compile_stats()                   # read at the end: recompiles count too
+    prepared.observe()                         # untimed, after the steady state: what actually ran
     backend.device_peak_memory()
 
 ``spec.availability(probe, device)`` says, from a probe of the machine, whether the
@@ -38,6 +40,7 @@ class Prepared:
     after_first_call: Callable[[], None] = lambda: None  # read compile timers (untimed)
     compile_stats: Callable[[], CompileStats | None] = lambda: None  # read at the end of the cell
     memory_analysis: Callable[[], dict[str, int]] = dict
+    observe: Callable[[], dict[str, Any]] = dict  # after the timed calls: what actually ran (untimed)
     notes: dict[str, Any] = field(default_factory=dict)  # what ran, recorded with the cell
 
 
@@ -80,6 +83,10 @@ class BackendSpec:
             return False, f"{self.framework} sees no CUDA device ({fw.get('cuda_reason', 'none found')})"
         return True, ""
 
+    def process_env(self, options: Mapping[str, Any], device: str) -> dict[str, str]:
+        """Environment the worker sets before importing the framework (e.g. XLA_FLAGS)."""
+        return {}
+
     def load(self, options: Mapping[str, Any] | None = None) -> "Backend":
         module, cls = self.impl.split(":")
         return getattr(importlib.import_module(module), cls)(self, self.resolve_options(options or {}))
@@ -98,6 +105,12 @@ class Backend:
 
     def configure(self, settings: Mapping[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
+
+    def init_device(self, device: str) -> dict[str, Any]:
+        """Bring up the device before anything is timed: the CUDA context or the framework's
+        client, and the libraries' handles (one tiny GEMM; on CUDA also a tiny convolution),
+        so the first call of the cell is trace + compile + execute. Returns seconds per step."""
+        return {}
 
     def prepare(self, workload: Any, cfg: Any, phase: str, params: Mapping[str, np.ndarray],
                 batch: Mapping[str, np.ndarray], device: str, dtype: str) -> Prepared:

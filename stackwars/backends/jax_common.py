@@ -26,6 +26,7 @@ import numpy as np
 import optax
 
 from stackwars.backends.base import Backend, Prepared
+from stackwars.workloads import attention
 from stackwars.workloads.base import param_dtype
 
 JAX_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
@@ -94,6 +95,27 @@ def make_optimizer(spec: Any) -> optax.GradientTransformation:
     raise ValueError(f"unknown optimizer {spec.name!r}")
 
 
+# XLA's defaults for the GPU flags that decide a comparison (openxla's debug_options_flags.cc,
+# DefaultDebugOptionsIgnoringFlags); a flag in XLA_FLAGS overrides them and is recorded as set.
+XLA_GPU_DEFAULTS = {
+    "xla_gpu_autotune_level": "4",
+    "xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN",
+    "xla_gpu_graph_min_graph_size": "5",
+    "xla_enable_command_buffers_during_profiling": "false",
+}
+
+
+def xla_flags_in_effect(flags: str) -> dict[str, dict[str, str]]:
+    """The GPU flags above as XLA will apply them: each with its value and whether it was set
+    in XLA_FLAGS or is XLA's default."""
+    given = {}
+    for item in flags.split():
+        name, _, value = item.lstrip("-").partition("=")
+        given[name] = value or "true"
+    return {name: {"value": given.get(name, default), "source": "XLA_FLAGS" if name in given else "XLA default"}
+            for name, default in XLA_GPU_DEFAULTS.items()}
+
+
 def configure_jax(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Matmul precision and the persistent compile cache, applied and reported."""
     precision = settings.get("matmul_precision", "float32")
@@ -106,15 +128,36 @@ def configure_jax(settings: Mapping[str, Any]) -> dict[str, Any]:
         # cache every executable, however small or fast to compile, so warm means warm
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        # XLA's per-fusion GPU autotuning results live in the same directory (JAX's default,
+        # set explicitly so the record says it): a warm cache skips autotuning too
+        jax.config.update("jax_persistent_cache_enable_xla_caches", "xla_gpu_per_fusion_autotune_cache_dir")
     return {
         "jax_version": jax.__version__,
         "jax_default_matmul_precision": jax.config.jax_default_matmul_precision,
         "jax_compilation_cache_dir": jax.config.jax_compilation_cache_dir,
+        "jax_persistent_cache_enable_xla_caches": jax.config.jax_persistent_cache_enable_xla_caches,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        # on a GPU: autotuning and command buffers (XLA's CUDA graphs); no effect on the CPU
+        "xla_gpu_flags": xla_flags_in_effect(os.environ.get("XLA_FLAGS", "")),
         "xla_python_client_preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
         "jax_platforms": os.environ.get("JAX_PLATFORMS"),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
     }
+
+
+def init_jax_device(device: str) -> dict[str, Any]:
+    """JAX's client for the platform, then a tiny GEMM executed on it (the compiler pipeline's
+    and the BLAS library's first use), synchronised."""
+    import time
+
+    t0 = time.perf_counter()
+    dev = jax.devices("gpu" if device == "cuda" else "cpu")[0]
+    steps: dict[str, Any] = {"client_s": time.perf_counter() - t0}
+    t0 = time.perf_counter()
+    x = jax.device_put(np.ones((8, 8), np.float32), dev)
+    jax.block_until_ready(x @ x)
+    steps["gemm_s"] = time.perf_counter() - t0
+    return steps
 
 
 @dataclass
@@ -138,6 +181,9 @@ class JaxBackend(Backend):
     def wrap(self, fn: Callable, donate: tuple[int, ...] = ()) -> Callable:
         return fn
 
+    def init_device(self, device: str) -> dict[str, Any]:
+        return init_jax_device(device)
+
     def program(self, workload, cfg, phase, params, batch, device, dtype) -> "JaxProgram":
         """The pure function a step runs and its first arguments: what jit compiles, what
         eager dispatches op by op, and what the IR dumps show.
@@ -148,11 +194,15 @@ class JaxBackend(Backend):
         self.device = jax.devices("gpu" if device == "cuda" else "cpu")[0]
         twin = workload.twin("jax")
         pdtype = param_dtype(dtype, phase)
+        cfg, choice = attention.resolve(workload, cfg, "jax", device, dtype,
+                                        getattr(self.device, "compute_capability", None))
         if hasattr(twin, "host_batch"):
             batch = twin.host_batch(cfg, batch)
         static, tree = twin.build(cfg, {k: to_device_array(v, pdtype, self.device) for k, v in params.items()})
         jbatch = {k: to_device_array(v, dtype, self.device) for k, v in batch.items()}
         notes: dict[str, Any] = {"param_dtype": pdtype, "compute_dtype": dtype}
+        if choice is not None:
+            notes["attention"] = choice.as_dict()
         if phase == "forward":
             return JaxProgram(partial(twin.forward, static), (tree, jbatch), (), static, twin, phase, notes)
 
@@ -183,10 +233,28 @@ class JaxBackend(Backend):
         return JaxProgram(train_step, (params_tree, rest, tx.init(params_tree), jbatch), (0, 1, 2), static, twin,
                           phase, notes)
 
+    def program_text(self, prog: JaxProgram) -> tuple[str, str]:
+        """The module whose custom calls say what ran, and what it is. Eager dispatches the
+        step's primitives one by one; the step lowered as a whole holds the same ones."""
+        abstract = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), prog.args)
+        return jax.jit(prog.fn).lower(*abstract).as_text(), "the step's lowered StableHLO (custom calls)"
+
+    def observer(self, prog: JaxProgram):
+        choice = prog.notes.get("attention")
+
+        def observe() -> dict[str, Any]:
+            if choice is None:
+                return {}
+            text, source = self.program_text(prog)
+            return {"attention": {"ran": attention.jax_ran(text, choice["implementation"]), "observed_from": source}}
+
+        return observe
+
     def prepare(self, workload, cfg, phase, params, batch, device, dtype) -> Prepared:
         prog = self.program(workload, cfg, phase, params, batch, device, dtype)
         step = self.wrap(prog.fn, prog.donate)
         twin, static = prog.twin, prog.static
+        observe = self.observer(prog)
 
         if phase == "forward":
             tree, jbatch = prog.args
@@ -197,12 +265,15 @@ class JaxBackend(Backend):
             def parity(out):
                 return {"out": to_numpy(out)}
 
-            return Prepared(call, parity, self.sync_all, after_first_call=self.events.mark, notes=prog.notes)
+            return Prepared(call, parity, self.sync_all, after_first_call=self.events.mark, observe=observe,
+                            notes=prog.notes)
 
         combine = getattr(twin, "combine", lambda static, params, rest: params)
         params_tree, rest, opt_state, jbatch = prog.args
         state = [params_tree, rest, opt_state]
-        initial = {k: to_numpy(v) for k, v in twin.canonical(static, combine(static, params_tree, rest)).items()}
+        # in the parameters' own dtype: a float64 copy of a large model would double the host memory
+        initial = {k: np.array(jax.device_get(v)) for k, v in
+                   twin.canonical(static, combine(static, params_tree, rest)).items()}
 
         def call():
             out = step(state[0], state[1], state[2], jbatch)
@@ -213,10 +284,11 @@ class JaxBackend(Backend):
             params, rest, _, loss = out
             result = {"loss": to_numpy(loss)}
             for k, v in twin.canonical(static, combine(static, params, rest)).items():
-                result[f"update.{k}"] = to_numpy(v) - initial[k]
+                result[f"update.{k}"] = to_numpy(v) - np.asarray(initial[k], dtype=np.float64)  # exact
             return result
 
-        return Prepared(call, parity, self.sync_latest, after_first_call=self.events.mark, notes=prog.notes)
+        return Prepared(call, parity, self.sync_latest, after_first_call=self.events.mark, observe=observe,
+                        notes=prog.notes)
 
     @staticmethod
     def sync_all(outs: Sequence[Any]) -> None:

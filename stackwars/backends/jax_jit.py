@@ -40,6 +40,12 @@ class JaxJit(JaxBackend):
 
         return call
 
+    def program_text(self, prog) -> tuple[str, str]:
+        compiled = self.stages.get("compiled")
+        if compiled is None:
+            return super().program_text(prog)
+        return compiled.as_text(), "the compiled executable's optimized HLO (custom calls)"
+
     def prepare(self, *args, **kwargs):
         prepared = super().prepare(*args, **kwargs)
         prepared.compile_stats = self._stats

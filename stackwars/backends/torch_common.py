@@ -17,6 +17,8 @@ import numpy as np
 import torch
 
 from stackwars.backends.base import Backend, Prepared
+from stackwars.errors import Unsupported
+from stackwars.workloads import attention
 from stackwars.workloads.base import param_dtype
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -24,10 +26,13 @@ TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 def to_tensor(x: np.ndarray, dtype: str, device) -> torch.Tensor:
     """Floats in the cell's dtype (via float32, so bfloat16 rounds exactly as the reference's
-    inputs did); integers (token ids, labels) as int64, as embeddings and losses want them."""
+    inputs did); integers (token ids, labels) as int64, as embeddings and losses want them.
+    Always a copy: a tensor sharing the caller's array would let an in-place optimizer step
+    change the inputs the reference is computed from."""
     if np.issubdtype(np.asarray(x).dtype, np.integer):
-        return torch.from_numpy(np.ascontiguousarray(x, dtype=np.int64)).to(device=device)
-    return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device=device, dtype=TORCH_DTYPES[dtype])
+        return torch.from_numpy(np.ascontiguousarray(x, dtype=np.int64)).to(device=device, copy=True)
+    return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device=device, dtype=TORCH_DTYPES[dtype],
+                                                                          copy=True)
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
@@ -62,6 +67,28 @@ def configure_torch(settings: Mapping[str, Any]) -> dict[str, Any]:
     return applied
 
 
+def init_torch_device(device: str) -> dict[str, Any]:
+    """CUDA context (or nothing on the CPU), then a tiny GEMM (cuBLAS handle; the CPU's BLAS
+    thread pool) and on CUDA a tiny convolution (cuDNN handle), each synchronised."""
+    import time
+
+    dev = torch.device(device)
+    sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else (lambda: None)
+    steps: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    x = torch.ones(8, 8, device=dev)
+    sync()
+    steps["context_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    (x @ x).sum().item()
+    steps["gemm_s"] = time.perf_counter() - t0
+    if dev.type == "cuda":
+        t0 = time.perf_counter()
+        torch.nn.functional.conv2d(torch.ones(1, 1, 4, 4, device=dev), torch.ones(1, 1, 3, 3, device=dev)).sum().item()
+        steps["conv_s"] = time.perf_counter() - t0
+    return steps
+
+
 class TorchBackend(Backend):
     framework = "torch"
 
@@ -71,16 +98,58 @@ class TorchBackend(Backend):
     def wrap(self, fn: Callable) -> Callable:
         return fn
 
+    def init_device(self, device: str) -> dict[str, Any]:
+        return init_torch_device(device)
+
     def before_call(self) -> None:
         """Hook run at the start of every step (CUDA graphs need a step marker)."""
+
+    def choose_attention(self, workload, cfg, device: str, dtype: str):
+        cc = ".".join(map(str, torch.cuda.get_device_capability(self.device))) if device == "cuda" else None
+        cfg, choice = attention.resolve(workload, cfg, "torch", device, dtype, cc)
+        if choice is not None and choice.implementation == "efficient" and device != "cuda":
+            raise Unsupported("attention=efficient: PyTorch has no memory-efficient attention kernel on the CPU")
+        return cfg, choice
+
+    def observer(self, choice, call: Callable[[], Any]) -> Callable[[], dict[str, Any]]:
+        """One extra step under torch.profiler, after the timed ones: the SDPA kernel that
+        PyTorch dispatched, read from the operators (and on CUDA the kernels) that ran."""
+
+        def observe() -> dict[str, Any]:
+            if choice is None:
+                return {}
+            from torch.profiler import ProfilerActivity, profile
+
+            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device.type == "cuda" else [])
+            with profile(activities=activities) as prof:
+                self.sync([call()])
+            names = [e.name for e in prof.events()]
+            ran = attention.torch_ran(names)
+            source = "aten operators of one profiled step"
+            if ran is None and choice.implementation != "naive":
+                ran = attention.torch_ran_kernels(names)
+                source = "CUDA kernel names of one profiled step (no SDPA operator dispatched: a replayed graph)"
+            if ran is None:
+                ran = "naive" if choice.implementation == "naive" else "not observed"
+            found = {"ran": ran, "observed_from": source}
+            if hasattr(torch._C, "_get_sdp_priority_order"):
+                from torch.nn.attention import SDPBackend
+                names = {int(getattr(SDPBackend, n)): n.lower() for n in dir(SDPBackend) if n.isupper()}
+                found["sdp_priority_order"] = [names.get(int(i), str(i)) for i in torch._C._get_sdp_priority_order()]
+            return {"attention": found}
+
+        return observe
 
     def prepare(self, workload, cfg, phase, params, batch, device, dtype) -> Prepared:
         self.device = torch.device(device)
         twin = workload.twin("torch")
         pdtype = param_dtype(dtype, phase)
+        cfg, choice = self.choose_attention(workload, cfg, device, dtype)
         model = twin.build(cfg, {k: to_tensor(v, pdtype, self.device) for k, v in params.items()})
         tbatch = {k: to_tensor(v, dtype, self.device) for k, v in batch.items()}
         notes: dict[str, Any] = {"param_dtype": pdtype, "compute_dtype": dtype}
+        if choice is not None:
+            notes["attention"] = choice.as_dict()
         before = self.before_call
 
         if phase == "forward":
@@ -96,7 +165,7 @@ class TorchBackend(Backend):
             def parity(out):
                 return {"out": to_numpy(out)}
 
-            return Prepared(call, parity, self.sync, notes=notes)
+            return Prepared(call, parity, self.sync, observe=self.observer(choice, call), notes=notes)
 
         model.train()
         spec = workload.optimizer(cfg)
@@ -107,7 +176,8 @@ class TorchBackend(Backend):
                     if mixed else contextlib.nullcontext())
         notes.update(optimizer=f"torch.optim.{type(opt).__name__}(lr={spec.lr})",
                      mixed_precision="torch.autocast" if mixed else None)
-        initial = {k: to_numpy(v) for k, v in twin.canonical(model).items()}
+        # in the parameters' own dtype: a float64 copy of a large model would double the host memory
+        initial = {k: v.detach().to("cpu", copy=True) for k, v in twin.canonical(model).items()}
 
         def call():
             before()
@@ -121,10 +191,10 @@ class TorchBackend(Backend):
         def parity(loss):
             out = {"loss": to_numpy(loss)}
             for k, v in twin.canonical(model).items():
-                out[f"update.{k}"] = to_numpy(v) - initial[k]
+                out[f"update.{k}"] = to_numpy(v) - to_numpy(initial[k])  # exact in float64
             return out
 
-        return Prepared(call, parity, self.sync, notes=notes)
+        return Prepared(call, parity, self.sync, observe=self.observer(choice, call), notes=notes)
 
     def sync(self, outs: Sequence[Any]) -> None:
         # CPU tensors are computed when the op returns; CUDA work is queued on streams.

@@ -35,6 +35,10 @@ class TorchXla(Backend):
         self.precision = settings.get("matmul_precision", "float32")
         return {**configure_torch(settings), **configure_jax(settings), "path": PATH}
 
+    def init_device(self, device: str) -> dict[str, Any]:
+        from stackwars.backends.jax_common import init_jax_device
+        return init_jax_device(device)  # XLA runs the program; PyTorch only traces it on the CPU
+
     def prepare(self, workload, cfg, phase, params, batch, device, dtype) -> Prepared:
         import jax
 
@@ -85,6 +89,10 @@ class TorchXla(Backend):
 
         notes = {"param_dtype": pdtype, "compute_dtype": dtype, "path": PATH, "stablehlo_file": file,
                  "donation": "none (outputs newly allocated each step)"}
+        if workload.attention_geometry(cfg) is not None:
+            notes["attention"] = {"requested": cfg.attention, "implementation": "exported",
+                                  "reason": "the PyTorch program traced to ATen (SDPA through its math "
+                                            "decomposition unless naive), compiled by XLA"}
         if phase == "forward":
             def call():
                 return execute()[0]

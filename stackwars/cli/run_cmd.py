@@ -42,6 +42,9 @@ def run(
     compile_mode: Optional[str] = typer.Option(None, "--compile-mode",
                                                help="torch.compile mode: default, reduce-overhead, max-autotune, ..."),
     fullgraph: Optional[bool] = typer.Option(None, "--fullgraph/--no-fullgraph", help="torch.compile fullgraph"),
+    xla_autotune_level: Optional[int] = typer.Option(None, "--xla-autotune-level",
+                                                     help="JAX backends: XLA's GPU autotuning level 0-4 "
+                                                          "(default: XLA's, 4; 0 = off)"),
     stablehlo: Optional[Path] = typer.Option(None, "--stablehlo",
                                              help="torch-xla: run this exported StableHLO file (from `stackwars ir "
                                                   "... --framework torch --stage stablehlo`) instead of exporting"),
@@ -64,6 +67,10 @@ def run(
                                                  help="GiB of RSS per worker before it is killed as oom "
                                                       "(default: 90% of physical memory)"),
     seed: int = typer.Option(0, help="numpy seed for inputs and weights"),
+    parity: str = typer.Option("auto", "--parity",
+                               help="auto: the float64 reference (computed once per run) where it fits, else the "
+                                    "other framework's outputs; reference: always the float64 reference; peer: "
+                                    "always compare backends with each other"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the cells as a JSON list to this file"),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     resume: Optional[str] = typer.Option(None, "--resume", help="measure only the cells run RUN_ID still lacks"),
@@ -80,7 +87,8 @@ def run(
         raise SpecError("--memory-limit must be a positive number of GiB")
     path = db_path(db)
     if resume is not None:
-        if workloads or backend or set_ or compile_mode or fullgraph is not None or stablehlo or repeat != 1:
+        if workloads or backend or set_ or compile_mode or fullgraph is not None or stablehlo or repeat != 1 \
+                or xla_autotune_level is not None:
             raise SpecError("--resume takes the cells from the stored run; give no workloads, backends or options")
         if not path.exists():
             raise SpecError(f"--resume {resume}: no results database at {path}")
@@ -90,13 +98,16 @@ def run(
             warmup=warmup, min_samples=min_samples, min_time_s=min_time, max_samples=max_samples,
             min_block_s=min_block_time, timeout_s=timeout,
             threads=threads, matmul_precision=matmul_precision, cache_dir=str(warm_cache) if warm_cache else None,
-            seed=seed, memory_limit_bytes=int(memory_limit * 2**30) if memory_limit else runner.default_memory_limit())
+            seed=seed, memory_limit_bytes=int(memory_limit * 2**30) if memory_limit else runner.default_memory_limit(),
+            parity_mode=parity)
         runner.validate_config(config)
         options = {}
         if compile_mode is not None:
             options["mode"] = compile_mode
         if fullgraph is not None:
             options["fullgraph"] = fullgraph
+        if xla_autotune_level is not None:
+            options["xla_autotune_level"] = xla_autotune_level
         if stablehlo is not None:
             if not stablehlo.is_file():
                 raise SpecError(f"--stablehlo {stablehlo}: no such file")
@@ -107,7 +118,7 @@ def run(
                           overrides, options, repeat)
     probe = runner.probe_machine(inline)
     if resume is None:
-        backends = backend or runner.default_backends(probe, device[0])
+        backends = backend or runner.default_backends(probe, device)
         specs = runner.plan_cells(workloads or [], preset, phase, backends, device, dtype, overrides, options,
                                   repeat)
         if warm_cache is not None:

@@ -16,12 +16,14 @@ from stackwars.errors import SpecError, Unsupported
 from stackwars.harness import env as envmod
 from stackwars.harness.isolation import run_inline, run_task
 from stackwars.records import DTYPES, MeasureConfig, Env
+from stackwars.report import format as fmt
 from stackwars.report import studies as report
 from stackwars.store.results import Store, db_path
+from stackwars.studies import autotune as autotune_study
 from stackwars.studies import cache as cache_study
 from stackwars.studies import recompile as recompile_study
 
-app = typer.Typer(help="structured experiments over many calls: recompile, cache", no_args_is_help=True)
+app = typer.Typer(help="structured experiments over many calls: recompile, cache, autotune", no_args_is_help=True)
 
 
 def _check_available(probe, backends, device) -> None:
@@ -139,6 +141,52 @@ def cache(
                     {"study": "cache", "workload": workload, "preset": preset, "phase": phase, "dtype": dtype,
                      "device": device}, env, db)
     out.print(report.cache_table(rows, f"compile caches: {workload} {preset} {phase} ({device})"))
+    out.print(f"Environment: {Env(env).summary()}", style="dim", highlight=False)
+    if json_out is not None:
+        write_atomic(json_out, json.dumps(rows, indent=1, default=str))
+    err.print(f"run {run_id}")
+
+
+@app.command("autotune")
+@command
+def autotune(
+    workload: str = typer.Argument(..., help="workload (see `stackwars list`)"),
+    backend: Optional[list[str]] = typer.Option(None, "--backend", "-b",
+                                                help="default: jax-jit and torch-compile; also "
+                                                     "torch-compile-max-autotune"),
+    preset: str = typer.Option("small", "--preset", "-p"),
+    phase: str = typer.Option("forward", "--phase"),
+    device: str = typer.Option("cpu", "--device"),
+    dtype: str = typer.Option("float32", "--dtype"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="one row per variant"),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    timeout: float = typer.Option(600.0, help="per cell, seconds"),
+    inline: bool = typer.Option(False, "--inline"),
+) -> None:
+    """What XLA's GPU autotuning costs at compile time and buys at run time, per matmul precision."""
+    if json_out is not None:
+        writable_file(json_out, "--json")
+    backends = backend or ["jax-jit", "torch-compile"]
+    runner.plan_cells([workload], [preset], [phase], backends, [device], [dtype])  # validates names and sizes
+    cells = autotune_study.plan(workload, preset, phase, device, dtype, backends)
+    config = MeasureConfig(warmup=2, min_samples=5, min_time_s=0.5, timeout_s=timeout,
+                           memory_limit_bytes=runner.default_memory_limit())
+    probe = runner.probe_machine(inline)
+    _check_available(probe, backends, device)
+    env = envmod.fingerprint(None, probe)
+
+    def on_row(r):
+        err.print(f"{r['backend']} {r['autotune']} {r['matmul_precision']}: {r['status']}, compile "
+                  f"{fmt.seconds(r['compile_s'])}, steady {fmt.seconds(r['steady_median_s'])}")
+
+    rows = autotune_study.run(cells, config, probe, lambda s, c, p, peak: runner.measure_one(s, c, p, peak, inline),
+                              on_row)
+    notes = autotune_study.findings(rows, device)
+    items = [{"backend": r["backend"], "variant": r["variant"]} for r in rows]
+    run_id = _store("autotune", items, rows, {"study": "autotune", "workload": workload, "preset": preset,
+                                              "phase": phase, "dtype": dtype, "device": device}, env, db)
+    out.print(report.autotune_table(rows, f"autotuning and precision: {workload} {preset} {phase} {dtype} "
+                                          f"({device})", notes))
     out.print(f"Environment: {Env(env).summary()}", style="dim", highlight=False)
     if json_out is not None:
         write_atomic(json_out, json.dumps(rows, indent=1, default=str))

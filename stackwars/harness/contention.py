@@ -6,7 +6,8 @@ PyTorch's OpenMP GEMMs several-fold: every parallel region waits for its desched
 thread. Such a cell's samples are consistent (the IQR stays small), so the noise flag
 cannot see it. This module measures it directly: over a window, the CPU time the kernel
 counted as busy on the worker's CPUs (``/proc/stat`` through psutil) minus the CPU time of
-the worker process itself is time spent by others; together with the hypervisor's steal
+the worker process and its descendants (Inductor's compile workers are the cell's own work)
+is time spent by others; together with the hypervisor's steal
 time it is stated as a fraction of the window's CPU capacity, and a cell above
 ``THRESHOLD`` is flagged ``contended``.
 
@@ -46,8 +47,19 @@ def _busy_and_steal(cpus: list[int]) -> tuple[float, float]:
 
 
 def _own(process: psutil.Process) -> float:
-    t = process.cpu_times()
-    return t.user + t.system
+    """CPU time of the worker and everything it started: its live descendants (Inductor's
+    compile workers, a data loader) and the children it has already waited for. They are
+    the cell's own work, not other people's load."""
+    def cpu(t) -> float:  # its own and its waited-for children's (a reaped process is listed nowhere else)
+        return t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
+
+    total = cpu(process.cpu_times())
+    for child in process.children(recursive=True):
+        try:
+            total += cpu(child.cpu_times())
+        except psutil.Error:  # exited between listing and reading: counted once reaped
+            pass
+    return total
 
 
 class ForeignLoad:

@@ -1,33 +1,44 @@
 """Measure one cell inside a worker process (the worker's ``target``).
 
-Order of events, each phase kept apart:
+Order of events, each phase kept apart and its wall time kept in ``timeline``:
 
-1. configure the backend (threads, matmul precision, caches) and draw the workload's
-   parameters and batch from the seed, rounded to the cell's dtypes;
-2. prepare (build the model, move data to the device; nothing is compiled yet);
+1. import the backend's framework (``import_s``); configure it (threads, matmul precision,
+   caches); initialise the device (``device_init_s``: CUDA context or JAX's client, and
+   the libraries' handles through one tiny GEMM, plus a tiny convolution on CUDA), so that
+   the first call is trace + compile + execute and nothing else (``init_s`` = the two);
+2. draw the workload's parameters and batch from the seed, rounded to the cell's dtypes;
+   prepare (build the model, move data to the device; nothing is compiled yet);
 3. baseline RSS, reset the peak-RSS window;
 4. first call (trace + compile + run), synchronised on its whole output;
 5. compile timers read, outputs copied to the host for the parity check (untimed);
 6. second call; warm-up calls; steady state (blocked autorange, every sample kept), with
    the CPU time other processes took on the worker's CPUs while the samples were taken
    (``contention``);
-7. memory peaks, compile statistics (recompiles during the steady state count);
-8. float64 reference, parity: a mismatch is status ``parity_fail``, timings are kept.
+7. memory peaks, compile statistics (recompiles during the steady state count), and what
+   actually ran (``observe``: one extra untimed step where that needs a profiler);
+8. parity: against the float64 reference, computed once per run and shared by its cells
+   (``reference.py``), or against another backend's outputs where no reference fits. A
+   mismatch is status ``parity_fail``; timings are kept.
+
+The harness's own cost of a cell (``overhead_s`` in the row) is the worker's wall time
+minus the measured windows (first call, second call, warm-up, steady state) and the
+reference computed for it.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import psutil
 
 from stackwars import registry
 from stackwars.backends.base import Prepared
+from stackwars.harness import reference as refmod
 from stackwars.harness.contention import ForeignLoad
 from stackwars.harness.memory import PeakRSS, current_rss
-from stackwars.harness.parity import compare
 from stackwars.harness.timer import Timer
 from stackwars.records import CellSpec, Measurement, MeasureConfig, MemoryStats
 from stackwars.workloads.base import itemsize, param_dtype, round_to
@@ -37,6 +48,28 @@ def _count_entries(path: str | None) -> int | None:
     if not path or not os.path.isdir(path):
         return None
     return sum(len(files) for _, _, files in os.walk(path))
+
+
+AUTOTUNE_DIR = "xla_gpu_per_fusion_autotune_cache_dir"  # JAX puts XLA's autotuning cache here
+
+
+def cache_contents(path: str | None) -> dict[str, int] | None:
+    """Files per cache in a compile-cache directory: JAX's compiled executables, XLA's GPU
+    autotuning results (``jax_persistent_cache_enable_xla_caches``), Inductor's and Triton's."""
+    if not path or not os.path.isdir(path):
+        return None
+    jax_dir = os.path.join(path, "jax")
+    autotune = _count_entries(os.path.join(jax_dir, AUTOTUNE_DIR)) or 0
+    return {"jax_executables": (_count_entries(jax_dir) or 0) - autotune, "xla_autotune_results": autotune,
+            "inductor": _count_entries(os.path.join(path, "inductor")) or 0,
+            "triton": _count_entries(os.path.join(path, "triton")) or 0}
+
+
+def _since_process_start() -> float | None:
+    try:
+        return max(0.0, time.time() - psutil.Process().create_time())
+    except psutil.Error:
+        return None
 
 
 @dataclass
@@ -53,10 +86,15 @@ class PreparedCell:
     params: dict[str, Any]
     batch: dict[str, Any]
     settings: dict[str, Any]
+    timeline: dict[str, float] = field(default_factory=dict)
 
 
 def prepare_cell(spec: Mapping[str, Any], config: Mapping[str, Any],
                  cache: Mapping[str, Any] | None = None) -> PreparedCell:
+    timeline: dict[str, float] = {}
+    startup = _since_process_start()
+    if startup is not None:
+        timeline["startup_s"] = startup  # interpreter, stackwars imports, reading the task
     cell = CellSpec.from_dict(spec)
     cfg_m = MeasureConfig.from_dict(config)
     cache = dict(cache or {})
@@ -64,9 +102,12 @@ def prepare_cell(spec: Mapping[str, Any], config: Mapping[str, Any],
     workload.check_phase(cell.phase)
     cfg = workload.config(cell.preset, dict(cell.overrides))
     bspec = registry.backend(cell.backend)
+    t0 = time.perf_counter()
     backend = bspec.load(dict(cell.options))
+    timeline["import_s"] = time.perf_counter() - t0
 
     cache["entries_before"] = _count_entries(cache.get("dir"))
+    cache["contents_before"] = cache_contents(cache.get("dir"))
     # the mode is what the directory holds, not what was asked for: an empty one is cold
     cache["mode"] = "warm" if cache["entries_before"] else "cold"
     settings: dict[str, Any] = {
@@ -74,21 +115,27 @@ def prepare_cell(spec: Mapping[str, Any], config: Mapping[str, Any],
         "cache_dir": cache.get("dir"), "cache": cache, "seed": cfg_m.seed,
     }
     settings["applied"] = backend.configure(settings)
+    t0 = time.perf_counter()
+    settings["device_init"] = backend.init_device(cell.device)
+    timeline["device_init_s"] = time.perf_counter() - t0
 
+    t0 = time.perf_counter()
     pdtype = param_dtype(cell.dtype, cell.phase)
     params, batch = workload.init(cfg, cfg_m.seed)
     params = {k: round_to(v, pdtype) for k, v in params.items()}
     batch = {k: round_to(v, cell.dtype) for k, v in batch.items()}
     prepared = backend.prepare(workload, cfg, cell.phase, params, batch, cell.device, cell.dtype)
     settings["backend"] = {"name": bspec.name, "options": backend.options, **prepared.notes}
-    return PreparedCell(cell, cfg_m, workload, cfg, bspec.framework, backend, prepared, params, batch, settings)
+    timeline["prepare_s"] = time.perf_counter() - t0
+    return PreparedCell(cell, cfg_m, workload, cfg, bspec.framework, backend, prepared, params, batch, settings,
+                        timeline)
 
 
 def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mapping[str, Any] | None = None,
-                 cache: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 cache: Mapping[str, Any] | None = None, reference_dir: str | None = None) -> dict[str, Any]:
     pc = prepare_cell(spec, config, cache)
     cell, cfg_m, workload, cfg, backend, prepared = pc.cell, pc.config, pc.workload, pc.cfg, pc.backend, pc.prepared
-    params, batch, settings = pc.params, pc.batch, pc.settings
+    params, batch, settings, timeline = pc.params, pc.batch, pc.settings, pc.timeline
     pdtype = param_dtype(cell.dtype, cell.phase)
 
     timer = Timer(prepared.call, prepared.sync)
@@ -98,9 +145,11 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     rss.reset()
     first_s, out = timer.once()
     peak_first = rss.peak()
+    t0 = time.perf_counter()
     prepared.after_first_call()
     outputs = prepared.parity_outputs(out)
     del out
+    timeline["parity_copy_s"] = time.perf_counter() - t0
     peak_through_first = rss.peak()  # includes the host copies made for the parity check
     rss.reset()  # the steady-state window: the running program's footprint, compile excluded
     second_s, out = timer.once()
@@ -111,21 +160,35 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     settings["contention"] = others.stop()
     peak_steady = rss.peak()
     rss.stop()
+    timeline.update(first_call_s=first_s, second_call_s=second_s, warmup_s=sum(warm), steady_s=steady.total_s)
     steal_after = getattr(psutil.cpu_times(), "steal", None)
     if steal_before is not None and steal_after is not None:
         # CPU time the hypervisor gave to other guests while this cell ran: VM noise, recorded
         settings["cpu_steal_s"] = steal_after - steal_before
     device_peak, device_counter = backend.device_peak_memory(cell.device)
     compile_stats = prepared.compile_stats()
+    memory_analysis = prepared.memory_analysis()
+    t0 = time.perf_counter()
+    settings["observed"] = prepared.observe()
+    timeline["observe_s"] = time.perf_counter() - t0
+    settings["cache"]["contents_after"] = cache_contents(settings["cache"].get("dir"))
 
-    reference = workload.reference(cfg, cell.phase, params, batch)
-    parity = compare(outputs, reference, workload.tolerance(cell.dtype, cfg_m.matmul_precision, cell.phase),
-                     reference_name=workload.reference_name(cfg))
+    # the measured program is released before the reference may need the device
+    del pc, prepared, timer
+    tolerance = workload.tolerance(cell.dtype, cfg_m.matmul_precision, cell.phase)
+    ref_key = refmod.key(workload, cfg, cell.phase, cfg_m.seed, cell.dtype, pdtype)
+    parity, ref_info = refmod.reference_parity(
+        workload, cfg, cell.phase, params, batch, outputs, tolerance, refmod.ReferenceCache(reference_dir), ref_key,
+        cell.device, cell.dtype, cfg_m.parity_mode, backend.spec.framework, backend.spec.name)
+    settings["reference"] = ref_info
+    timeline["reference_s"] = ref_info["computed_s"]
+    timeline["parity_s"] = ref_info["seconds"] - ref_info["computed_s"]
+    failed = parity.checked and not parity.ok
 
     return Measurement(
         spec=cell,
-        status="ok" if parity.ok else "parity_fail",
-        framework=pc.framework,
+        status="parity_fail" if failed else "ok",
+        framework=backend.spec.framework,
         first_call_s=first_s,
         second_call_s=second_s,
         warmup_s=tuple(warm),
@@ -136,7 +199,7 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
             peak_device_bytes=device_peak, device_counter=device_counter,
             peak_rss_bytes=max(peak_through_first, peak_steady), peak_rss_first_call_bytes=peak_first,
             peak_rss_steady_bytes=peak_steady, baseline_rss_bytes=baseline,
-            rss_counter=rss.counter, compiled=prepared.memory_analysis(),
+            rss_counter=rss.counter, compiled=memory_analysis,
         ),
         parity=parity,
         flops=workload.flops(cfg, cell.phase),
@@ -144,6 +207,8 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
         params=cfg.as_dict(),
         settings=settings,
         peak=dict(peak or {}),
-        error=None if parity.ok else f"parity: max rel err {parity.max_rel_err:.3g} > tolerance {parity.tolerance:.3g}",
+        error=f"parity: max rel err {parity.max_rel_err:.3g} > tolerance {parity.tolerance:.3g}" if failed else None,
         noise_threshold=cfg_m.noise_threshold,
+        init_s=timeline["import_s"] + timeline["device_init_s"],
+        timeline=timeline,
     ).to_dict()

@@ -63,9 +63,25 @@ def cache_table(rows: Sequence[Mapping[str, Any]], title: str) -> Group:
             continue
         saved = cold["first_call_s"] - warm["first_call_s"]
         evidence = ", ".join(f"{k} {v}" for k, v in (warm.get("cache_hits") or {}).items()) or "none reported"
+        held = {k: v for k, v in (warm.get("cache_contents_before") or {}).items() if v}
+        if held:  # what the warm run found in the directory (XLA's autotuning results on a GPU)
+            evidence += "; found " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in held.items())
         table.add_row(backend, fmt.seconds(cold["first_call_s"]), fmt.seconds(warm["first_call_s"]),
                       f"{fmt.seconds(saved)} ({100 * saved / cold['first_call_s']:.0f}%)",
                       fmt.seconds(cold["second_call_s"]), evidence)
     return Group(table, Text("cold: a fresh process and an empty cache directory; warm: a fresh process reusing "
                              "the directory the cold run filled; second call: the in-memory caches of the cold "
                              "process.", style="dim"))
+
+
+def autotune_table(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequence[str]) -> Group:
+    table = Table(title=title, title_justify="left")
+    for c in ("backend", "autotuning", "matmul precision", "compile", "first call", "steady median", "status"):
+        table.add_column(c, justify="right" if c in ("compile", "first call", "steady median") else "left")
+    for r in rows:
+        table.add_row(r["backend"], r["autotune"], r["matmul_precision"], fmt.seconds(r.get("compile_s")),
+                      fmt.seconds(r.get("first_call_s")), fmt.seconds(r.get("steady_median_s")), r["status"])
+    parts: list[Any] = [table, Text("compile: XLA's compile stage (jax-jit) or Dynamo + AOTAutograd + Inductor "
+                                    "(torch); each row a fresh worker with cold caches.", style="dim")]
+    parts.extend(Text(f"- {n}") for n in notes)
+    return Group(*parts)

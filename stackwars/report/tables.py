@@ -33,7 +33,9 @@ COLUMNS = ("backend", "First Run", "Second Run", "Avg Steady State", "± (IQR)",
 CAPTION = ("Avg Steady State: median seconds per call over the steady-state samples (n), or the median of "
            "the per-process medians (procs); ± (IQR): interquartile range (between processes when repeated); vs best: ratio of medians to the fastest backend, 95% bootstrap CI, "
            "~ = not significant; roofline: time floor from measured device peaks / median; peak mem: "
-           "{mem}; parity: max relative error against the float64 reference; (noisy): IQR above 10% of the "
+           "{mem}; parity: max relative error against the float64 reference (peer: against another backend's "
+           "outputs where no float64 reference fits); backend · X: the attention implementation that ran; "
+           "(noisy): IQR above 10% of the "
            "median; (contended): other processes or the hypervisor took over 5% of the cell's CPUs while it "
            "was timed.")
 
@@ -45,9 +47,12 @@ def _group_key(row: Mapping[str, Any]) -> tuple:
 
 def _label(row: Mapping[str, Any]) -> str:
     opts = row.get("options") or {}
-    if not opts:
-        return row["backend"]
-    return f"{row['backend']} [{', '.join(f'{k}={v}' for k, v in sorted(opts.items()))}]"
+    label = row["backend"]
+    if opts:
+        label += f" [{', '.join(f'{k}={v}' for k, v in sorted(opts.items()))}]"
+    if row.get("attention"):  # the attention implementation that ran (observed where possible)
+        label += f" · {row['attention']}"
+    return label
 
 
 def _status(row: Mapping[str, Any]) -> Text:
@@ -63,9 +68,10 @@ def _status(row: Mapping[str, Any]) -> Text:
 
 def _parity(row: Mapping[str, Any]) -> str:
     err, tol = row.get("parity_max_rel_err"), row.get("parity_tolerance")
+    peer = (row.get("parity_reference") or "").startswith("peer")
     if err is None:
-        return fmt.DASH
-    return f"{err:.1e} {'✓' if tol is not None and err <= tol else '✗'}"
+        return "pending (peer)" if peer else fmt.DASH
+    return f"{err:.1e} {'✓' if tol is not None and err <= tol else '✗'}" + (" peer" if peer else "")
 
 
 def _compared(row: Mapping[str, Any]) -> list[float]:
@@ -168,6 +174,25 @@ def failures(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+def overhead_summary(rows: Iterable[Mapping[str, Any]]) -> str | None:
+    """Where the run's worker time went: measured windows, float64 references, the harness."""
+    rows = [r for r in rows if r.get("wall_s") is not None]
+    if not rows:
+        return None
+    wall = sum(r["wall_s"] for r in rows)
+    measured = sum(r.get("measured_s") or 0.0 for r in rows)
+    refs = [r.get("reference_computed_s") or 0.0 for r in rows]
+    over = [r["overhead_s"] for r in rows if r.get("overhead_s") is not None]
+    computed = sum(1 for r in rows if r.get("reference_source") == "computed")
+    reused = sum(1 for r in rows if (r.get("reference_source") or "").startswith("reused"))
+    parts = [f"{len(rows)} cells, worker time {fmt.seconds(wall)}: measured windows {fmt.seconds(measured)}",
+             f"float64 references {fmt.seconds(sum(refs))} (computed {computed}, reused {reused})"]
+    if over:
+        parts.append(f"harness overhead {fmt.seconds(sum(over))} (per cell: median "
+                     f"{fmt.seconds(stats.summarize(over).median)}, max {fmt.seconds(max(over))})")
+    return "Time: " + "; ".join(parts)
+
+
 def render(rows: list[Mapping[str, Any]], env_summary: str | None = None) -> Group:
     """Everything `stackwars run` and `stackwars show` print after the progress bar."""
     parts: list[Any] = []
@@ -175,6 +200,9 @@ def render(rows: list[Mapping[str, Any]], env_summary: str | None = None) -> Gro
         parts.append(cell_table(key, group))
     if rows:
         parts.append(Text(CAPTION.format(mem=_memory_counter(rows)), style="dim"))
+    time_line = overhead_summary(rows)
+    if time_line:
+        parts.append(Text(time_line, style="dim"))
     fails = failures(rows)
     if fails:
         parts.append(Text("Cells that did not finish ok:", style="bold"))

@@ -55,10 +55,15 @@ def run(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any], measure
         cfg = replace(config, cache_dir=directory)
         for run_name in ("cold", "warm"):
             m = measure(spec, cfg, probe, None)
+            cache = m.settings.get("cache") or {}
             rows.append({"backend": spec.backend, "run": run_name, "first_call_s": m.first_call_s,
                          "second_call_s": m.second_call_s, "compile_s": m.compile.total_s if m.compile else None,
                          "cache_hits": cache_evidence(m), "status": m.status, "error": m.error,
-                         "cache_entries_before": (m.settings.get("cache") or {}).get("entries_before")})
+                         "cache_entries_before": cache.get("entries_before"),
+                         # what the directory held before and after: JAX executables, XLA's autotuning
+                         # results (GPU), Inductor's and Triton's artefacts
+                         "cache_contents_before": cache.get("contents_before"),
+                         "cache_contents_after": cache.get("contents_after")})
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     return rows

@@ -163,6 +163,11 @@ class Workload:
     def reference_name(self, cfg: Config) -> str:
         return "float64 numpy"
 
+    def attention_geometry(self, cfg: Config) -> list | None:
+        """The workload's attention patterns (``workloads.attention.Geometry``), from which each
+        framework's implementation is chosen; None for a workload without attention."""
+        return None
+
     def twin(self, framework: str) -> types.ModuleType:
         try:
             path = self.twin_modules[framework]
@@ -223,19 +228,27 @@ def gelu(x: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def round_to(x: np.ndarray, dtype: str) -> np.ndarray:
-    """The float64 value of ``x`` after rounding to ``dtype`` (round to nearest even),
-    so that the reference starts from exactly the inputs the frameworks receive. Integer
-    arrays (token ids, labels) pass through unchanged."""
+    """The value of ``x`` after rounding to ``dtype`` (round to nearest even), so that the
+    reference starts from exactly the inputs the frameworks receive. Held as float32, which
+    represents every float32 and bfloat16 value exactly (a float64 copy would double the
+    worker's host memory for a model's weights); references compute in float64
+    (``as_float64``). Integer arrays (token ids, labels) pass through unchanged."""
     if np.issubdtype(np.asarray(x).dtype, np.integer):
         return x
     x32 = np.ascontiguousarray(x, dtype=np.float32)
     if dtype == "float32":
-        return x32.astype(np.float64)
+        return x32
     if dtype == "bfloat16":
         bits = x32.view(np.uint32)
         rounded = (bits + (np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))) & np.uint32(0xFFFF0000)
-        return rounded.astype(np.uint32).view(np.float32).astype(np.float64)
+        return rounded.astype(np.uint32).view(np.float32)
     raise SpecError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
+
+
+def as_float64(arrays: Arrays) -> Arrays:
+    """Floating arrays in float64 (a reference's arithmetic); integer arrays unchanged."""
+    return {k: v if np.issubdtype(np.asarray(v).dtype, np.integer) else np.asarray(v, dtype=np.float64)
+            for k, v in arrays.items()}
 
 
 def param_dtype(dtype: str, phase: str) -> str:

@@ -17,3 +17,12 @@ def sq_error(y, target):
     the twin of ``workloads.base.sq_error``."""
     y, target = y.astype(jnp.float32), target.astype(jnp.float32)
     return jnp.mean(jnp.sum((y - target) ** 2, axis=-1))
+
+
+def dot_product_attention(q, k, v, implementation, **kwargs):
+    """jax.nn.dot_product_attention with ``implementation`` xla or cudnn; JAX's own default
+    (``None``, which is XLA's path) for sdpa or an unresolved best."""
+    import jax
+
+    impl = implementation if implementation in ("xla", "cudnn") else None
+    return jax.nn.dot_product_attention(q, k, v, implementation=impl, **kwargs)

@@ -3,7 +3,9 @@
 Loaded into parent and workers through STACKWARS_PLUGINS=tests.plugins.faults. Its
 presets are the faults: ``ok`` (behaves), ``sleep`` (4 s first call, then fine),
 ``crash`` (SIGSEGV), ``hang`` (never returns), ``oom`` (raises MemoryError), ``alloc``
-(allocates until something stops it), ``raise`` (an ordinary exception). It is also a
+(allocates until something stops it), ``raise`` (an ordinary exception), ``child`` (starts
+a child process that stays busy for 4 s: the cell's own work, as Inductor's compile
+workers are). It is also a
 twin module for both frameworks: y = x * w, per-example squared error.
 """
 
@@ -17,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from stackwars.registry import register_workload
-from stackwars.workloads.base import Config, Workload, choices, normal, sq_error
+from stackwars.workloads.base import Config, Workload, as_float64, choices, normal, sq_error
 
-MODES = ("ok", "sleep", "crash", "hang", "oom", "alloc", "raise")
+MODES = ("ok", "sleep", "crash", "hang", "oom", "alloc", "raise", "child")
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,11 @@ def misbehave(mode: str) -> None:
             hoard.append(bytearray(64 * 2**20))  # zero-filled: the pages are touched
     elif mode == "raise":
         raise RuntimeError("simulated bug in a twin")
+    elif mode == "child":
+        import subprocess
+        import sys
+        subprocess.Popen([sys.executable, "-c", "import time\nt = time.perf_counter()\n"
+                          "while time.perf_counter() - t < 4.0: pass"])
 
 
 class Fault(Workload):
@@ -67,6 +74,7 @@ class Fault(Workload):
         return {"w": normal(rng, (cfg.size,))}, {"x": normal(rng, (2, cfg.size)), "target": normal(rng, (2, cfg.size))}
 
     def reference(self, cfg, phase, params, batch):
+        params, batch = as_float64(params), as_float64(batch)
         y = batch["x"] * params["w"]
         if phase == "forward":
             return {"out": y}

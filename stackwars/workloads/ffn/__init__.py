@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stackwars.registry import register_workload
-from stackwars.workloads.base import Arrays, Config, Workload, choices, gelu, sq_error, normal
+from stackwars.workloads.base import as_float64, Arrays, Config, Workload, choices, gelu, sq_error, normal
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,7 @@ class Ffn(Workload):
         return params, {"x": normal(rng, act), "target": normal(rng, act)}
 
     def reference(self, cfg: FfnConfig, phase: str, params: Arrays, batch: Arrays) -> Arrays:
+        params, batch = as_float64(params), as_float64(batch)
         kind = "tanh" if cfg.activation == "gelu-tanh" else "erf"
         x = batch["x"].reshape(-1, cfg.d_model)  # [N, d]
         h = x @ params["w1"] + params["b1"]  # [N, h]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stackwars.registry import register_workload
-from stackwars.workloads.base import Arrays, Config, Workload, sq_error, normal
+from stackwars.workloads.base import as_float64, Arrays, Config, Workload, sq_error, normal
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ class Gemm(Workload):
         return params, batch
 
     def reference(self, cfg: GemmConfig, phase: str, params: Arrays, batch: Arrays) -> Arrays:
+        params, batch = as_float64(params), as_float64(batch)
         a, b = batch["a"], params["b"]
         c = a @ b
         if phase == "forward":

@@ -1,6 +1,7 @@
 """mha: multi-head self-attention with Q/K/V/output projections (with biases).
 
-``attention=sdpa`` uses each framework's fused-attention entry point
+Fused attention (``attention=best``, the default, and the explicit implementations of
+``workloads/attention.py``) uses each framework's entry point
 (torch.nn.functional.scaled_dot_product_attention on [B, heads, T, d_head];
 jax.nn.dot_product_attention on [B, T, heads, d_head], its documented layout);
 ``naive`` spells out softmax(QK^T / sqrt(d_head) + mask) V in the same [B, heads, T,
@@ -20,7 +21,8 @@ import numpy as np
 
 from stackwars.errors import SpecError
 from stackwars.registry import register_workload
-from stackwars.workloads.base import Arrays, Config, Workload, choices, sq_error, normal
+from stackwars.workloads.attention import CHOICES as ATTENTION, Geometry
+from stackwars.workloads.base import as_float64, Arrays, Config, Workload, choices, sq_error, normal
 
 PROJ = ("q", "k", "v", "o")
 
@@ -32,7 +34,7 @@ class MhaConfig(Config):
     d_model: int
     heads: int
     causal: bool = True
-    attention: str = choices("sdpa", "naive", default="sdpa")
+    attention: str = choices(*ATTENTION, default="best")  # see workloads/attention.py
 
     @property
     def d_head(self) -> int:
@@ -68,6 +70,9 @@ class Mha(Workload):
         act = (cfg.batch, cfg.seq, d)
         return params, {"x": act, "target": act}
 
+    def attention_geometry(self, cfg: MhaConfig) -> list[Geometry]:
+        return [Geometry(head_dim=cfg.d_head, causal=cfg.causal)]
+
     def pad_exact(self, cfg, key, phase):
         # causal attention: padded positions at the end are never attended to by earlier ones
         return phase == "forward" and (key == "batch" or (key == "seq" and cfg.causal))
@@ -83,6 +88,7 @@ class Mha(Workload):
         return params, {"x": normal(rng, act), "target": normal(rng, act)}
 
     def reference(self, cfg: MhaConfig, phase: str, params: Arrays, batch: Arrays) -> Arrays:
+        params, batch = as_float64(params), as_float64(batch)
         x = batch["x"]
         B, T, d = x.shape
         H, dh = cfg.heads, cfg.d_head

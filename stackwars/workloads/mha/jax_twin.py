@@ -3,7 +3,7 @@
 import jax
 import jax.numpy as jnp
 
-from stackwars.workloads.jax_util import build, canonical, sq_error  # noqa: F401 - the twin interface
+from stackwars.workloads.jax_util import build, canonical, dot_product_attention, sq_error  # noqa: F401 - the twin interface
 
 
 def forward(cfg, params, batch):
@@ -15,8 +15,8 @@ def forward(cfg, params, batch):
         return (x @ params[f"w{p}"] + params[f"b{p}"]).reshape(B, T, H, C // H)
 
     q, k, v = project("q"), project("k"), project("v")
-    if cfg.attention == "sdpa":
-        y = jax.nn.dot_product_attention(q, k, v, is_causal=cfg.causal)  # [B, T, H, hd]
+    if cfg.attention != "naive":  # fused: xla or cudnn as chosen for this cell, or JAX's default
+        y = dot_product_attention(q, k, v, cfg.attention, is_causal=cfg.causal)  # [B, T, H, hd]
     else:  # the textbook form in the PyTorch twin's layout: heads before time, batch dims leading
         q, k, v = (t.transpose(0, 2, 1, 3) for t in (q, k, v))  # [B, H, T, hd]
         s = (q @ k.transpose(0, 1, 3, 2)) / jnp.sqrt(jnp.asarray(C // H, q.dtype))  # [B, H, T, T]

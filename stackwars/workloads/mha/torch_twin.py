@@ -6,13 +6,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from stackwars.workloads.torch_util import linear, linear_canonical, sq_error
+from stackwars.workloads.torch_util import linear, linear_canonical, sdpa, sq_error
 
 
 class SelfAttention(nn.Module):
     def __init__(self, cfg, params):
         super().__init__()
-        self.heads, self.causal, self.sdpa = cfg.heads, cfg.causal, cfg.attention == "sdpa"
+        self.heads, self.causal, self.attention = cfg.heads, cfg.causal, cfg.attention
         self.q_proj = linear(params["wq"], params["bq"])
         self.k_proj = linear(params["wk"], params["bk"])
         self.v_proj = linear(params["wv"], params["bv"])
@@ -24,8 +24,8 @@ class SelfAttention(nn.Module):
         q = self.q_proj(x).view(B, T, H, C // H).transpose(1, 2)  # [B, H, T, hd]
         k = self.k_proj(x).view(B, T, H, C // H).transpose(1, 2)  # [B, H, T, hd]
         v = self.v_proj(x).view(B, T, H, C // H).transpose(1, 2)  # [B, H, T, hd]
-        if self.sdpa:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)  # [B, H, T, hd]
+        if self.attention != "naive":  # fused: the kernel chosen for this cell, or PyTorch's dispatch
+            y = sdpa(q, k, v, self.attention, is_causal=self.causal)  # [B, H, T, hd]
         else:
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))  # [B, H, T, T]
             if self.causal:

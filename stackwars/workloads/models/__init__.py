@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from stackwars.registry import register_workload
+from stackwars.workloads.attention import Geometry
 from stackwars.workloads.base import Arrays, OptimizerSpec, Workload, itemsize
 from stackwars.workloads.models.config import ResNetConfig, TransformerConfig
 
@@ -104,35 +105,41 @@ class ModelWorkload(Workload):
         """Inputs: name -> (shape, exclusive upper bound of integer values, or None for floats)."""
         raise NotImplementedError
 
-    def reference(self, cfg, phase: str, params: Arrays, batch: Arrays) -> Arrays:
+    reference_devices = ("cpu", "cuda")  # the PyTorch twin in float64 runs on a GPU too
+
+    def reference(self, cfg, phase: str, params: Arrays, batch: Arrays, device: str = "cpu") -> Arrays:
         import torch
 
         from stackwars.backends.torch_common import make_optimizer
         from stackwars.workloads.models import torch_nets
 
-        model = torch_nets.build(cfg, {k: torch.from_numpy(np.asarray(v, dtype=np.float64)) for k, v in params.items()})
+        def host(t):
+            return t.detach().cpu().numpy()
+
+        model = torch_nets.build(cfg, {k: torch.from_numpy(np.asarray(v, dtype=np.float64)).to(device)
+                                       for k, v in params.items()})
         tb = {k: torch.from_numpy(v if np.issubdtype(v.dtype, np.integer) else np.asarray(v, dtype=np.float64))
-              for k, v in batch.items()}
+              .to(device) for k, v in batch.items()}
         if phase == "forward":
             model.eval()
             with torch.no_grad():
-                return {"out": model(tb).numpy()}
+                return {"out": host(model(tb))}
         model.train()
         before = {k: v.detach().clone() for k, v in torch_nets.canonical(model).items()}
         opt = make_optimizer(self.optimizer(cfg), model.parameters())
         loss = model(tb, loss=True)
         loss.backward()
-        grads = {n: p.grad.detach().numpy().copy() for n, p in model.named_parameters()}
+        grads = {n: host(p.grad).copy() for n, p in model.named_parameters()}
         opt.step()
-        out = {"loss": loss.detach().numpy()}
+        out = {"loss": host(loss)}
         for k, v in torch_nets.canonical(model).items():
-            out[f"update.{k}"] = (v - before[k]).numpy()
+            out[f"update.{k}"] = host(v - before[k])
         out.update({f"grad.{k}": g for k, g in grads.items()})
         out["grad_floor"] = np.asarray(100 * 1e-8)  # 100 x AdamW's eps (torch and optax default)
         return out
 
     def reference_name(self, cfg) -> str:
-        return "PyTorch twin, float64, CPU"
+        return "PyTorch twin, float64"
 
     def describe(self, cfg) -> dict[str, Any]:
         total = self.parameter_count(cfg)
@@ -236,6 +243,13 @@ class TransformerWorkload(ModelWorkload):
 
     def pad_exact(self, cfg, key, phase):
         return phase == "forward" and key == "batch"
+
+    def attention_geometry(self, cfg) -> list[Geometry]:
+        causal = cfg.kind == "lm"
+        out = [Geometry(head_dim=cfg.d_head, causal=causal)]
+        if any(cfg.layer_is_local(i) for i in range(cfg.n_layers)):  # GPT-Neo: causal, left-only window
+            out.append(Geometry(head_dim=cfg.d_head, causal=True, local_window=cfg.local_window))
+        return out
 
 
 class ResNetWorkload(ModelWorkload):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stackwars.errors import SpecError
+from stackwars.workloads.attention import CHOICES as ATTENTION
 from stackwars.workloads.base import Config, choices
 
 
@@ -40,7 +41,7 @@ class TransformerConfig(Config):
     attn_scale: bool = True  # GPT-Neo does not scale attention scores by 1/sqrt(d_head)
     local_window: int | None = None  # GPT-Neo: odd layers attend within this window
     tie_embeddings: bool = True
-    attention: str = choices("sdpa", "naive", default="sdpa")
+    attention: str = choices(*ATTENTION, default="best")  # see workloads/attention.py
 
     @property
     def d_head(self) -> int:

@@ -25,6 +25,7 @@ import numpy as np
 import optax
 from flax import nnx
 
+from stackwars.workloads.jax_util import dot_product_attention
 from stackwars.workloads.models.config import ResNetConfig, TransformerConfig, rope_inv_freq
 
 
@@ -75,9 +76,10 @@ class Attention(nnx.Module):
             q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
         causal = cfg.kind == "lm"
         scale = 1.0 / math.sqrt(hd) if cfg.attn_scale else 1.0
-        if cfg.attention == "sdpa":
-            window = (self.window - 1, 0) if self.window is not None else None
-            y = jax.nn.dot_product_attention(q, k, v, scale=scale, is_causal=causal, local_window_size=window)
+        if cfg.attention != "naive":  # fused: xla or cudnn as chosen for this cell, or JAX's default
+            window = (self.window - 1, 0) if self.window is not None else None  # left only
+            y = dot_product_attention(q, k, v, cfg.attention, scale=scale, is_causal=causal,
+                                      local_window_size=window)
         else:
             q, k, v = (t.transpose(0, 2, 1, 3) for t in (q, k, v))  # [B, heads, T, hd], as the PyTorch twin
             if K != H:

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from stackwars.workloads.models.config import ResNetConfig, TransformerConfig, rope_inv_freq
+from stackwars.workloads.torch_util import sdpa
 
 
 def _wide(t: torch.Tensor) -> torch.Tensor:
@@ -74,9 +75,9 @@ class Attention(nn.Module):
         if causal and self.window is not None:  # GPT-Neo local layer: causal, within the window
             i = torch.arange(T, device=x.device)
             mask = (i[:, None] >= i[None, :]) & (i[:, None] - i[None, :] < self.window)  # [T, T]
-        if cfg.attention == "sdpa":
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None,
-                                               scale=scale, enable_gqa=K != H)  # [B, H, T, hd]
+        if cfg.attention != "naive":  # fused: the kernel chosen for this cell, or PyTorch's dispatch
+            y = sdpa(q, k, v, cfg.attention, attn_mask=mask, is_causal=causal and mask is None, scale=scale,
+                     enable_gqa=K != H)  # [B, H, T, hd]
         else:
             if K != H:
                 k, v = k.repeat_interleave(H // K, dim=1), v.repeat_interleave(H // K, dim=1)

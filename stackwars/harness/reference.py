@@ -1,0 +1,215 @@
+"""What a cell's outputs are compared with: the float64 reference, computed once per run, or
+the other framework's outputs where no float64 reference fits.
+
+The reference depends on the workload, its configuration, the phase, the seed and the
+dtypes the inputs and parameters were rounded to; not on the backend. ``execute`` gives a
+run one directory (``ReferenceCache``); the first cell that needs a reference computes it
+and stores it there (written atomically, under an exclusive ``flock``, so cells running in
+turn or in parallel compute it once and never read half a file); every later cell of the
+same key loads it.
+
+Where it is computed (``placement``): on a CUDA cell of a workload whose reference can run
+on the device (the models: the PyTorch twin in float64), on the GPU when the estimate fits
+in its free memory (the measured program is released first); else on the host when it fits
+in the available memory; else nowhere, and the cell's outputs are compared with another
+backend's outputs from the same inputs (``peer``): preferably the other framework's. The
+first cell of a peer comparison has nothing to compare with yet; it stores its outputs and
+says so (its parity column reads "pending"). A train step compared with a peer compares
+the loss only: AdamW's first update of an element whose gradient neither side resolves is
+±lr in either framework, and without float64 gradients nothing tells those elements apart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import glob
+import hashlib
+import json
+import os
+import tempfile
+import time
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+import psutil
+
+from stackwars.harness.parity import compare
+from stackwars.records import Parity
+
+VERSION = 1  # bump when a reference's outputs change meaning
+PARITY_MODES = ("auto", "reference", "peer")
+HEADROOM = 0.9
+PEER_TOLERANCE_FACTOR = 2.0  # each side may be off by the tolerance: together by twice it
+
+
+def key(workload: Any, cfg: Any, phase: str, seed: int, dtype: str, param_dtype: str) -> str:
+    payload = {"workload": workload.name, "config": cfg.as_dict(), "phase": phase, "seed": seed,
+               "inputs_dtype": dtype, "params_dtype": param_dtype, "reference": workload.reference_name(cfg),
+               "version": VERSION}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+class ReferenceCache:
+    """A directory of ``<key>.npz`` references and ``<key>.peer.<framework>.<backend>.npz`` outputs."""
+
+    def __init__(self, directory: str | None):
+        self.directory = directory
+
+    def _path(self, name: str) -> str:
+        assert self.directory is not None
+        return os.path.join(self.directory, name)
+
+    @contextlib.contextmanager
+    def locked(self, name: str) -> Iterator[None]:
+        if self.directory is None:
+            yield
+            return
+        with open(self._path(name + ".lock"), "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def load(self, name: str) -> dict[str, np.ndarray] | None:
+        if self.directory is None or not os.path.exists(self._path(name + ".npz")):
+            return None
+        with np.load(self._path(name + ".npz")) as data:
+            return {k: data[k] for k in data.files}
+
+    def load_meta(self, name: str) -> dict[str, Any]:
+        if self.directory is None:
+            return {}
+        try:
+            with open(self._path(name + ".json")) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return {}
+
+    def store_meta(self, name: str, meta: Mapping[str, Any]) -> None:
+        if self.directory is None:
+            return
+        tmp = self._path(f".partial-{name}.json")
+        with open(tmp, "w") as f:
+            json.dump(dict(meta), f)
+        os.replace(tmp, self._path(name + ".json"))
+
+    def store(self, name: str, arrays: Mapping[str, np.ndarray]) -> None:
+        if self.directory is None:
+            return
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".partial-", suffix=".npz")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **{k: np.asarray(v) for k, v in arrays.items()})
+            os.replace(tmp, self._path(name + ".npz"))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def peers(self, name: str) -> list[tuple[str, str]]:
+        """(framework, backend) of every peer output stored under ``name``."""
+        if self.directory is None:
+            return []
+        out = []
+        for path in sorted(glob.glob(self._path(glob.escape(name) + ".peer.*.npz"))):
+            framework, backend = os.path.basename(path)[len(name) + len(".peer."):-len(".npz")].split(".", 1)
+            out.append((framework, backend))
+        return out
+
+
+def placement(workload: Any, cfg: Any, phase: str, dtype: str, device: str) -> tuple[str | None, str]:
+    """Where the float64 reference fits: 'cuda', 'cpu' or None (nowhere), and why."""
+    estimate = workload.memory_estimate(cfg, phase, dtype)["reference"] if hasattr(workload, "memory_estimate") \
+        else None
+    if estimate is None:
+        return "cpu", "host (small reference)"
+    gib = 2**30
+    notes = []
+    if device == "cuda" and "cuda" in getattr(workload, "reference_devices", ("cpu",)):
+        import torch
+
+        free = torch.cuda.mem_get_info()[0]
+        if estimate <= HEADROOM * free:
+            return "cuda", f"GPU in float64: estimate {estimate / gib:.1f} GiB of {free / gib:.1f} GiB free"
+        notes.append(f"not on the GPU ({estimate / gib:.1f} GiB > {HEADROOM:.0%} of {free / gib:.1f} GiB free)")
+    available = psutil.virtual_memory().available
+    if estimate <= HEADROOM * available:
+        return "cpu", "; ".join([*notes, f"host: estimate {estimate / gib:.1f} GiB of {available / gib:.1f} GiB "
+                                          "available"])
+    return None, "; ".join([*notes, f"no float64 reference fits: {estimate / gib:.1f} GiB > {HEADROOM:.0%} of the "
+                                    f"host's {available / gib:.1f} GiB available"])
+
+
+def _release_device_memory() -> None:
+    import gc
+    import sys
+
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
+def reference_parity(workload: Any, cfg: Any, phase: str, params: Mapping[str, np.ndarray],
+                     batch: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray], tolerance: float,
+                     cache: ReferenceCache, ref_key: str, device: str, dtype: str, mode: str,
+                     framework: str, backend: str) -> tuple[Parity, dict[str, Any]]:
+    """The cell's parity and how it was obtained (``info``: source, where, seconds,
+    computed_s = time spent computing a reference in this cell, 0 when reused)."""
+    if mode not in PARITY_MODES:
+        raise ValueError(f"parity mode {mode!r}; allowed: {', '.join(PARITY_MODES)}")
+    t0 = time.perf_counter()
+    info: dict[str, Any] = {"mode": mode, "key": ref_key, "computed_s": 0.0}
+    if mode != "peer":
+        with cache.locked(ref_key):
+            ref = cache.load(ref_key)
+            if ref is not None:
+                info.update(source="reused from this run's cache", **cache.load_meta(ref_key))
+            else:
+                where, why = placement(workload, cfg, phase, dtype, device) if mode == "auto" else ("cpu", "forced")
+                info["placement"] = why
+                if where is not None:
+                    _release_device_memory()
+                    t1 = time.perf_counter()
+                    ref = (workload.reference(cfg, phase, params, batch, device=where) if where != "cpu"
+                           else workload.reference(cfg, phase, params, batch))
+                    info.update(source="computed", where=where, computed_s=time.perf_counter() - t1)
+                    cache.store(ref_key, ref)
+                    cache.store_meta(ref_key, {"where": where, "computed_by": backend,
+                                               "computed_in_s": info["computed_s"]})
+        if ref is not None:
+            where = info.get("where")
+            name = workload.reference_name(cfg) + (f", on {'the GPU' if where == 'cuda' else 'the host'}" if where
+                                                   else "")
+            parity = compare(outputs, ref, tolerance, reference_name=name)
+            info["seconds"] = time.perf_counter() - t0
+            return parity, info
+    info["source"] = "peer"
+    parity = peer_parity(outputs, tolerance, cache, ref_key, phase, framework, backend)
+    info["seconds"] = time.perf_counter() - t0
+    return parity, info
+
+
+def peer_parity(outputs: Mapping[str, np.ndarray], tolerance: float, cache: ReferenceCache, ref_key: str,
+                phase: str, framework: str, backend: str) -> Parity:
+    own = {k: np.asarray(v, dtype=np.float32) for k, v in outputs.items()}
+    if phase != "forward":
+        own = {k: v for k, v in own.items() if k == "loss"}
+    tol = PEER_TOLERANCE_FACTOR * tolerance
+    with cache.locked(ref_key + ".peer"):
+        others = [p for p in cache.peers(ref_key) if p[1] != backend]
+        others.sort(key=lambda p: p[0] == framework)  # the other framework first
+        cache.store(f"{ref_key}.peer.{framework}.{backend}", own)
+        if not others:
+            where = "no other backend's outputs yet" if cache.directory else "no run directory to share outputs"
+            return Parity(max_rel_err=None, tolerance=tol, reference=f"peer: pending ({where}); these outputs are "
+                                                                     "kept for later cells of this run")
+        fw, other = others[0]
+        theirs = cache.load(f"{ref_key}.peer.{fw}.{other}")
+    parity = compare(own, theirs, tol, reference_name=f"peer: {other} ({fw}) outputs from the same inputs")
+    what = "the loss only (train step)" if phase != "forward" else "the outputs"
+    return Parity(max_rel_err=parity.max_rel_err, tolerance=tol, per_output=parity.per_output,
+                  metric=f"{parity.metric}; compares {what}; tolerance {PEER_TOLERANCE_FACTOR:g} x the dtype's",
+                  reference=parity.reference)

@@ -1,0 +1,153 @@
+"""The float64 reference is computed once per run and shared by its cells (safely, when
+cells run in parallel); where none fits, cells are compared with each other and say so.
+Each cell records the harness's own overhead, and the run's summary adds it up."""
+
+import dataclasses
+import multiprocessing
+import os
+import time
+
+import numpy as np
+import pytest
+
+from stackwars import registry, runner
+from stackwars.harness import env as envmod
+from stackwars.harness import reference as refmod
+from stackwars.harness.measure import measure_cell
+from stackwars.records import CellSpec, Measurement, MeasureConfig
+from stackwars.report.tables import overhead_summary
+from stackwars.store.results import Store
+
+FAST = MeasureConfig(warmup=0, min_samples=2, min_time_s=0.0, max_samples=2, timeout_s=300)
+
+
+def test_key_depends_on_what_the_reference_depends_on_and_not_on_the_backend():
+    gpt2 = registry.workload("gpt2")
+    cfg = gpt2.config("tiny")
+    base = refmod.key(gpt2, cfg, "forward", 0, "float32", "float32")
+    assert base == refmod.key(gpt2, gpt2.config("tiny"), "forward", 0, "float32", "float32")
+    others = {refmod.key(gpt2, cfg, "train-step", 0, "float32", "float32"),
+              refmod.key(gpt2, cfg, "forward", 1, "float32", "float32"),
+              refmod.key(gpt2, cfg, "forward", 0, "bfloat16", "bfloat16"),
+              refmod.key(gpt2, gpt2.config("tiny", {"seq": 8}), "forward", 0, "float32", "float32"),
+              refmod.key(registry.workload("gpt-neo-1.3b"), registry.workload("gpt-neo-1.3b").config("tiny"),
+                         "forward", 0, "float32", "float32")}
+    assert base not in others and len(others) == 5
+
+
+def test_one_reference_per_run_reused_by_every_backend(tmp_path):
+    phase = "train-step"  # the larger reference, with the gradients AdamW's masking needs
+    specs = runner.plan_cells(["gpt2"], ["tiny"], [phase], ["torch-eager", "jax-jit", "jax-eager"])
+    probe = runner.probe_machine()
+    with Store(tmp_path / "r.db") as store:
+        run_id = runner.new_run(store, specs, FAST)
+        done = runner.execute(store, run_id, specs, FAST, envmod.fingerprint(None, probe))
+    assert [m.status for m in done] == ["ok"] * 3, [m.error for m in done]
+    sources = [m.settings["reference"]["source"] for m in done]
+    assert sources[0] == "computed" and all(s.startswith("reused") for s in sources[1:]), sources
+    assert done[0].timeline["reference_s"] > 0 and all(m.timeline["reference_s"] == 0 for m in done[1:])
+    assert all(m.parity.reference == "PyTorch twin, float64, on the host" for m in done)
+    assert all(m.parity.excluded for m in done)  # AdamW's masking works from the cached gradients too
+
+
+class _SlowCounting:
+    """A workload-like object whose reference takes a while and leaves a mark per computation."""
+
+    name = "slow"
+
+    def __init__(self, marks: str):
+        self.marks = marks
+
+    def reference_name(self, cfg):
+        return "float64 numpy"
+
+    def reference(self, cfg, phase, params, batch):
+        with open(os.path.join(self.marks, f"computed-{os.getpid()}"), "w"):
+            pass
+        time.sleep(0.5)
+        return {"out": params["w"] * 2.0}
+
+
+class _Cfg:
+    def as_dict(self):
+        return {"n": 4}
+
+
+def _one(directory, marks):
+    wl = _SlowCounting(marks)
+    params = {"w": np.arange(4, dtype=np.float32)}
+    parity, info = refmod.reference_parity(wl, _Cfg(), "forward", params, {}, {"out": params["w"] * 2.0}, 1e-6,
+                                           refmod.ReferenceCache(directory), "k", "cpu", "float32", "reference",
+                                           "torch", "torch-eager")
+    return parity.ok, info["source"]
+
+
+def test_cells_running_in_parallel_compute_the_reference_once(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        results = pool.starmap(_one, [(str(tmp_path), str(marks))] * 3)
+    assert all(ok for ok, _ in results)
+    assert sorted(s for _, s in results).count("computed") == 1
+    assert len(os.listdir(marks)) == 1  # one process computed; two waited on the lock and loaded it
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".partial")]
+
+
+def _peer_cell(backend, phase, directory):
+    spec = CellSpec("gpt2", "tiny", phase, backend)
+    cfg = dataclasses.replace(FAST, parity_mode="peer")
+    return Measurement.from_dict(measure_cell(spec.to_dict(), cfg.to_dict(), reference_dir=str(directory)))
+
+
+def test_peer_comparison_when_no_reference_is_used(tmp_path):
+    first = _peer_cell("torch-eager", "forward", tmp_path)
+    assert first.status == "ok" and not first.parity.checked
+    assert first.parity.reference.startswith("peer: pending")
+    second = _peer_cell("jax-jit", "forward", tmp_path)
+    assert second.status == "ok", second.error
+    assert second.parity.checked and "torch-eager (torch)" in second.parity.reference
+    assert second.parity.tolerance == 2 * 1e-3 and set(second.parity.per_output) == {"out"}
+    row = second.to_row()
+    assert row["parity_reference"].startswith("peer")
+    train = [_peer_cell(b, "train-step", tmp_path) for b in ("jax-jit", "torch-eager")]
+    assert set(train[1].parity.per_output) == {"loss"} and "loss only" in train[1].parity.metric
+
+
+def test_a_reference_that_fits_nowhere_falls_back_to_a_peer(monkeypatch):
+    gpt2 = registry.workload("gpt2")
+    cfg = gpt2.config("paper")
+
+    class Tiny:
+        available = 1 << 30
+
+    monkeypatch.setattr(refmod.psutil, "virtual_memory", lambda: Tiny())
+    where, why = refmod.placement(gpt2, cfg, "train-step", "float32", "cpu")
+    assert where is None and "no float64 reference fits" in why
+    where, _ = refmod.placement(registry.workload("gemm"), registry.workload("gemm").config("paper"), "forward",
+                                "float32", "cpu")
+    assert where == "cpu"  # micro-ops: a small numpy reference, always on the host
+
+
+def test_a_peer_divergence_fails_parity(tmp_path):
+    cache = refmod.ReferenceCache(str(tmp_path))
+    out = {"out": np.ones((2, 3), np.float32)}
+    refmod.peer_parity(out, 1e-3, cache, "k", "forward", "torch", "torch-eager")
+    bad = refmod.peer_parity({"out": np.ones((2, 3), np.float32) * 1.1}, 1e-3, cache, "k", "forward", "jax",
+                             "jax-jit")
+    assert bad.checked and not bad.ok
+
+
+def test_overhead_is_wall_time_minus_measured_windows_and_reference(tmp_path):
+    spec = CellSpec("mha", "tiny", "forward", "torch-eager")
+    m = runner.measure_one(spec, FAST, runner.probe_machine(), None, reference_dir=str(tmp_path))
+    assert m.status == "ok", m.error
+    t = m.timeline
+    for key in ("startup_s", "import_s", "device_init_s", "prepare_s", "first_call_s", "steady_s", "observe_s",
+                "reference_s", "parity_s"):
+        assert key in t, key
+    assert m.init_s == pytest.approx(t["import_s"] + t["device_init_s"])
+    measured = m.first_call_s + m.second_call_s + sum(m.warmup_s) + t["steady_s"]
+    assert m.overhead_s == pytest.approx(m.wall_s - measured - t["reference_s"])
+    assert 0 < m.overhead_s < m.wall_s
+    line = overhead_summary([m.to_row()])
+    assert "harness overhead" in line and "computed 1, reused 0" in line

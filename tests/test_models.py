@@ -215,3 +215,56 @@ def test_recompile_study_takes_a_model():
     rows = study.run_item(item)["rows"]
     assert [r["compiled"] for r in rows] == [True, True, False]
     assert rows[-1]["compile_count"] == 2
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_analytic_shapes_are_the_torch_twins_state_dict(name):
+    """models/shapes.py computes the canonical tensors without PyTorch: it must list exactly
+    the twin's state_dict (names, shapes, order), at every preset."""
+    from stackwars.workloads.models import shapes as analytic
+    from stackwars.workloads.models.torch_nets import build_meta
+
+    wl = registry.workload(name)
+    for preset in wl.presets:
+        cfg = wl.config(preset)
+        model = build_meta(cfg)
+        expected = [(k, tuple(v.shape)) for k, v in model.state_dict().items() if not k.endswith("num_batches_tracked")]
+        assert list(analytic.canonical_shapes(cfg).items()) == expected, (name, preset)
+        assert analytic.counts(cfg) == (sum(p.numel() for p in model.parameters()), len(expected)), (name, preset)
+
+
+def test_describe_is_instant_for_any_depth():
+    """describe never allocates or loops in proportion to the model (100,000 layers once hung)."""
+    import time
+    rss = psutil.Process().memory_info().rss
+    t0 = time.perf_counter()
+    wl = registry.workload("llama3-8b")
+    d = wl.describe(wl.config("paper", {"n_layers": "100000"}))
+    assert time.perf_counter() - t0 < 2.0
+    assert psutil.Process().memory_info().rss - rss < 64 * 2**20
+    per_layer = (d["parameters"] - wl.parameter_count(wl.config("paper", {"n_layers": "1"})))
+    assert per_layer == 99_999 * 218_112_000  # Llama 3 8B: 218.1 M parameters per layer
+    neo = registry.workload("gpt-neo-1.3b")
+    assert neo.describe(neo.config("paper", {"n_layers": "100000"}))["flops"]["forward"] > 0
+
+
+def _brute_force_attention_flops(cfg):
+    """Keys attended summed query by query, layer by layer (what the closed form replaces)."""
+    total = 0
+    for i in range(cfg.n_layers):
+        for j in range(cfg.seq):
+            keys = min(j + 1, cfg.local_window) if cfg.layer_is_local(i) else j + 1
+            total += cfg.batch * 4 * cfg.n_heads * cfg.d_head * keys
+    return total
+
+
+def test_windowed_attention_flops_in_closed_form_equal_the_sum():
+    wl = registry.workload("gpt-neo-1.3b")
+    for seq, window in ((16, 4), (512, 256), (100, 300), (7, 7)):
+        over = {"seq": seq, "local_window": window, "n_layers": 3}
+        cfg = wl.config("paper", over)
+        # the same model attending to nothing but itself would need a zero window: compare
+        # two windows instead, so that everything but attention cancels
+        other = wl.config("paper", {**over, "local_window": 1})
+        assert wl.flops(cfg, "forward") - wl.flops(other, "forward") == \
+            _brute_force_attention_flops(cfg) - _brute_force_attention_flops(other)

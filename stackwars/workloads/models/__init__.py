@@ -14,14 +14,19 @@ cross-framework check; the tests also run the JAX twin in float64 against it).
 from __future__ import annotations
 
 import dataclasses
+import os
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from stackwars.registry import register_workload
 from stackwars.workloads.attention import Geometry
-from stackwars.workloads.base import Arrays, OptimizerSpec, Workload, itemsize
+from stackwars.records import DTYPES
+from stackwars.workloads.base import Arrays, OptimizerSpec, Workload, itemsize, param_dtype
 from stackwars.workloads.models.config import ResNetConfig, TransformerConfig
+from stackwars.workloads.models.shapes import canonical_shapes, counts
 
 T = TransformerConfig
 
@@ -36,6 +41,44 @@ LLAMA = dict(kind="lm", d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, d_f
              positions="rope", rope_theta=500000.0, rope_scaling="llama3", mlp="swiglu", bias=False, qkv_bias=False,
              tie_embeddings=False)
 TINY = dict(d_model=32, n_layers=2, n_heads=4, d_ff=64)
+
+
+def _stream(name: str) -> int:
+    """A stable integer naming a tensor's random stream (crc32: the same in every process)."""
+    return zlib.crc32(name.encode())
+
+
+def _draw(seed: int, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """One canonical tensor, float32, from its own stream (seed, name)."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_stream(name),)))
+
+    def normal(scale: float) -> np.ndarray:
+        v = rng.standard_normal(shape, dtype=np.float32)
+        v *= np.float32(scale)  # in place: no second copy of a large tensor
+        return v
+
+    if name.endswith("running_mean"):
+        return normal(0.1)
+    if name.endswith("running_var"):
+        return rng.uniform(0.5, 1.5, shape).astype(np.float32)
+    if name.endswith("bn3.weight"):
+        # the last BatchNorm of each bottleneck starts near zero (torchvision's
+        # zero_init_residual, Goyal et al. 2017): at 1, a random ResNet-50's gradients move
+        # by 1.5% of their largest when the weights move by 1e-7, so no float32 step could
+        # agree with the float64 one; near zero, by 2e-7
+        return normal(0.02)
+    if name.endswith("weight") and len(shape) == 1:  # a norm's scale
+        v = normal(0.02)
+        v += np.float32(1.0)
+        return v
+    if len(shape) == 4:  # convolution: He initialisation
+        return normal(float(np.sqrt(2.0 / np.prod(shape[1:]))))
+    if len(shape) == 2 and "emb" not in name:
+        # a linear layer [out, in]: std 1/sqrt(in), so attention scores are O(1) and the
+        # softmax far from uniform; with GPT-2's 0.02 a tiny model's queries and keys would
+        # get gradients too small for a float32 comparison to test them
+        return normal(1 / np.sqrt(shape[1]))
+    return normal(0.02)
 
 
 class ModelWorkload(Workload):
@@ -57,44 +100,28 @@ class ModelWorkload(Workload):
         return 1e-2 if matmul_precision == "tf32" else 1e-3
 
     def shapes(self, cfg):
-        from stackwars.workloads.models.torch_nets import canonical_shapes
-        shapes, _ = canonical_shapes(cfg)
-        return shapes, {k: s for k, (s, _) in self.batch_spec(cfg).items()}
+        """Computed from the configuration (models/shapes.py): no framework imported."""
+        return canonical_shapes(cfg), {k: s for k, (s, _) in self.batch_spec(cfg).items()}
 
     def parameter_count(self, cfg) -> int:
-        """Trainable parameters (BatchNorm's running statistics are state, not counted)."""
-        from stackwars.workloads.models.torch_nets import canonical_shapes
-        return canonical_shapes(cfg)[1]
+        """Trainable parameters (BatchNorm's running statistics are state, not counted);
+        arithmetic in the layer count, never a loop over tensors."""
+        return counts(cfg)[0]
 
     def init(self, cfg, seed: int) -> tuple[Arrays, Arrays]:
         """Random weights in the canonical layout, float32 (a float64 copy of a billion-parameter
         model would not fit beside it): non-zero biases and perturbed norm scales, so a bias or
-        scale that a twin dropped would show."""
-        rng = np.random.default_rng(seed)
-        params = {}
-        for name, shape in self.shapes(cfg)[0].items():
-            if name.endswith("running_mean"):
-                v = rng.standard_normal(shape, dtype=np.float32) * 0.1
-            elif name.endswith("running_var"):
-                v = rng.uniform(0.5, 1.5, shape).astype(np.float32)
-            elif name.endswith("bn3.weight"):
-                # the last BatchNorm of each bottleneck starts near zero (torchvision's
-                # zero_init_residual, Goyal et al. 2017): at 1, a random ResNet-50's gradients
-                # move by 1.5% of their largest when the weights move by 1e-7, so no float32
-                # step could agree with the float64 one; near zero, by 2e-7
-                v = rng.standard_normal(shape, dtype=np.float32) * 0.02
-            elif name.endswith("weight") and len(shape) == 1:  # a norm's scale
-                v = 1.0 + rng.standard_normal(shape, dtype=np.float32) * 0.02
-            elif len(shape) == 4:  # convolution: He initialisation
-                v = rng.standard_normal(shape, dtype=np.float32) * np.float32(np.sqrt(2.0 / np.prod(shape[1:])))
-            elif len(shape) == 2 and "emb" not in name:
-                # a linear layer [out, in]: std 1/sqrt(in), so attention scores are O(1) and the
-                # softmax far from uniform; with GPT-2's 0.02 a tiny model's queries and keys
-                # would get gradients too small for a float32 comparison to test them
-                v = rng.standard_normal(shape, dtype=np.float32) * np.float32(1 / np.sqrt(shape[1]))
-            else:
-                v = rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)
-            params[name] = v
+        scale that a twin dropped would show.
+
+        Each tensor has its own random stream, seeded by (seed, its name): the draw does not
+        depend on the order of the tensors, and the tensors are drawn in parallel threads
+        (numpy's generators release the GIL), which makes an 8-billion-parameter model take
+        seconds per cell rather than minutes."""
+        shapes = self.shapes(cfg)[0]
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            params = dict(zip(shapes, pool.map(lambda item: _draw(seed, *item), shapes.items())))
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_stream("batch"),)))
         batch = {}
         for name, (shape, high) in self.batch_spec(cfg).items():
             batch[name] = (rng.integers(0, high, shape, dtype=np.int64) if high
@@ -142,11 +169,21 @@ class ModelWorkload(Workload):
         return "PyTorch twin, float64"
 
     def describe(self, cfg) -> dict[str, Any]:
-        total = self.parameter_count(cfg)
-        shapes = self.shapes(cfg)[0]
-        heads = sum(int(np.prod(s)) for n, s in shapes.items() if n.startswith(self.training_heads)) \
-            if self.training_heads else 0
-        return {**super().describe(cfg), "source": self.source, "published_params": self.published_params,
+        """As Workload.describe, computed without listing every layer's tensors: instant and
+        allocation-free whatever the model's size."""
+        total, tensors = counts(cfg)
+        heads = 0
+        if self.training_heads:  # the training heads live outside the blocks
+            outside = dict(canonical_shapes(dataclasses.replace(cfg, n_layers=1)) if hasattr(cfg, "n_layers")
+                           else canonical_shapes(cfg))
+            heads = sum(int(np.prod(s)) for n, s in outside.items() if n.startswith(self.training_heads))
+        batch = {k: list(s) for k, (s, _) in self.batch_spec(cfg).items()}
+        return {"workload": self.name, "description": self.description, "config": cfg.as_dict(),
+                "parameters": total, "parameter_tensors": tensors, "inputs": batch,
+                "flops": {p: self.flops(cfg, p) for p in self.phases}, "flops_formula": self.flops_formula,
+                "bytes_moved": {f"{p}/{d}": self.bytes_moved(cfg, p, itemsize(d), itemsize(param_dtype(d, p)))
+                                for p in self.phases for d in DTYPES},
+                "source": self.source, "published_params": self.published_params,
                 "parameters_published_part": total - heads,
                 "memory_estimate_bytes": {f"{p}/{d}": self.memory_estimate(cfg, p, d)
                                           for p in self.phases for d in ("float32", "bfloat16")}}
@@ -186,16 +223,17 @@ def _transformer_flops(cfg: TransformerConfig, phase: str) -> int:
     proj = 2 * d * (H * hd + 2 * K * hd) + 2 * H * hd * d
     mlp = (3 if cfg.mlp == "swiglu" else 2) * 2 * d * ff
     per_layer = tokens * (proj + mlp)
-    attn = 0
-    for i in range(L):  # keys each query attends to, summed: T^2, causal T(T+1)/2, local windows
-        if cfg.kind != "lm":
-            keys = T * T
-        elif cfg.layer_is_local(i):
-            w = cfg.local_window
-            keys = sum(min(j + 1, w) for j in range(T))
-        else:
-            keys = T * (T + 1) // 2
-        attn += cfg.batch * 2 * 2 * H * hd * keys  # QK^T and PV
+    # keys each query attends to, summed over queries: T^2, causal T(T+1)/2, a causal window w:
+    # w(w+1)/2 + (T-w)w (queries past the window's width see w keys); in closed form, so the
+    # cost of describing a model never grows with its size
+    n_local = L // 2 if cfg.local_window is not None else 0  # layer_is_local: the odd layers
+    if cfg.kind != "lm":
+        keys_global = keys_local = T * T
+    else:
+        keys_global = T * (T + 1) // 2
+        w = min(cfg.local_window or T, T)
+        keys_local = w * (w + 1) // 2 + (T - w) * w
+    attn = cfg.batch * 2 * 2 * H * hd * ((L - n_local) * keys_global + n_local * keys_local)  # QK^T and PV
     total = L * per_layer + attn
     if cfg.kind == "lm":
         total += tokens * 2 * d * cfg.vocab

@@ -44,7 +44,12 @@ def _ensure_loaded() -> None:
     # plugins named after the first lookup (the variable can change in-process) load too
     for name in filter(None, (p.strip() for p in os.environ.get("STACKWARS_PLUGINS", "").split(","))):
         if name not in _plugins:
-            importlib.import_module(name)
+            try:
+                importlib.import_module(name)
+            except Exception as exc:  # noqa: BLE001 - any failure to import a plugin is the user's to fix
+                raise SpecError(f"STACKWARS_PLUGINS names {name!r}, which cannot be imported "
+                                f"({type(exc).__name__}: {exc}); give importable module names, comma-separated, "
+                                f"or unset it") from None
             _plugins.add(name)
 
 

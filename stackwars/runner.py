@@ -14,8 +14,8 @@ Plain functions the CLI wraps (and tests call directly):
 from __future__ import annotations
 
 import itertools
+import math
 import shutil
-import tempfile
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -27,8 +27,10 @@ from stackwars.harness import env as envmod
 from stackwars.harness.isolation import Outcome, run_inline, run_task
 from stackwars.records import DEVICES, DTYPES, MATMUL_PRECISIONS, CellSpec, Measurement, MeasureConfig
 from stackwars.store.results import Store
+from stackwars.harness import tmp
 
 PROBE_TIMEOUT_S = 300
+MIN_MEMORY_LIMIT = 2**29  # 0.5 GiB: below it every worker would be killed before its first call
 # versions that must match between a run and its resumption
 RESUME_PINNED = ("python", "torch", "jax", "jaxlib", "numpy", "stackwars")
 
@@ -95,6 +97,9 @@ def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequenc
             wl.config(preset, overrides)  # validates preset and overrides (heads | d_model, sizes > 0)
         for phase in phases:
             wl.check_phase(phase)
+        if overrides:
+            for preset, phase, device, dtype in itertools.product(presets, phases, devices, dtypes):
+                check_fits_machine(wl, wl.config(preset, overrides), preset, phase, device, dtype)
     for w, preset, phase, b, device, dtype in itertools.product(workloads, presets, phases, bspecs, devices, dtypes):
         mine = {k: v for k, v in options.items() if k in b.option_defaults}
         b.resolve_options(mine)  # validates values
@@ -102,16 +107,56 @@ def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequenc
     return [replace(s, repeat=r) for r in range(repeats) for s in specs]
 
 
+def machine_memory() -> tuple[int, int | None]:
+    """Total host memory and, where NVML sees one, the first GPU's total memory."""
+    device = None
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        try:
+            if pynvml.nvmlDeviceGetCount():
+                device = int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).total)
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no NVML: no device figure
+        pass
+    return int(psutil.virtual_memory().total), device
+
+
+def check_fits_machine(wl: Any, cfg: Any, preset: str, phase: str, device: str, dtype: str) -> None:
+    """A size set with --set that no memory of this machine could hold is bad input, refused
+    before anything starts (a preset that does not fit is a result: ``oom`` by pre-flight)."""
+    est = wl.memory_estimate(cfg, phase, dtype)
+    running = est["parameters"] + est["optimizer"] + est["activations"]
+    host, gpu = machine_memory()
+    need, where, have = est["host_weights"] + running, "memory", host
+    if device == "cuda" and gpu is not None:
+        need, where, have = running, "GPU memory", gpu
+    if need > have:
+        parts = ", ".join(f"{k} {v / GiB:,.1f}" for k, v in est.items() if v)
+        raise SpecError(f"{wl.name} {preset} {phase} {dtype} with these --set sizes needs about {need / GiB:,.1f} GiB "
+                        f"(GiB: {parts}), more than this machine's {have / GiB:,.1f} GiB of {where}; nothing was "
+                        f"run (a preset that does not fit is measured as oom; sizes you set must fit)")
+
+
 def validate_config(config: MeasureConfig) -> None:
     if config.matmul_precision not in MATMUL_PRECISIONS:
         raise SpecError(f"unknown matmul precision {config.matmul_precision!r}; allowed: {', '.join(MATMUL_PRECISIONS)}")
+    for name, value in (("min-time", config.min_time_s), ("min-block-time", config.min_block_s),
+                        ("timeout", config.timeout_s)):
+        if not math.isfinite(value):
+            raise SpecError(f"{name} must be a finite number of seconds, got {value}")
     checks = [(config.warmup >= 0, "warmup must be >= 0"),
               (config.min_samples >= 1, "min-samples must be >= 1"),
               (config.max_samples >= config.min_samples, "max-samples must be >= min-samples"),
               (config.min_time_s >= 0, "min-time must be >= 0 seconds"),
               (config.min_block_s >= 0, "min-block-time must be >= 0 seconds"),
               (config.timeout_s > 0, "timeout must be > 0 seconds"),
-              (config.threads is None or config.threads >= 1, "threads must be >= 1")]
+              (config.min_time_s < config.timeout_s,
+               f"min-time ({config.min_time_s:g} s) must be shorter than the per-cell timeout ({config.timeout_s:g} s): "
+               "the steady state alone would outlast it"),
+              (config.threads is None or config.threads >= 1, "threads must be >= 1"),
+              (0 <= config.seed < 2**63, f"seed must be a non-negative integer below 2**63, got {config.seed}")]
     for ok, msg in checks:
         if not ok:
             raise SpecError(msg)
@@ -120,8 +165,12 @@ def validate_config(config: MeasureConfig) -> None:
         n = len(available_cpus())
         if config.threads > n:
             raise SpecError(f"threads={config.threads} but only {n} CPUs are available to this process")
-    if config.memory_limit_bytes is not None and config.memory_limit_bytes <= 0:
-        raise SpecError("memory limit must be positive")
+    if config.memory_limit_bytes is not None:
+        total = psutil.virtual_memory().total
+        if not MIN_MEMORY_LIMIT <= config.memory_limit_bytes <= total:
+            raise SpecError(f"memory limit must be between {MIN_MEMORY_LIMIT / GiB:g} GiB (a worker's framework "
+                            f"alone takes 0.25-0.6 GiB) and this machine's {total / GiB:.1f} GiB, got "
+                            f"{config.memory_limit_bytes / GiB:.3g} GiB")
     from stackwars.harness.reference import PARITY_MODES
     if config.parity_mode not in PARITY_MODES:
         raise SpecError(f"unknown parity mode {config.parity_mode!r}; allowed: {', '.join(PARITY_MODES)}")
@@ -130,7 +179,8 @@ def validate_config(config: MeasureConfig) -> None:
 def _measurement(spec: CellSpec, framework: str, outcome: Outcome) -> Measurement:
     if outcome.result and "spec" in outcome.result:
         return replace(Measurement.from_dict(outcome.result), wall_s=outcome.wall_s)
-    return Measurement(spec=spec, status=outcome.status, framework=framework, error=outcome.error, wall_s=outcome.wall_s)
+    return Measurement(spec=spec, status=outcome.status, framework=framework, error=outcome.error, wall_s=outcome.wall_s,
+                       settings={"stage": outcome.stage} if outcome.stage else {})
 
 
 GiB = 2**30
@@ -204,7 +254,7 @@ def measure_one(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any],
         return Measurement(spec=spec, status="oom", framework=bspec.framework, error=too_big.pop("message"),
                            settings={"memory_guard": {"kind": "pre-flight estimate", **too_big}})
     cold = config.cache_dir is None
-    cache_dir = tempfile.mkdtemp(prefix="stackwars-cold-cache-") if cold else config.cache_dir
+    cache_dir = tmp.mkdtemp("cold-cache") if cold else config.cache_dir
     try:
         task = {
             "target": "stackwars.harness.measure:measure_cell",
@@ -228,7 +278,7 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
     probe = env.get("probe", {})
     done = []
     # the float64 references of this run: each computed by the first cell that needs it
-    references = tempfile.mkdtemp(prefix="stackwars-reference-")
+    references = tmp.mkdtemp("reference")
     try:
         for spec in specs:
             if on_start:
@@ -280,9 +330,17 @@ def measure_peaks(store: Store, device: str, dtypes: Sequence[str], config: Meas
         flops = max((r["gemm"]["median_per_s"] for r in good), default=None)
         bw = max((r["stream"]["median_per_s"] for r in good), default=None)
         key = envmod.device_key(env, device)
-        pid = store.add_peak(key, dtype, config.matmul_precision, flops, bw, per_fw, env)
-        stored.append({"id": pid, "device_key": key, "dtype": dtype, "matmul_precision": config.matmul_precision,
-                       "flops_per_s": flops, "bytes_per_s": bw, "per_framework": per_fw})
+        entry = {"id": None, "device_key": key, "dtype": dtype, "matmul_precision": config.matmul_precision,
+                 "flops_per_s": flops, "bytes_per_s": bw, "per_framework": per_fw}
+        busy = [f"{fw} {part}" for fw, r in per_fw.items() if r.get("status") == "ok"
+                for part in ("gemm", "stream") if r[part].get("contended")]
+        if device == "cpu" and busy:
+            # a peak measured under load would make honest cells read over 100% of the roofline
+            entry["refused"] = (f"other processes took over 5% of the CPUs in every round of {', '.join(busy)}: "
+                                "a peak measured under load is too low; not stored (rerun on a quiet machine)")
+        else:
+            entry["id"] = store.add_peak(key, dtype, config.matmul_precision, flops, bw, per_fw, env)
+        stored.append(entry)
     return stored
 
 
@@ -310,7 +368,7 @@ def fidelity(device: str, config: MeasureConfig, probe: Mapping[str, Any], inlin
         spec = CellSpec(w, preset, phase, b, device)
         if not registry.backend(b).availability(probe, device)[0]:
             continue
-        cache_dir = tempfile.mkdtemp(prefix="stackwars-cold-cache-")
+        cache_dir = tmp.mkdtemp("cold-cache")
         try:
             task = {"target": "stackwars.harness.fidelity:fidelity_cell",
                     "kwargs": {"spec": spec.to_dict(), "config": config.to_dict(),

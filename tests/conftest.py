@@ -31,3 +31,10 @@ def plugins_env(monkeypatch):
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     yield
+
+
+@pytest.fixture(scope="session")
+def mnist_dir(tmp_path_factory):
+    """A generated MNIST-style directory (tests/mnist_fixture.py), shared by the session."""
+    from tests import mnist_fixture
+    return mnist_fixture.make(tmp_path_factory.mktemp("mnist-fixture"))

@@ -102,7 +102,8 @@ def _cell(backend, phase="forward", **over) -> Measurement:
 
 @pytest.mark.parametrize("backend,phase,ran", [
     ("jax-jit", "forward", "xla"), ("jax-jit", "train-step", "xla"), ("jax-eager", "forward", "xla"),
-    ("torch-eager", "forward", "flash (CPU kernel)"), ("torch-compile", "train-step", "flash (CPU kernel)"),
+    ("torch-eager", "forward", "flash (CPU kernel)"), ("torch-eager", "train-step", "flash (CPU kernel)"),
+    ("torch-compile", "forward", "flash (CPU kernel)"),
 ])
 def test_cells_record_the_attention_that_ran_on_the_cpu(backend, phase, ran):
     m = _cell(backend, phase)

@@ -44,6 +44,8 @@ def test_faulty_cells_get_their_status_and_the_run_goes_on(plugins_env, tmp_path
     assert status["ok"].status == "ok"
     assert status["gemm"].status == "ok"
     assert status["hang"].status == "timeout" and "25 s" in status["hang"].error
+    # the record says where the worker was when it was killed
+    assert "during the first call" in status["hang"].error and status["hang"].settings["stage"] == "first call"
     assert status["oom"].status == "oom" and "MemoryError" in status["oom"].error
     assert status["alloc"].status == "oom" and "memory limit" in status["alloc"].error
     assert status["raise"].status == "error" and "simulated bug" in status["raise"].error

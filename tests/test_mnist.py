@@ -1,5 +1,10 @@
 """MNIST study: the IDX parser, checksums, the split, identical losses in both frameworks,
-a short training that learns, and the CLI's outputs."""
+a short training that learns, and the CLI's outputs.
+
+Everything runs on a small generated dataset (tests/mnist_fixture.py: correct IDX headers,
+its own SHA256SUMS), so no test depends on where the real files are; the tests of facts
+about the real MNIST files (sizes, published checksums) run where the shared copy is and
+say why they skip elsewhere."""
 
 import gzip
 import shutil
@@ -15,13 +20,29 @@ from stackwars.data import idx, mnist
 from stackwars.studies import mnist as study
 from stackwars.studies.mnist.common import TrainConfig, epoch_order, init_params
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mnist"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared MNIST copy not found at {DATA}")
+from tests import mnist_fixture
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "mnist"
+real_data = pytest.mark.skipif(not REAL.is_dir(), reason=f"facts about the real MNIST files: no copy at {REAL}")
+
+
+@pytest.fixture(scope="session")
+def data_dir(mnist_dir):
+    return mnist_dir
+
+
+@pytest.fixture(scope="session", autouse=True)
+def decoded_cache(tmp_path_factory):
+    """The decoded .npz cache in a test directory, never the user's ~/.cache."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+    yield
+    mp.undo()
 
 
 @pytest.fixture(scope="module")
-def arrays():
-    return mnist.load(mnist.verify(DATA))
+def arrays(data_dir):
+    return mnist.load(mnist.verify(data_dir))
 
 
 @pytest.fixture(scope="module")
@@ -29,13 +50,34 @@ def split(arrays):
     return mnist.split(arrays, seed=0)
 
 
+@real_data
 def test_idx_headers_of_the_real_files():
-    images = idx.read(DATA / "train-images-idx3-ubyte.gz")
-    labels = idx.read(DATA / "t10k-labels-idx1-ubyte.gz")
+    images = idx.read(REAL / "train-images-idx3-ubyte.gz")
+    labels = idx.read(REAL / "t10k-labels-idx1-ubyte.gz")
     assert images.shape == (60000, 28, 28) and images.dtype == np.uint8
     assert labels.shape == (10000,) and set(np.unique(labels)) == set(range(10))
-    raw = gzip.decompress((DATA / "train-labels-idx1-ubyte.gz").read_bytes())
+    raw = gzip.decompress((REAL / "train-labels-idx1-ubyte.gz").read_bytes())
     assert raw[:4] == b"\x00\x00\x08\x01" and struct.unpack(">I", raw[4:8])[0] == 60000
+
+
+@real_data
+def test_the_real_files_are_identified_by_their_published_checksums(tmp_path):
+    assert mnist.verify(REAL).dataset == "mnist"
+    d = tmp_path / "mnist"
+    d.mkdir()
+    for f in mnist.FILES.values():
+        shutil.copy(REAL / f, d / f)
+    assert mnist.verify(d).dataset == "mnist"  # without a SHA256SUMS file: the published checksums
+    sp = mnist.split(mnist.load(mnist.verify(REAL)), seed=0)
+    assert len(sp.train_index) == 50_000 and len(sp.val_index) == 10_000 and sp.test_x.shape == (10_000, 784)
+
+
+def test_the_fixture_is_a_valid_idx_dataset(data_dir):
+    images = idx.read(data_dir / "train-images-idx3-ubyte.gz")
+    assert images.shape == (12_000, 28, 28) and images.dtype == np.uint8
+    raw = gzip.decompress((data_dir / "train-labels-idx1-ubyte.gz").read_bytes())
+    assert raw[:4] == b"\x00\x00\x08\x01" and struct.unpack(">I", raw[4:8])[0] == 12_000
+    assert mnist.verify(data_dir).dataset == "SHA256SUMS"  # vouched for by its own checksums
 
 
 @pytest.mark.parametrize("raw,message", [
@@ -50,38 +92,36 @@ def test_idx_rejects_corrupt_bytes(raw, message):
         idx.parse(raw, "x")
 
 
-def test_truncated_gzip_is_a_clear_error(tmp_path):
-    data = (DATA / "t10k-labels-idx1-ubyte.gz").read_bytes()
+def test_truncated_gzip_is_a_clear_error(tmp_path, data_dir):
+    data = (data_dir / "t10k-labels-idx1-ubyte.gz").read_bytes()
     bad = tmp_path / "t10k-labels-idx1-ubyte.gz"
     bad.write_bytes(data[: len(data) // 2])
     with pytest.raises(idx.DataError, match="corrupt gzip|truncated"):
         idx.read(bad)
 
 
-def _copy(tmp_path, with_sums=True):
+def _copy(source, tmp_path, with_sums=True):
     d = tmp_path / "mnist"
     d.mkdir()
     for f in mnist.FILES.values():
-        shutil.copy(DATA / f, d / f)
+        shutil.copy(source / f, d / f)
     if with_sums:
-        shutil.copy(DATA / "SHA256SUMS", d / "SHA256SUMS")
+        shutil.copy(source / "SHA256SUMS", d / "SHA256SUMS")
     return d
 
 
-def test_verify_identifies_mnist_with_or_without_sums_file(tmp_path):
-    assert mnist.verify(DATA).dataset == "mnist"
-    assert mnist.verify(_copy(tmp_path, with_sums=False)).dataset == "mnist"
+def test_files_no_checksum_vouches_for_are_refused(tmp_path, data_dir):
+    d = _copy(data_dir, tmp_path, with_sums=False)
+    with pytest.raises(idx.DataError, match="match neither MNIST nor Fashion-MNIST.*SHA256SUMS"):
+        mnist.verify(d)
 
 
-def test_checksum_mismatch_and_missing_files(tmp_path):
-    d = _copy(tmp_path)
+def test_checksum_mismatch_and_missing_files(tmp_path, data_dir):
+    d = _copy(data_dir, tmp_path)
     target = d / "t10k-labels-idx1-ubyte.gz"
     data = bytearray(target.read_bytes())
     data[-10] ^= 0xFF
     target.write_bytes(bytes(data))
-    with pytest.raises(idx.DataError, match="checksum mismatch.*t10k-labels"):
-        mnist.verify(d)
-    (d / "SHA256SUMS").unlink()
     with pytest.raises(idx.DataError, match="checksum mismatch.*t10k-labels"):
         mnist.verify(d)
     target.unlink()
@@ -89,26 +129,29 @@ def test_checksum_mismatch_and_missing_files(tmp_path):
         mnist.verify(d)
     with pytest.raises(idx.DataError, match="does not exist"):
         mnist.verify(tmp_path / "nowhere")
+    with pytest.raises(idx.DataError, match="is not a directory"):
+        mnist.verify(target.parent / "SHA256SUMS")
 
 
-def test_offline_without_files_says_where_to_put_them(tmp_path, monkeypatch):
+def test_offline_without_files_says_where_to_put_them(tmp_path, monkeypatch, data_dir):
     monkeypatch.delenv(mnist.ENV_DIR, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(mnist, "MIRRORS", ("http://127.0.0.1:9/",))  # nothing listens: refused at once
     with pytest.raises(idx.DataError, match="--data-dir DIR or set STACKWARS_DATA_DIR"):
         mnist.locate(None)
-    monkeypatch.setenv(mnist.ENV_DIR, str(DATA))
-    assert mnist.locate(None).directory == DATA
+    monkeypatch.setenv(mnist.ENV_DIR, str(data_dir))
+    assert mnist.locate(None).directory == data_dir
 
 
 def test_split_is_deterministic_and_disjoint(arrays):
     a, b, c = mnist.split(arrays, seed=0), mnist.split(arrays, seed=0), mnist.split(arrays, seed=1)
-    assert len(a.train_index) == 50_000 and len(a.val_index) == 10_000
+    n = len(arrays["train_images"])
+    assert len(a.val_index) == 10_000 and len(a.train_index) == n - 10_000
     assert not set(a.train_index) & set(a.val_index)
-    assert set(a.train_index) | set(a.val_index) == set(range(60_000))
+    assert set(a.train_index) | set(a.val_index) == set(range(n))
     assert np.array_equal(a.val_index, b.val_index) and not np.array_equal(a.val_index, c.val_index)
     assert a.train_x.dtype == np.float32 and 0.0 <= a.train_x.min() and a.train_x.max() == 1.0
-    assert a.test_x.shape == (10_000, 784)
+    assert a.test_x.shape == (len(arrays["test_images"]), 784)
 
 
 def test_batch_order_is_identical_per_seed_and_full_batches_only():
@@ -141,10 +184,10 @@ def test_same_weights_same_batches_same_losses(split, placement):
     assert losses["torch"][-1] < losses["torch"][0]  # and they are learning
 
 
-def test_a_short_training_learns(split, tmp_path):
+def test_a_short_training_learns(split, tmp_path, data_dir):
     configs = study.plan(["torch", "jax"], [64], epochs=2, lr=0.1)
     stored = []
-    ds = mnist.verify(DATA)
+    ds = mnist.verify(data_dir)
     rows = study.run(configs, ds, 0, None, 600, None, lambda cfg, rs: stored.append((cfg.key, rs)),
                      limits={"limit_train": 5000, "limit_eval": 2000})
     assert [k for k, _ in stored] == ["torch-eager/b64", "jax-jit/b64"]
@@ -161,12 +204,13 @@ def test_a_short_training_learns(split, tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_writes_csv_png_and_database(tmp_path):
+def test_cli_writes_csv_png_and_database(tmp_path, data_dir):
+    import os
     from stackwars.report.training import CSV_COLUMNS
     out, db = tmp_path / "out", tmp_path / "r.db"
     done = subprocess.run([sys.executable, "-m", "stackwars", "train", "mnist", "--epochs", "2", "--batch-size",
-                           "1024", "--data-dir", str(DATA), "--out", str(out), "--db", str(db)],
-                          capture_output=True, text=True, timeout=900)
+                           "256", "--data-dir", str(data_dir), "--out", str(out), "--db", str(db)],
+                          capture_output=True, text=True, timeout=900, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     assert "epoch  2/2" in done.stderr
     import csv
@@ -189,25 +233,64 @@ def test_cli_writes_csv_png_and_database(tmp_path):
     (["--epochs", "0"], "epochs must be >= 1"),
     (["--placement", "disk"], "unknown placement"),
     (["--data-dir", "/nonexistent"], "does not exist"),
+    (["--data-dir", "/etc/passwd"], "is not a directory"),
+    (["--lr", "inf"], "--lr must be a finite number"),
+    (["--lr", "nan"], "--lr must be a finite number"),
+    (["--lr", "1e30"], "--lr must be <= 10"),
+    (["--lr", "0"], "--lr must be > 0"),
+    (["--seed", "-1"], "--seed must be a non-negative integer"),
+    (["--split-seed", "-3"], "--split-seed must be a non-negative integer"),
+    (["--out", "/proc/x"], "--out /proc/x: cannot write in /proc"),
+    (["--out", "/etc/passwd"], "exists and is not a directory"),
 ])
-def test_cli_bad_input_exits_2(tmp_path, monkeypatch, args, message):
+def test_cli_bad_input_exits_2(tmp_path, monkeypatch, args, message, data_dir):
     from typer.testing import CliRunner
 
     from stackwars.cli import app
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, ["train", "mnist", "--data-dir", str(DATA), *args, "--db", str(tmp_path / "x.db")])
+    result = CliRunner().invoke(app, ["train", "mnist", "--data-dir", str(data_dir), *args, "--db",
+                                      str(tmp_path / "x.db")])
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split())
     assert list(tmp_path.iterdir()) == []
 
 
-def test_cli_corrupt_data_exits_2(tmp_path):
+def test_cli_corrupt_data_exits_2(tmp_path, data_dir):
     from typer.testing import CliRunner
 
     from stackwars.cli import app
-    d = _copy(tmp_path)
+    d = _copy(data_dir, tmp_path)
     (d / "train-labels-idx1-ubyte.gz").write_bytes(b"\x1f\x8b broken")
     result = CliRunner().invoke(app, ["train", "mnist", "--data-dir", str(d), "--out", str(tmp_path / "o"),
                                       "--db", str(tmp_path / "x.db")])
     assert result.exit_code == 2 and "checksum mismatch" in " ".join(result.output.split())
     assert not (tmp_path / "o").exists() and not (tmp_path / "x.db").exists()
+
+
+def test_a_truncated_file_its_own_sums_vouch_for_is_refused_before_anything_is_written(tmp_path, data_dir):
+    """The checksums match (SHA256SUMS describes the broken file), so only decoding finds the
+    damage: it must happen before the run is created, not in a worker after it."""
+    from typer.testing import CliRunner
+
+    from stackwars.cli import app
+    d = _copy(data_dir, tmp_path)
+    target = d / "train-images-idx3-ubyte.gz"
+    target.write_bytes(target.read_bytes()[:5000])
+    mnist_fixture.rewrite_sums(d)
+    result = CliRunner().invoke(app, ["train", "mnist", "--data-dir", str(d), "--out", str(tmp_path / "o"),
+                                      "--db", str(tmp_path / "x.db")], env={"XDG_CACHE_HOME": str(tmp_path / "c")})
+    assert result.exit_code == 2, result.output
+    assert "corrupt gzip" in " ".join(result.output.split()) or "truncated" in result.output
+    assert not (tmp_path / "o").exists() and not (tmp_path / "x.db").exists()
+
+
+def test_a_diverging_training_is_diverged_not_ok(split, data_dir):
+    configs = study.plan(["torch", "jax"], [64], epochs=3, lr=10.0)
+    rows = study.run(configs, mnist.verify(data_dir), 0, None, 600, None, lambda cfg, rs: None,
+                     limits={"limit_train": 2000, "limit_eval": 500})
+    for fw in ("torch", "jax"):
+        mine = [r for r in rows if r["framework"] == fw]
+        assert mine[-1]["status"] == "diverged", [(r["epoch"], r["train_loss"], r["status"]) for r in mine]
+        assert not np.isfinite(mine[-1]["train_loss"]) or mine[-1]["train_loss"] > 100 * np.log(10)
+        assert len(mine) < 3  # stopped at the epoch that diverged
+        assert mine[-1]["test_acc"] is None  # a diverged model is not evaluated

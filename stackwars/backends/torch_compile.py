@@ -10,7 +10,7 @@ latter two read at the end of the cell so recompiles during the steady state cou
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 

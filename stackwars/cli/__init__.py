@@ -2,16 +2,35 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 
-from stackwars.cli import describe_cmd, export_cmd, fidelity_cmd, ir_cmd, list_cmd, peaks_cmd, run_cmd, show_cmd, study_cmd, train_cmd
+from stackwars import __version__
+from stackwars.cli import (describe_cmd, export_cmd, fidelity_cmd, ir_cmd, list_cmd, peaks_cmd, run_cmd, show_cmd,
+                           study_cmd, train_cmd)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="JAX or PyTorch, which execution mode, for this workload, and why: honest measurements.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"stackwars {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(version: Optional[bool] = typer.Option(None, "--version", callback=_version, is_eager=True,
+                                                 help="print the version and exit")) -> None:
+    """JAX or PyTorch, which execution mode, for this workload, and why: honest measurements."""
+
+
 app.command("list")(list_cmd.list_)
 app.command("run")(run_cmd.run)
 app.command("describe")(describe_cmd.describe)
 app.command("show")(show_cmd.show)
+app.command("runs")(show_cmd.runs)
 app.command("export")(export_cmd.export)
 app.command("peaks")(peaks_cmd.peaks)
 app.command("fidelity")(fidelity_cmd.fidelity)

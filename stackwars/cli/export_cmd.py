@@ -1,4 +1,5 @@
-"""stackwars export: stored cells as CSV or JSON (all runs, or one)."""
+"""stackwars export: stored results as CSV or JSON: every run's cells, or one run (its cells,
+or the rows of a training or study run)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import typer
 
 from stackwars.cli.common import DB_HELP, command, writable_file, write_atomic
 from stackwars.errors import SpecError
-from stackwars.store.results import Store, rows
+from stackwars.store.results import Store, check_db, rows, study_rows
 
 FORMATS = ("csv", "json")
 
@@ -21,7 +22,7 @@ FORMATS = ("csv", "json")
 def to_csv(result_rows: list[dict]) -> str:
     if not result_rows:
         return ""
-    columns = list(result_rows[0])
+    columns = list(dict.fromkeys(k for r in result_rows for k in r))  # every key any row has, in order
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
@@ -39,15 +40,15 @@ def export(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="write here instead of stdout"),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
-    """Export stored cells (raw samples included) as CSV or JSON."""
+    """Export stored cells (raw samples included), or one run's rows, as CSV or JSON."""
     if format not in FORMATS:
         raise SpecError(f"unknown format {format!r}; allowed: {', '.join(FORMATS)}")
     if output is not None:
         writable_file(output, "--output")
-    with Store(db, create=False) as store:
-        if run_id is not None:
-            store.run(run_id)  # unknown run -> clear error
-        result_rows = rows(store, run_id)
+    path = check_db(db, create=False)
+    with Store(path, create=False) as store:
+        kind = store.run(run_id).kind if run_id is not None else "cells"  # unknown run -> clear error
+        result_rows = rows(store, run_id) if kind == "cells" else study_rows(store, run_id)
     text = to_csv(result_rows) if format == "csv" else json.dumps(result_rows, indent=1, default=str) + "\n"
     if output is None:
         sys.stdout.write(text)

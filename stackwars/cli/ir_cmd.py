@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from stackwars import registry, runner
-from stackwars.cli.common import command, err, out, parse_assignments
+from stackwars import runner
+from stackwars.cli.common import command, err, out, parse_assignments, writable_dir
 from stackwars.errors import SpecError, Unsupported
 from stackwars.harness.isolation import run_inline, run_task
 from stackwars.ir.jax_ir import STAGES as JAX_STAGES
@@ -61,6 +61,7 @@ def ir(
     # one cell spec validates the workload, preset, phase, overrides, device and dtype
     spec = runner.plan_cells([workload], [preset], [phase], ["jax-jit"], [device], [dtype],
                              parse_assignments(set_ or [], "--set"))[0]
+    directory = writable_dir(out_dir or Path("ir") / f"{workload}-{preset}-{phase}-{dtype}", "--out")
     probe = runner.probe_machine(inline)
     if stages.get("torch") and {"stablehlo", "hlo"} & set(stages["torch"]) \
             and not (probe.get("torch_mlir") or {}).get("importable"):
@@ -73,7 +74,6 @@ def ir(
         info = probe.get(fw) or {}
         if not info.get("importable") or (device == "cuda" and not info.get("cuda")):
             raise Unsupported(f"{fw} cannot run on {device} here: {info.get('error') or info.get('cuda_reason')}")
-    directory = out_dir or Path("ir") / f"{workload}-{preset}-{phase}-{dtype}"
     task = {"target": "stackwars.ir.dump:dump_cell",
             "kwargs": {"spec": spec.to_dict(), "stages": stages, "out_dir": str(directory),
                        "matmul_precision": matmul_precision},

@@ -9,12 +9,12 @@ import typer
 from rich.table import Table
 
 from stackwars import runner
-from stackwars.cli.common import DB_HELP, command, err, out
+from stackwars.cli.common import DB_HELP, command, err, interruptible, number, out, table_width
 from stackwars.errors import SpecError
 from stackwars.harness import env as envmod
 from stackwars.records import DEVICES, DTYPES, MeasureConfig
 from stackwars.report import format as fmt
-from stackwars.store.results import Store
+from stackwars.store.results import Store, check_db
 
 
 @command
@@ -34,13 +34,15 @@ def peaks(
     for d in dtype:
         if d not in DTYPES:
             raise SpecError(f"unknown dtype {d!r}; allowed: {', '.join(DTYPES)}")
+    number(min_time, "--min-time", low=0)
     config = MeasureConfig(threads=threads, matmul_precision=matmul_precision, timeout_s=timeout,
                            memory_limit_bytes=runner.default_memory_limit())
     runner.validate_config(config)
+    path = check_db(db)
     probe = runner.probe_machine(inline)
     env = envmod.fingerprint(threads, probe)
     err.print(f"measuring peaks of {envmod.device_key(env, device)} ...")
-    with Store(db) as store:
+    with Store(path) as store, interruptible():
         stored = runner.measure_peaks(store, device, dtype, config, env, inline, min_time)
     table = Table(title=f"device peaks: {envmod.device_key(env, device)}", title_justify="left")
     for c in ("dtype", "matmul precision", "framework", "GEMM (median)", "GEMM (best)", "stream (median)", "status"):
@@ -55,5 +57,13 @@ def peaks(
                           r.get("status", "?"))
         table.add_row(s["dtype"], s["matmul_precision"], "[bold]roofline[/]",
                       f"[bold]{fmt.rate(s['flops_per_s'], 'FLOP')}[/]", "",
-                      f"[bold]{fmt.rate(s['bytes_per_s'], 'B')}[/]", f"stored as peaks #{s['id']}")
-    out.print(table)
+                      f"[bold]{fmt.rate(s['bytes_per_s'], 'B')}[/]",
+                      f"stored as peaks #{s['id']}" if s["id"] else "[red]not stored: contended[/]")
+    out.print(table, width=table_width())
+    out.print("GEMM and stream: the best of 3 rounds' medians (a round slowed by other processes must not "
+              "lower a peak); each round's contention is in the stored record.", style="dim")
+    refused = [s for s in stored if s.get("refused")]
+    for s in refused:
+        err.print(f"[yellow]{s['dtype']}: {s['refused']}[/]")
+    if refused:
+        raise typer.Exit(1)

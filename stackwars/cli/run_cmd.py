@@ -10,13 +10,15 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from stackwars import registry, runner
-from stackwars.cli.common import DB_HELP, command, command_line, err, out, parse_assignments, writable_file, write_atomic
+from stackwars.cli.common import (DB_HELP, command, command_line, err, exit_code, interruptible, interruption, number,
+                                  out, parse_assignments, seed as check_seed, table_width, writable_dir, writable_file,
+                                  write_atomic)
 from stackwars.errors import SpecError
 from stackwars.harness import env as envmod
 from stackwars.records import Env, MeasureConfig, Measurement
 from stackwars.report import format as fmt
 from stackwars.report.tables import render
-from stackwars.store.results import Store, db_path, rows
+from stackwars.store.results import Store, check_db, rows
 
 
 def _progress_line(m: Measurement) -> str:
@@ -76,22 +78,29 @@ def run(
     resume: Optional[str] = typer.Option(None, "--resume", help="measure only the cells run RUN_ID still lacks"),
     inline: bool = typer.Option(False, "--inline", help="debug: run cells in this process (no isolation)"),
 ) -> None:
-    """Measure workloads on backends; print the seed-style tables."""
+    """Measure workloads on backends; print the seed-style tables.
+
+    Exit status: 0 when every cell is ok, oom or unsupported (out of memory and "cannot run
+    here" are results); 1 when any cell of the run ended error, timeout or parity_fail; 2 for
+    bad input (nothing run, nothing written); 128+N when stopped by signal N (SIGINT, SIGTERM
+    or SIGHUP: finished cells are kept and the resume command is printed).
+    """
     if json_out is not None:
         writable_file(json_out, "--json")
     if warm_cache is not None:
-        warm_cache = warm_cache.expanduser().resolve()
-        if warm_cache.exists() and not warm_cache.is_dir():
-            raise SpecError(f"--warm-cache {warm_cache} exists and is not a directory")
-    if memory_limit is not None and memory_limit <= 0:
-        raise SpecError("--memory-limit must be a positive number of GiB")
-    path = db_path(db)
+        warm_cache = writable_dir(warm_cache, "--warm-cache").resolve()
+    if memory_limit is not None:
+        number(memory_limit, "--memory-limit (GiB)", low=0)
+    check_seed(seed)
+    path = check_db(db)
     if resume is not None:
         if workloads or backend or set_ or compile_mode or fullgraph is not None or stablehlo or repeat != 1 \
                 or xla_autotune_level is not None:
             raise SpecError("--resume takes the cells from the stored run; give no workloads, backends or options")
         if not path.exists():
             raise SpecError(f"--resume {resume}: no results database at {path}")
+        with Store(path) as store:
+            store.cell_run(resume, "--resume")  # an unknown id or a training/study run: refused here
 
     if resume is None:
         config = MeasureConfig(
@@ -109,13 +118,13 @@ def run(
         if xla_autotune_level is not None:
             options["xla_autotune_level"] = xla_autotune_level
         if stablehlo is not None:
-            if not stablehlo.is_file():
-                raise SpecError(f"--stablehlo {stablehlo}: no such file")
             options["stablehlo"] = str(stablehlo.resolve())
         overrides = parse_assignments(set_ or [], "--set")
         # validate names, sizes and options before the (seconds-long) machine probe
-        runner.plan_cells(workloads or [], preset, phase, backend or list(registry.backends()), device, dtype,
-                          overrides, options, repeat)
+        planned = runner.plan_cells(workloads or [], preset, phase, backend or list(registry.backends()), device,
+                                    dtype, overrides, options, repeat)
+        if stablehlo is not None:
+            _check_stablehlo(stablehlo, [s for s in planned if s.backend == "torch-xla"], config.matmul_precision)
     probe = runner.probe_machine(inline)
     if resume is None:
         backends = backend or runner.default_backends(probe, device)
@@ -130,7 +139,7 @@ def run(
             env = envmod.fingerprint(config.threads, probe)
             run_id = runner.new_run(store, specs, config, command_line())
         else:
-            info = store.run(resume)
+            info = store.cell_run(resume, "--resume")
             config = info.measure_config
             env = envmod.fingerprint(config.threads, probe)
             runner.check_resumable(info.env, env)
@@ -138,8 +147,9 @@ def run(
             err.print(f"resuming run {run_id}: {len(specs)} of {len(info.plan)} cells still to measure")
         err.print(f"run {run_id} -> {path}  ({len(specs)} cells, each in a fresh worker)")
         try:
-            with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=err, transient=True) as progress:
+            with interruptible(), Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                           MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+                                           transient=True) as progress:
                 task = progress.add_task("starting", total=len(specs))
 
                 def on_start(spec):
@@ -150,13 +160,31 @@ def run(
                     progress.advance(task)
 
                 runner.execute(store, run_id, specs, config, env, on_start, on_done, inline)
-        except KeyboardInterrupt:
-            err.print(f"\ninterrupted: finished cells are stored; continue with "
+        except KeyboardInterrupt as exc:
+            err.print(f"\n{interruption(exc)}: finished cells are stored; continue with "
                       f"`stackwars run --resume {run_id}`" + (f" --db {db}" if db else ""))
-            raise typer.Exit(130)
+            raise typer.Exit(exit_code(exc))
         result_rows = rows(store, run_id)
         run_env = store.run(run_id).env
-    out.print(render(result_rows, Env(run_env).summary()))
+    out.print(render(result_rows, Env(run_env).summary(), width=table_width()))
     if json_out is not None:
         write_atomic(json_out, json.dumps(result_rows, indent=1, default=str))
         err.print(f"wrote {len(result_rows)} cells to {json_out}")
+    failed = [r for r in result_rows if r["status"] in FAILED]
+    if failed:
+        err.print(f"{len(failed)} cell(s) ended {', '.join(sorted({r['status'] for r in failed}))}: exit status 1")
+        raise typer.Exit(1)
+
+
+FAILED = ("error", "timeout", "parity_fail")  # oom and unsupported are results, not failures
+
+
+def _check_stablehlo(path: Path, specs, matmul_precision: str) -> None:
+    """An exported program is read and matched to every torch-xla cell before anything runs."""
+    from stackwars.ir.torch_export import TorchExport
+
+    exp = TorchExport.load(path)
+    for spec in specs:
+        wl = registry.workload(spec.workload)
+        exp.check_matches({"workload": spec.workload, "config": wl.config(spec.preset, dict(spec.overrides)).as_dict(),
+                           "phase": spec.phase, "dtype": spec.dtype, "matmul_precision": matmul_precision})

@@ -1,33 +1,115 @@
-"""stackwars show: a stored run as tables (the latest by default)."""
+"""stackwars show: a stored run (the latest by default), as tables, Markdown, CSV or JSON;
+stackwars runs: every stored run, one line each."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
+from rich.table import Table
 
-from stackwars.cli.common import DB_HELP, command, out
+from stackwars.cli.common import DB_HELP, command, out, table_width
 from stackwars.errors import SpecError
 from stackwars.records import Env
-from stackwars.report.tables import render
-from stackwars.store.results import Store, rows
+from stackwars.report.tables import markdown, render
+from stackwars.store.results import Store, check_db, rows, study_rows
+
+FORMATS = ("table", "markdown", "csv", "json")
 
 
 @command
 def show(
-    run_id: Optional[str] = typer.Argument(None, help="run to show (default: the latest)"),
+    run_id: Optional[str] = typer.Argument(None, help="run to show (default: the latest run of cells, else the "
+                                                     "latest run of any kind; `stackwars runs` lists them)"),
+    format: str = typer.Option("table", "--format", "-f", help="table, markdown, csv or json"),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
-    """Print a stored run as the seed-style tables."""
-    with Store(db, create=False) as store:
-        run_id = run_id or store.latest_run_id()
+    """Print a stored run: cells as the seed-style tables, trainings and studies as theirs."""
+    if format not in FORMATS:
+        raise SpecError(f"unknown format {format!r}; allowed: {', '.join(FORMATS)}")
+    path = check_db(db, create=False)
+    with Store(path, create=False) as store:
+        run_id = run_id or store.latest_run_id() or store.latest_run_id(kind=None)
         if run_id is None:
             raise SpecError(f"no runs stored in {store.path}")
         info = store.run(run_id)
-        result_rows = rows(store, run_id)
-        missing = len(store.missing(run_id))
-    out.print(f"run {run_id} ({info.created_at}): {info.command or ''}", highlight=False)
-    out.print(render(result_rows, Env(info.env).summary()))
+        if info.kind == "cells":
+            result = rows(store, run_id)
+            missing = len(store.missing(run_id))
+        else:
+            result = study_rows(store, run_id)
+            missing = 0
+    if format in ("csv", "json"):
+        from stackwars.cli.export_cmd import to_csv
+        sys.stdout.write(to_csv(result) if format == "csv" else json.dumps(result, indent=1, default=str) + "\n")
+        return
+    header = f"run {run_id} ({info.kind}, {info.created_at}): {info.command or ''}"
+    if info.kind != "cells":
+        _show_study(info, result, header, format)
+        return
+    if format == "markdown":
+        print(f"{header}\n\n{markdown(result, Env(info.env).summary())}")
+    else:
+        out.print(header, highlight=False)
+        out.print(render(result, Env(info.env).summary(), width=table_width()), width=table_width())
     if missing:
         out.print(f"{missing} planned cell(s) not measured yet: `stackwars run --resume {run_id}`")
+
+
+def _show_study(info, result: list[dict[str, Any]], header: str, format: str) -> None:
+    from stackwars.report import studies, training
+
+    kind, config = info.kind, info.config
+    title = f"{kind} · " + ", ".join(f"{k}={v}" for k, v in config.items() if k not in ("checksums", "data"))
+    if kind.startswith("train:"):
+        body: Any = training.summary(result, title)
+    elif kind == "study:recompile":
+        body = studies.recompile_table([r for r in result if r.get("call_index") is not None], title)
+    elif kind == "study:cache":
+        body = studies.cache_table(result, title)
+    elif kind == "study:autotune":
+        from stackwars.studies import autotune
+        body = studies.autotune_table(result, title, autotune.findings(result, config.get("device", "cpu")))
+    else:
+        body = f"{len(result)} rows; `stackwars show {info.run_id} --format csv` prints them"
+    if format == "markdown":  # the study tables as text; their rows in full: --format csv
+        import io
+
+        from rich.console import Console
+        console = Console(width=table_width(), record=True, color_system=None, file=io.StringIO())
+        console.print(body)
+        print(f"{header}\n\n```\n{console.export_text()}```")
+        return
+    out.print(header, highlight=False)
+    out.print(body, width=table_width())
+
+
+@command
+def runs(
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    format: str = typer.Option("table", "--format", "-f", help="table or json"),
+) -> None:
+    """List the stored runs: id, kind, command, cells or rows, their statuses, date."""
+    if format not in ("table", "json"):
+        raise SpecError(f"unknown format {format!r}; allowed: table, json")
+    path = check_db(db, create=False)
+    with Store(path, create=False) as store:
+        listed = store.runs()
+    if format == "json":
+        print(json.dumps(listed, indent=1))
+        return
+    if not listed:
+        out.print(f"no runs stored in {path}")
+        return
+    table = Table(title=f"runs in {path}", title_justify="left")
+    for c in ("run", "kind", "done", "statuses", "date", "command"):
+        table.add_column(c, overflow="fold")
+    for r in listed:
+        done = f"{r['done']}/{r['planned']} cells" if r["kind"] == "cells" else f"{r['done']} rows"
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(r["statuses"].items()))
+        table.add_row(r["run_id"], r["kind"], done, statuses, r["created_at"][:19].replace("T", " "),
+                      r["command"] or "")
+    out.print(table, width=table_width())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -18,10 +17,11 @@ from stackwars.harness.isolation import run_inline, run_task
 from stackwars.records import DTYPES, MeasureConfig, Env
 from stackwars.report import format as fmt
 from stackwars.report import studies as report
-from stackwars.store.results import Store, db_path
+from stackwars.store.results import Store, check_db, db_path
 from stackwars.studies import autotune as autotune_study
 from stackwars.studies import cache as cache_study
 from stackwars.studies import recompile as recompile_study
+from stackwars.harness import tmp
 
 app = typer.Typer(help="structured experiments over many calls: recompile, cache, autotune", no_args_is_help=True)
 
@@ -73,6 +73,7 @@ def recompile(
         raise SpecError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
     if json_out is not None:
         writable_file(json_out, "--json")
+    check_db(db)
     key, values = recompile_study.parse_vary(vary)
     backends = backend or list(recompile_study.VARIANTS)
     items = recompile_study.plan(workload, preset, phase, key, values, backends, variant)
@@ -81,7 +82,7 @@ def recompile(
     env = envmod.fingerprint(None, probe)
     rows = []
     for item in items:
-        cache = tempfile.mkdtemp(prefix="stackwars-cold-cache-")
+        cache = tmp.mkdtemp("cold-cache")
         try:
             task = {"target": "stackwars.studies.recompile:run_item",
                     "kwargs": {"item": item, "dtype": dtype, "device": device, "cache_dir": cache},
@@ -125,6 +126,7 @@ def cache(
     """First-call time with cold caches, with warm caches, and the second call."""
     if json_out is not None:
         writable_file(json_out, "--json")
+    check_db(db)
     backends = cache_study.plan(backend or ["jax-jit", "torch-compile"])
     specs = runner.plan_cells([workload], [preset], [phase], backends, [device], [dtype])
     config = MeasureConfig(warmup=1, min_samples=5, min_time_s=0.2, timeout_s=timeout,
@@ -166,6 +168,7 @@ def autotune(
     """What XLA's GPU autotuning costs at compile time and buys at run time, per matmul precision."""
     if json_out is not None:
         writable_file(json_out, "--json")
+    check_db(db)
     backends = backend or ["jax-jit", "torch-compile"]
     runner.plan_cells([workload], [preset], [phase], backends, [device], [dtype])  # validates names and sizes
     cells = autotune_study.plan(workload, preset, phase, device, dtype, backends)

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from stackwars import registry, runner
-from stackwars.cli.common import DB_HELP, command, command_line, err, out, write_atomic
+from stackwars.cli.common import (DB_HELP, command, command_line, err, exit_code, interruptible, interruption, number,
+                                  out, seed as check_seed, table_width, writable_dir, write_atomic)
 from stackwars.data import mnist
 from stackwars.errors import SpecError
 from stackwars.harness import env as envmod
 from stackwars.records import DEVICES, Env, MeasureConfig
 from stackwars.report import training as report
-from stackwars.store.results import Store, db_path
+from stackwars.store.results import Store, check_db
 from stackwars.studies import mnist as study
 
 
@@ -46,16 +46,17 @@ def train(
         raise SpecError(f"unknown training study {name!r}; allowed: {', '.join(studies)}")
     if device not in DEVICES:
         raise SpecError(f"unknown device {device!r}; allowed: {', '.join(DEVICES)}")
+    number(lr, "--lr", low=0, high=MAX_LR, why=f" (plain SGD with a step above {MAX_LR:g} diverges at once)")
+    check_seed(seed, "--seed")
+    check_seed(split_seed, "--split-seed")
     configs = study.plan(framework or list(study.FRAMEWORKS), batch_size or [64, 256, 1024], epochs, lr,
                          placement, compile, device, seed)
     runner.validate_config(MeasureConfig(threads=threads, timeout_s=timeout))
-    if out_dir.exists() and not out_dir.is_dir():
-        raise SpecError(f"--out {out_dir} exists and is not a directory")
-    parent = out_dir.expanduser().resolve().parent
-    if not os.access(parent if parent.exists() else Path.cwd(), os.W_OK):
-        raise SpecError(f"--out {out_dir}: {parent} is not writable")
+    writable_dir(out_dir, "--out")
+    path = check_db(db)
     ds = mnist.locate(data_dir)  # missing, corrupt or mismatched files: a DataError, exit 2
-    err.print(f"data: {ds.directory} ({ds.dataset}, SHA-256 verified)")
+    mnist.decoded(ds)  # every file parsed before anything is written: a truncated file is refused here
+    err.print(f"data: {ds.directory} ({ds.dataset}, SHA-256 verified, decoded)")
 
     probe = runner.probe_machine(inline)
     env = envmod.fingerprint(threads, probe)
@@ -65,7 +66,7 @@ def train(
             raise SpecError(f"{fw} cannot run on {device} here: {p.get('error') or p.get('cuda_reason')}")
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    with Store(db_path(db)) as store:
+    with Store(path) as store:
         run_id = store.create_run(configs, {"study": name, "split_seed": split_seed, "data": str(ds.directory),
                                             "dataset": ds.dataset, "checksums": ds.checksums},
                                   kind=f"train:{name}", command=command_line())
@@ -75,24 +76,37 @@ def train(
         def on_event(e):
             if e.get("event") == "epoch":
                 compile_note = f" (compile {e['compile_s']:.2f} s)" if e.get("compile_s") else ""
+                busy = (f"  [yellow]contended: others took {e['contention']:.0%} of its CPUs[/]"
+                        if e.get("contended") else "")
                 err.print(f"  {e['backend']:>13} b={e['batch_size']:<5} epoch {e['epoch']:>2}/{e['epochs']}: "
                           f"{e['epoch_s']:.2f} s{compile_note}, train loss {e['train_loss']:.4f}, "
-                          f"val acc {100 * e['val_acc']:.2f}%", highlight=False)
+                          f"val acc {100 * e['val_acc']:.2f}%{busy}", highlight=False)
             elif e.get("event") == "done" and e["status"] != "ok":
                 err.print(f"[red]{e['framework']} b={e['batch_size']}: {e['status']}[/]: "
                           f"{(e.get('error') or '').splitlines()[0][:200]}")
 
         try:
-            rows = study.run(configs, ds, split_seed, threads, timeout, runner.default_memory_limit(),
-                             lambda cfg, rs: store.add_study_rows(run_id, session, name, cfg.key, rs),
-                             on_event, inline)
-        except KeyboardInterrupt:
-            err.print("\ninterrupted: finished trainings are stored in the database")
-            raise typer.Exit(130)
+            with interruptible():
+                rows = study.run(configs, ds, split_seed, threads, timeout, runner.default_memory_limit(),
+                                 lambda cfg, rs: store.add_study_rows(run_id, session, name, cfg.key, rs),
+                                 on_event, inline)
+        except KeyboardInterrupt as exc:
+            err.print(f"\n{interruption(exc)}: finished trainings are stored in the database (run {run_id})")
+            raise typer.Exit(exit_code(exc))
     title = (f"MNIST MLP 784-512-512-10, SGD lr={lr}, {epochs} epochs, {device}, "
              f"{ds.dataset}; placement={placement}")
     write_atomic(out_dir / "benchmark_results.csv", report.to_csv(rows))
-    report.plot(rows, out_dir / "training_curves.png", title)
-    out.print(report.summary(rows, title))
+    png = out_dir / "training_curves.png"
+    plotted = report.plot(rows, png, title)
+    out.print(report.summary(rows, title), width=table_width())
     out.print(f"Environment: {Env(env).summary()}", style="dim", highlight=False)
-    err.print(f"wrote {out_dir / 'benchmark_results.csv'} and {out_dir / 'training_curves.png'}; run {run_id}")
+    wrote = f"{out_dir / 'benchmark_results.csv'}" + (f" and {png}" if plotted else
+                                                        " (no curves: no training finished ok)")
+    err.print(f"wrote {wrote}; run {run_id}")
+    failed = sorted({r["status"] for r in rows if r["status"] in ("error", "timeout")})
+    if failed:  # diverged and oom are results of the experiment; a crash or a hang is not
+        err.print(f"trainings ended {', '.join(failed)}: exit status 1")
+        raise typer.Exit(1)
+
+
+MAX_LR = 10.0

@@ -82,8 +82,11 @@ class Verified:
 def verify(directory: Path) -> Verified:
     """Check that the four files exist and match their SHA-256; say exactly what is wrong."""
     directory = Path(directory).expanduser()
-    if not directory.is_dir():
+    if not directory.exists():
         raise DataError(f"data directory {directory} does not exist")
+    if not directory.is_dir():
+        raise DataError(f"data directory {directory} is not a directory; give the directory that holds the four "
+                        f"MNIST files")
     missing = [f for f in FILES.values() if not (directory / f).is_file()]
     if missing:
         raise DataError(f"{directory} lacks {', '.join(missing)}; an MNIST-style directory holds the four files "

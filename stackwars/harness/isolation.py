@@ -37,6 +37,7 @@ class Outcome:
     error: str | None
     wall_s: float
     peak_tree_rss_bytes: int | None = None
+    stage: str | None = None  # the last stage the worker reported (where a timeout or a crash caught it)
 
 
 def _tree_rss(proc: psutil.Process) -> int:
@@ -67,16 +68,19 @@ def _tail(path: str) -> str:
 
 def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | None = None,
              poll_s: float = 0.05, on_progress: Callable[[dict[str, Any]], None] | None = None) -> Outcome:
-    with tempfile.TemporaryDirectory(prefix="stackwars-worker-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"stackwars-worker-{os.getpid()}-") as tmp:
         task_path, result_path, log_path, progress_path = (
             os.path.join(tmp, n) for n in ("task.json", "result.json", "log.txt", "progress.jsonl"))
         with open(task_path, "w") as f:
             json.dump(task, f)
         tail = progress.Tail(progress_path)
+        stage: list[str | None] = [None]
 
         def relay() -> None:
-            if on_progress is not None:
-                for event in tail.read():
+            for event in tail.read():
+                if event.get("event") == "stage":
+                    stage[0] = event.get("stage")
+                if on_progress is not None:
                     on_progress(event)
 
         start = time.perf_counter()
@@ -105,7 +109,9 @@ def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | N
                         killed = ("oom", f"worker RSS {rss / 2**30:.2f} GiB exceeded the memory limit "
                                          f"{memory_limit_bytes / 2**30:.2f} GiB (watchdog killed it)")
                 if killed is None and elapsed > timeout_s:
-                    killed = ("timeout", f"no result after {timeout_s:g} s (per-cell timeout); worker killed")
+                    relay()
+                    during = f" during the {stage[0]}" if stage[0] else ""
+                    killed = ("timeout", f"no result after {timeout_s:g} s (per-cell timeout){during}; worker killed")
                 if killed:
                     _kill_group(proc.pid)
                     proc.wait()
@@ -119,16 +125,18 @@ def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | N
         wall = time.perf_counter() - start
         tail = _tail(log_path)
         if killed:
-            return Outcome(killed[0], None, f"{killed[1]}\n\n--- worker output (tail) ---\n{tail}", wall, peak or None)
+            return Outcome(killed[0], None, f"{killed[1]}\n\n--- worker output (tail) ---\n{tail}", wall, peak or None,
+                           stage[0])
         if os.path.exists(result_path):
             with open(result_path) as f:
                 result = json.load(f)
-            return Outcome(result.get("status", "ok"), result, result.get("error"), wall, peak or None)
+            return Outcome(result.get("status", "ok"), result, result.get("error"), wall, peak or None, stage[0])
         code = proc.returncode
         how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
         hint = " (SIGKILL without a watchdog kill: possibly the kernel's OOM killer)" if code == -9 else ""
-        return Outcome("error", None, f"worker died without a result: {how}{hint}\n\n--- worker output (tail) ---\n{tail}",
-                       wall, peak or None)
+        during = f" during the {stage[0]}" if stage[0] else ""
+        return Outcome("error", None, f"worker died without a result{during}: {how}{hint}\n\n--- worker output "
+                                      f"(tail) ---\n{tail}", wall, peak or None, stage[0])
 
 
 def run_inline(task: dict[str, Any], on_progress: Callable[[dict[str, Any]], None] | None = None) -> Outcome:

@@ -36,6 +36,7 @@ import psutil
 
 from stackwars import registry
 from stackwars.backends.base import Prepared
+from stackwars.harness import progress
 from stackwars.harness import reference as refmod
 from stackwars.harness.contention import ForeignLoad
 from stackwars.harness.memory import PeakRSS, current_rss
@@ -63,6 +64,11 @@ def cache_contents(path: str | None) -> dict[str, int] | None:
     return {"jax_executables": (_count_entries(jax_dir) or 0) - autotune, "xla_autotune_results": autotune,
             "inductor": _count_entries(os.path.join(path, "inductor")) or 0,
             "triton": _count_entries(os.path.join(path, "triton")) or 0}
+
+
+def stage(name: str) -> None:
+    """Tell the parent where the cell is: a timeout or a crash is reported with its stage."""
+    progress.report(event="stage", stage=name)
 
 
 def _since_process_start() -> float | None:
@@ -102,6 +108,7 @@ def prepare_cell(spec: Mapping[str, Any], config: Mapping[str, Any],
     workload.check_phase(cell.phase)
     cfg = workload.config(cell.preset, dict(cell.overrides))
     bspec = registry.backend(cell.backend)
+    stage("import")
     t0 = time.perf_counter()
     backend = bspec.load(dict(cell.options))
     timeline["import_s"] = time.perf_counter() - t0
@@ -115,10 +122,12 @@ def prepare_cell(spec: Mapping[str, Any], config: Mapping[str, Any],
         "cache_dir": cache.get("dir"), "cache": cache, "seed": cfg_m.seed,
     }
     settings["applied"] = backend.configure(settings)
+    stage("device initialisation")
     t0 = time.perf_counter()
     settings["device_init"] = backend.init_device(cell.device)
     timeline["device_init_s"] = time.perf_counter() - t0
 
+    stage("preparation")
     t0 = time.perf_counter()
     pdtype = param_dtype(cell.dtype, cell.phase)
     params, batch = workload.init(cfg, cfg_m.seed)
@@ -142,6 +151,7 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     steal_before = getattr(psutil.cpu_times(), "steal", None)
     rss = PeakRSS()
     baseline = current_rss()
+    stage("first call")
     rss.reset()
     first_s, out = timer.once()
     peak_first = rss.peak()
@@ -152,6 +162,7 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     timeline["parity_copy_s"] = time.perf_counter() - t0
     peak_through_first = rss.peak()  # includes the host copies made for the parity check
     rss.reset()  # the steady-state window: the running program's footprint, compile excluded
+    stage("second call, warm-up and steady state")
     second_s, out = timer.once()
     del out
     others = ForeignLoad()  # what other processes did on our CPUs while the samples were taken
@@ -168,6 +179,7 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     device_peak, device_counter = backend.device_peak_memory(cell.device)
     compile_stats = prepared.compile_stats()
     memory_analysis = prepared.memory_analysis()
+    stage("observation of what ran")
     t0 = time.perf_counter()
     settings["observed"] = prepared.observe()
     timeline["observe_s"] = time.perf_counter() - t0
@@ -175,6 +187,7 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
 
     # the measured program is released before the reference may need the device
     del pc, prepared, timer
+    stage("reference and parity")
     tolerance = workload.tolerance(cell.dtype, cfg_m.matmul_precision, cell.phase)
     ref_key = refmod.key(workload, cfg, cell.phase, cfg_m.seed, cell.dtype, pdtype)
     parity, ref_info = refmod.reference_parity(

@@ -1,12 +1,17 @@
 """Achievable device peaks, measured (not datasheet): a large GEMM and a streaming pass.
 
 ``measure_peak`` runs inside a worker for one framework, device and dtype and returns
-the median rate of a steady state timed with the same ``Timer`` as every cell:
+the rate of a steady state timed with the same ``Timer`` as every cell:
 
 * GEMM: C = A @ B on n x n matrices, 2n^3 FLOPs per call;
 * stream: y = x + 1 over a large buffer, counting bytes read plus bytes written.
 
-The run keeps, per dtype, the higher of the two frameworks' figures as the roofline.
+Each is measured in ``ROUNDS`` rounds; the peak is the best round's median (a peak is what
+the machine can do, so a round slowed by something else must not lower it), and every
+round records what other processes took of the worker's CPUs meanwhile (``contention``). A
+CPU measurement whose every round was contended is flagged: a peak measured under load
+(106.5 GFLOP/s stored where a quiet machine gives 173) made half the cells' rooflines read
+over 100%. The run keeps, per dtype, the higher of the two frameworks' figures.
 """
 
 from __future__ import annotations
@@ -23,14 +28,28 @@ SIZES = {  # (gemm n, stream elements)
 }
 
 
-def _rate(timer: Timer, work: float, min_time_s: float) -> dict[str, float]:
+ROUNDS = 3
+
+
+def _rate(timer: Timer, work: float, min_time_s: float, rounds: int = ROUNDS) -> dict[str, Any]:
+    from stackwars.harness.contention import ForeignLoad
+
     timer.once()  # compile / first touch
     est = min(timer.warmup(3))
-    steady = timer.steady(min_samples=10, min_time_s=min_time_s, max_samples=10_000,
-                          number=Timer.choose_number(est, 1e-3))
-    samples = sorted(steady.samples)
-    return {"median_per_s": work / samples[len(samples) // 2], "best_per_s": work / samples[0],
-            "samples": len(samples)}
+    number = Timer.choose_number(est, 1e-3)
+    per_round = []
+    for _ in range(rounds):
+        load = ForeignLoad().start()
+        steady = timer.steady(min_samples=10, min_time_s=min_time_s / rounds, max_samples=10_000, number=number)
+        others = load.stop()
+        samples = sorted(steady.samples)
+        per_round.append({"median_per_s": work / samples[len(samples) // 2], "best_per_s": work / samples[0],
+                          "samples": len(samples), "contention": others["fraction"],
+                          "contended": others["contended"]})
+    best = max(per_round, key=lambda r: r["median_per_s"])
+    return {"median_per_s": best["median_per_s"], "best_per_s": max(r["best_per_s"] for r in per_round),
+            "samples": sum(r["samples"] for r in per_round), "rounds": per_round,
+            "contended": all(r["contended"] for r in per_round)}
 
 
 def _torch(device: str, dtype: str, precision: str, threads: int | None, min_time_s: float) -> dict[str, Any]:

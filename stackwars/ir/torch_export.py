@@ -66,12 +66,25 @@ class TorchExport:
 
     @classmethod
     def load(cls, path: str | Path) -> "TorchExport":
+        """Read an exported file and its description; anything else is refused with what was
+        expected (a random file, a truncated description, a module of another kind)."""
         path = Path(path)
         side = path.with_suffix(".json")
+        made_by = "written by `stackwars ir ... --framework torch --stage stablehlo`"
         if not path.is_file() or not side.is_file():
-            raise SpecError(f"--stablehlo {path}: expected {path.name} and its description {side.name} "
-                            f"(written by `stackwars ir ... --framework torch --stage stablehlo`)")
-        return cls(text=path.read_text(), **json.loads(side.read_text()))
+            raise SpecError(f"--stablehlo {path}: expected {path.name} and its description {side.name} ({made_by})")
+        try:
+            text = path.read_text()
+            description = json.loads(side.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise SpecError(f"--stablehlo {path}: not an exported StableHLO program ({made_by}): {exc}") from None
+        needed = {"arg_names", "arg_shapes", "arg_dtypes", "out_names", "meta"}
+        if not isinstance(description, dict) or not needed <= set(description):
+            raise SpecError(f"--stablehlo {side}: a description lists {', '.join(sorted(needed))} ({made_by})")
+        if "func.func" not in text or "stablehlo." not in text:
+            raise SpecError(f"--stablehlo {path}: no StableHLO function in the file ({made_by})")
+        fields = {k: v for k, v in description.items() if k in cls.__dataclass_fields__}
+        return cls(text=text, **fields)
 
     def check_matches(self, expected: dict[str, Any]) -> None:
         """An exported file runs only the cell it was exported for."""

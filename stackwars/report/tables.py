@@ -37,7 +37,7 @@ CAPTION = ("Avg Steady State: median seconds per call over the steady-state samp
            "outputs where no float64 reference fits); backend · X: the attention implementation that ran; "
            "(noisy): IQR above 10% of the "
            "median; (contended): other processes or the hypervisor took over 5% of the cell's CPUs while it "
-           "was timed.")
+           "was timed; peak mem (+x): the increase over the worker's baseline before the first call.")
 
 
 def _group_key(row: Mapping[str, Any]) -> tuple:
@@ -78,13 +78,17 @@ def _compared(row: Mapping[str, Any]) -> list[float]:
     return row.get("process_medians") or row.get("steady_samples") or []
 
 
-def _vs_best(row: Mapping[str, Any], best: Mapping[str, Any] | None) -> str:
+def _vs_best(row: Mapping[str, Any], best: Mapping[str, Any] | None, shadowed: bool = False) -> str:
+    """Ratio to the fastest cleanly measured row. ``?``: a noisy or contended row is involved
+    (this one, the reference, or, for the reference itself, a noisy or contended row with a
+    lower median that might really be faster)."""
     if best is None or not _compared(row) or row["status"] != "ok":
         return fmt.DASH
+    doubtful = any(r.get("noisy") or r.get("contended") for r in (row, best))
     if row is best:
-        return "fastest"
+        return "fastest" + (" ?" if doubtful or shadowed else "")
     c = stats.compare(_compared(best), _compared(row))
-    return f"{c.ratio:.2f}x" + ("" if c.significant else " ~")
+    return f"{c.ratio:.2f}x" + ("" if c.significant else " ~") + (" ?" if doubtful else "")
 
 
 def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = 0.10) -> list[Mapping[str, Any]]:
@@ -137,32 +141,86 @@ def group_rows(rows: Iterable[Mapping[str, Any]]) -> "OrderedDict[tuple, list[Ma
     return groups
 
 
-def cell_table(key: tuple, rows: list[Mapping[str, Any]]) -> Table:
+def _title(key: tuple) -> str:
     workload, preset, phase, device, dtype, over = key
-    title = f"{workload} · {preset} · {phase} · {device} · {dtype}" + (f" · {over}" if over else "")
-    table = Table(title=title, title_justify="left", show_lines=False)
-    for c in COLUMNS:
-        table.add_column(c, justify="left" if c in ("backend", "status", "parity") else "right", no_wrap=c == "backend")
+    return f"{workload} · {preset} · {phase} · {device} · {dtype}" + (f" · {over}" if over else "")
+
+
+def _memory(row: Mapping[str, Any]) -> str:
+    """The peak, and for host RSS its increase over the worker's baseline (the framework
+    alone is 0.25-0.6 GiB of it): what the cell added."""
+    peak = row.get("peak_memory_bytes")
+    text = fmt.nbytes(peak)
+    base = row.get("baseline_rss_bytes")
+    if peak is not None and base is not None and row.get("peak_device_bytes") is None:
+        text += f" (+{fmt.nbytes(max(0, peak - base))})"
+    return text
+
+
+def _roofline(row: Mapping[str, Any]) -> str:
+    f = row.get("roofline_fraction")
+    return fmt.DASH if f is None else (f"⚠ {fmt.fraction(f)}" if f > 1.0 else fmt.fraction(f))
+
+
+def _formatted(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every table cell of every row as text, whichever layout shows them."""
     rows = combine_repeats(rows)
     ok = [r for r in rows if r["status"] == "ok" and r.get("steady_median_s")]
-    best = min(ok, key=lambda r: r["steady_median_s"]) if ok else None
+    # the fastest among rows that were measured cleanly, where there is one
+    clean = [r for r in ok if not (r.get("noisy") or r.get("contended"))] or ok
+    best = min(clean, key=lambda r: r["steady_median_s"]) if clean else None
+    shadowed = best is not None and any((r.get("noisy") or r.get("contended"))
+                                        and r["steady_median_s"] < best["steady_median_s"] for r in ok)
+    out = []
     for r in rows:
         median = r.get("steady_median_s")
         count = f"{r['processes_ok']}/{r['processes']} procs" if r.get("processes") else f"n={r.get('steady_n')}"
-        table.add_row(
-            _label(r),
-            fmt.seconds(r.get("first_call_s")),
-            fmt.seconds(r.get("second_call_s")),
-            fmt.seconds(median) + (f" ({count})" if median is not None else ""),
-            fmt.seconds(r.get("steady_iqr_s")),
-            _vs_best(r, best),
-            fmt.rate(r.get("achieved_flops_per_s"), "FLOP"),
-            fmt.fraction(r.get("roofline_fraction")),
-            fmt.nbytes(r.get("peak_memory_bytes")),
-            _parity(r),
-            _status(r),
-        )
+        out.append({"row": r, "backend": _label(r), "First Run": fmt.seconds(r.get("first_call_s")),
+                    "Second Run": fmt.seconds(r.get("second_call_s")),
+                    "Avg Steady State": fmt.seconds(median) + (f" ({count})" if median is not None else ""),
+                    "± (IQR)": fmt.seconds(r.get("steady_iqr_s")), "vs best": _vs_best(r, best, shadowed),
+                    "achieved": fmt.rate(r.get("achieved_flops_per_s"), "FLOP"), "roofline": _roofline(r),
+                    "peak mem": _memory(r), "parity": _parity(r), "status": _status(r)})
+    return out
+
+
+def cell_table(key: tuple, rows: list[Mapping[str, Any]]) -> Table:
+    table = Table(title=_title(key), title_justify="left", show_lines=False)
+    for c in COLUMNS:
+        table.add_column(c, justify="left" if c in ("backend", "status", "parity") else "right", no_wrap=c == "backend")
+    for f in _formatted(rows):
+        table.add_row(*[f[c] for c in COLUMNS])
     return table
+
+
+def cell_stack(key: tuple, rows: list[Mapping[str, Any]]) -> Group:
+    """The same content for a narrow terminal: a block of short lines per backend."""
+    lines: list[Any] = [Text(_title(key), style="bold")]
+    for f in _formatted(rows):
+        head = Text(f"  {f['backend']}  ")
+        head.append_text(f["status"])
+        lines.append(head)
+        lines.append(Text(f"      steady {f['Avg Steady State']} ± {f['± (IQR)']}   vs best {f['vs best']}"))
+        lines.append(Text(f"      first {f['First Run']}   second {f['Second Run']}   {f['achieved']}   "
+                          f"roofline {f['roofline']}"))
+        lines.append(Text(f"      peak mem {f['peak mem']}   parity {f['parity']}"))
+    return Group(*lines)
+
+
+def markdown(rows: list[Mapping[str, Any]], env_summary: str | None = None) -> str:
+    """The tables as GitHub-flavoured Markdown: every column, nothing cut."""
+    parts = []
+    for key, group in group_rows(rows).items():
+        parts.append(f"**{_title(key)}**\n")
+        parts.append("| " + " | ".join(COLUMNS) + " |")
+        parts.append("|" + "|".join("---" for _ in COLUMNS) + "|")
+        for f in _formatted(group):
+            parts.append("| " + " | ".join(str(f[c]).replace("|", "\\|") for c in COLUMNS) + " |")
+        parts.append("")
+    for line in _notes(rows, env_summary):
+        parts.append(line.plain if isinstance(line, Text) else str(line))
+        parts.append("")
+    return "\n".join(parts)
 
 
 def failures(rows: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -193,13 +251,22 @@ def overhead_summary(rows: Iterable[Mapping[str, Any]]) -> str | None:
     return "Time: " + "; ".join(parts)
 
 
-def render(rows: list[Mapping[str, Any]], env_summary: str | None = None) -> Group:
-    """Everything `stackwars run` and `stackwars show` print after the progress bar."""
-    parts: list[Any] = []
-    for key, group in group_rows(rows).items():
-        parts.append(cell_table(key, group))
+WIDE_MIN = 200  # the wide table needs about this many columns; below it, the stacked layout
+
+
+def _notes(rows: list[Mapping[str, Any]], env_summary: str | None) -> list[Text]:
+    parts: list[Text] = []
     if rows:
         parts.append(Text(CAPTION.format(mem=_memory_counter(rows)), style="dim"))
+    over = [r for r in rows if (r.get("roofline_fraction") or 0) > 1.0]
+    if over:
+        parts.append(Text(f"⚠ roofline above 100% in {len(over)} row(s): the stored device peak is lower than what "
+                          "these cells achieved, so it was measured under load or too briefly; rerun `stackwars "
+                          "peaks` on a quiet machine. Those fractions are a warning about the peak, not a result.",
+                          style="yellow"))
+    if any(r.get("noisy") or r.get("contended") for r in rows if r["status"] == "ok"):
+        parts.append(Text("? in vs best: this row or the fastest is noisy or contended; the ratio is shown, "
+                          "but it is not a ranking.", style="yellow"))
     time_line = overhead_summary(rows)
     if time_line:
         parts.append(Text(time_line, style="dim"))
@@ -209,10 +276,24 @@ def render(rows: list[Mapping[str, Any]], env_summary: str | None = None) -> Gro
         parts.extend(Text(f"  {f}") for f in fails)
     if env_summary:
         parts.append(Text(f"Environment: {env_summary}", style="dim"))
+    return parts
+
+
+def render(rows: list[Mapping[str, Any]], env_summary: str | None = None, width: int | None = None) -> Group:
+    """Everything `stackwars run` and `stackwars show` print after the progress bar: the
+    wide tables where ``width`` allows them (or when it is None), else the stacked layout."""
+    stacked = width is not None and width < WIDE_MIN
+    parts: list[Any] = []
+    for key, group in group_rows(rows).items():
+        parts.append(cell_stack(key, group) if stacked else cell_table(key, group))
+    if stacked and rows:
+        parts.append(Text("Stacked layout for a narrow terminal; the full table: a wider terminal, or "
+                          "`stackwars show --format markdown|csv|json`.", style="dim"))
+    parts.extend(_notes(rows, env_summary))
     return Group(*parts)
 
 
-def to_text(rows: list[Mapping[str, Any]], env_summary: str | None = None, width: int = 200) -> str:
+def to_text(rows: list[Mapping[str, Any]], env_summary: str | None = None, width: int = 250) -> str:
     console = Console(width=width, record=True, color_system=None, force_terminal=False, file=io.StringIO())
-    console.print(render(rows, env_summary))
+    console.print(render(rows, env_summary, width=width))
     return console.export_text()

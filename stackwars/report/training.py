@@ -24,7 +24,7 @@ from stackwars.report import format as fmt
 CSV_COLUMNS = ("framework", "backend", "batch_size", "epoch", "epoch_s", "includes_compile", "compile_s",
                "compute_s", "data_s", "initial_transfer_s", "steps", "samples", "train_loss", "train_acc",
                "val_loss", "val_acc", "eval_s", "test_loss", "test_acc", "lr", "placement", "device",
-               "split_digest", "status", "error")
+               "split_digest", "contention", "contended", "status", "error")
 
 
 def to_csv(rows: Iterable[Mapping[str, Any]]) -> str:
@@ -43,7 +43,8 @@ def _runs(rows: Iterable[Mapping[str, Any]]) -> "OrderedDict[tuple[str, int], li
     return out
 
 
-def plot(rows: list[Mapping[str, Any]], path: Path, title: str) -> None:
+def plot(rows: list[Mapping[str, Any]], path: Path, title: str) -> bool:
+    """Write the curves of the trainings that finished ok; False (nothing written) if none did."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -51,7 +52,7 @@ def plot(rows: list[Mapping[str, Any]], path: Path, title: str) -> None:
     ok = [r for r in rows if r["status"] == "ok"]
     batches = sorted({r["batch_size"] for r in ok})
     if not batches:
-        return
+        return False
     fig, axes = plt.subplots(2, len(batches), figsize=(4.2 * len(batches), 7), squeeze=False, sharex=True)
     colours = {"torch-eager": "tab:red", "torch-compile": "tab:orange", "jax-jit": "tab:blue"}
     for col, b in enumerate(batches):
@@ -77,6 +78,7 @@ def plot(rows: list[Mapping[str, Any]], path: Path, title: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return True
 
 
 def summary(rows: list[Mapping[str, Any]], title: str) -> Group:
@@ -85,9 +87,13 @@ def summary(rows: list[Mapping[str, Any]], title: str) -> Group:
               "data in epoch", "final train loss", "final val acc", "test acc", "status"):
         table.add_column(c, justify="left" if c in ("backend", "status") else "right")
     for (backend, b), rs in _runs(rows).items():
-        if rs[0]["status"] != "ok":
+        if rs[0]["status"] not in ("ok", "diverged"):
             table.add_row(backend, str(b), *[fmt.DASH] * 7, Text(rs[0]["status"], style="red"))
             continue
+        status = Text(rs[0]["status"], style="green" if rs[0]["status"] == "ok" else "bold red")
+        contended = [r["epoch"] for r in rs if r.get("contended")]
+        if contended:  # other processes took over 5% of the CPUs while these epochs ran
+            status.append(f" (contended: epoch {', '.join(map(str, contended))})", style="yellow")
         steady = [r["epoch_s"] for r in rs[1:]]
         if len(steady) >= 2:
             q = statistics.quantiles(steady, n=4)
@@ -99,7 +105,7 @@ def summary(rows: list[Mapping[str, Any]], title: str) -> Group:
                       steady_txt, fmt.seconds(statistics.median(r["data_s"] for r in rs)),
                       f"{last['train_loss']:.4f}", f"{100 * last['val_acc']:.2f}%",
                       f"{100 * last['test_acc']:.2f}%" if last.get("test_acc") is not None else fmt.DASH,
-                      Text("ok", style="green"))
+                      status)
     parts: list[Any] = [table]
     gaps = loss_gaps(rows)
     if gaps:
@@ -116,7 +122,9 @@ def summary(rows: list[Mapping[str, Any]], title: str) -> Group:
     parts.append(Text("first epoch: wall time of epoch 1's training loop, compilation included (shown apart); "
                       "steady epoch: epochs 2..N; data in epoch: the on-device shuffle (placement=device) or "
                       "the per-batch host-to-device copies (placement=host), median over epochs; evaluation "
-                      "is timed apart and not included.", style="dim"))
+                      "is timed apart and not included; diverged: the loss became NaN, infinite or over 100x "
+                      "chance (100 ln 10) and the training stopped; (contended): other processes took over 5% of the CPUs during those "
+                      "epochs.", style="dim"))
     return Group(*parts)
 
 

@@ -1,16 +1,21 @@
 """SQLite schema, versioned, with forward migrations.
 
 ``schema_version`` holds one row per applied migration. Opening a database applies the
-missing migrations in order, each in its own transaction; a database written by a newer
-stackwars (a version this code does not know) is refused rather than misread.
+missing migrations in one immediate transaction (the version is read inside it), retried
+while another process holds the lock, so any number of processes may create or upgrade
+the same database at once: exactly one of them applies each migration. A database written
+by a newer stackwars (a version this code does not know) is refused rather than misread;
+a file that is not a stackwars database is refused with what it is.
 Results tables are append-only: triggers reject UPDATE and DELETE.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from stackwars.errors import StackwarsError
 
@@ -98,31 +103,77 @@ def version(conn: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
+T = TypeVar("T")
+BUSY_RETRY_S = 60.0
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def retry_busy(fn: Callable[[], T], timeout_s: float = BUSY_RETRY_S) -> T:
+    """Run ``fn``, retrying while SQLite reports the database locked or busy (some lock
+    waits, such as switching to WAL, return at once instead of using the busy timeout)."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.005
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+
+
+def foreign_tables(conn: sqlite3.Connection) -> list[str]:
+    """Tables of another application in a database without stackwars' schema_version."""
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    return [] if "schema_version" in names else [n for n in names if not n.startswith("sqlite_")]
+
+
 def connect(path: str | Path) -> sqlite3.Connection:
     conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)  # explicit transactions
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA foreign_keys=ON")
-    migrate(conn)
+    try:
+        retry_busy(lambda: conn.execute("PRAGMA journal_mode=WAL"))
+        conn.execute("PRAGMA foreign_keys=ON")
+        migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    current = version(conn)
-    if current > LATEST:
-        raise StackwarsError(f"results database schema version {current} is newer than this stackwars "
-                             f"understands ({LATEST}); upgrade stackwars to read it")
-    if current == 0:
-        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
-    for v in range(current + 1, LATEST + 1):
-        conn.execute("BEGIN")
-        try:
+    """Bring the schema to LATEST in one immediate transaction; idempotent and safe when
+    several processes open the same new database at once."""
+    if version(conn) == LATEST:  # the common case: nothing to write, no write lock taken
+        return
+    retry_busy(lambda: _migrate_locked(conn))
+
+
+def _migrate_locked(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN IMMEDIATE")  # the write lock first, then the version: no two processes migrate
+    try:
+        foreign = foreign_tables(conn)
+        if foreign:
+            raise StackwarsError(f"this SQLite file is not a stackwars results database (it holds other "
+                                 f"tables: {', '.join(sorted(foreign)[:5])}); give another --db")
+        current = version(conn)
+        if current > LATEST:
+            raise StackwarsError(f"results database schema version {current} is newer than this stackwars "
+                                 f"understands ({LATEST}); upgrade stackwars to read it")
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
+                     "applied_at TEXT NOT NULL)")
+        for v in range(current + 1, LATEST + 1):
             for statement in _split(MIGRATIONS[v - 1]):
                 conn.execute(statement)
             conn.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", (v, now()))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _split(script: str) -> list[str]:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import sqlite3
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from stackwars.errors import SpecError
+from stackwars.errors import SpecError, StackwarsError
 from stackwars.records import CellSpec, Measurement, MeasureConfig, _json_default
 from stackwars.store import db
 
@@ -25,6 +27,51 @@ DEFAULT_DB = "stackwars.db"
 
 def db_path(option: str | os.PathLike | None = None) -> Path:
     return Path(option or os.environ.get("STACKWARS_DB") or DEFAULT_DB)
+
+
+def _where(option: str | os.PathLike | None) -> str:
+    return "--db" if option else ("STACKWARS_DB" if os.environ.get("STACKWARS_DB") else "the default database")
+
+
+def check_db(option: str | os.PathLike | None = None, create: bool = True) -> Path:
+    """Before any work: the results database path is usable. An existing file must be a
+    stackwars database (readable, not corrupt, not another application's); a new one must
+    be creatable where it is asked for. Writes nothing."""
+    path = db_path(option)
+    what = f"{_where(option)} {path}"
+    if path.exists():
+        if path.is_dir():
+            raise SpecError(f"{what} is a directory; give a database file name")
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+            try:
+                conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
+                foreign = db.foreign_tables(conn)
+                current = db.version(conn)
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            raise SpecError(f"{what} is not a usable results database ({exc}); give another --db") from None
+        if foreign:
+            raise SpecError(f"{what} is an SQLite file of another application (tables: "
+                            f"{', '.join(sorted(foreign)[:5])}); give another --db")
+        if current > db.LATEST:
+            raise SpecError(f"{what} has schema version {current}, newer than this stackwars understands "
+                            f"({db.LATEST}); upgrade stackwars to use it")
+        return path
+    if not create:
+        raise SpecError(f"no results database at {path}; run `stackwars run ...` first, or point --db / "
+                        f"STACKWARS_DB at an existing one")
+    parent = path.expanduser().resolve().parent
+    if not parent.is_dir():
+        raise SpecError(f"{what}: directory {parent} does not exist")
+    try:
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=".stackwars-write-check-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise SpecError(f"{what}: cannot create a database in {parent} ({exc.strerror or exc})") from None
+    return path
 
 
 def _dumps(obj: Any) -> str:
@@ -56,7 +103,14 @@ class Store:
         if not create and not self.path.exists():
             raise SpecError(f"no results database at {self.path}; run `stackwars run ...` first, "
                             f"or point --db / STACKWARS_DB at an existing one")
-        self.conn = db.connect(self.path)
+        if self.path.is_dir():
+            raise SpecError(f"results database {self.path} is a directory; give a database file name")
+        try:
+            self.conn = db.connect(self.path)
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and db._busy(exc):
+                raise
+            raise StackwarsError(f"{self.path} is not a usable results database ({exc})") from None
 
     def close(self) -> None:
         self.conn.close()
@@ -143,6 +197,34 @@ class Store:
         return RunInfo(row[0], row[1], row[2], row[3], json.loads(row[4]), plan,
                        json.loads(env_row[0]) if env_row else {})
 
+    def cell_run(self, run_id: str, flag: str = "run") -> RunInfo:
+        """A run of measured cells; a training or study run named where cells are expected is
+        refused with what it is and where its rows are read."""
+        info = self.run(run_id)
+        if info.kind != "cells":
+            raise SpecError(f"{flag} {run_id}: this is a {info.kind} run ({info.command or 'no command recorded'}), "
+                            f"not a run of measured cells; `stackwars show {run_id}` prints its rows and "
+                            f"`stackwars export --run {run_id}` exports them")
+        return info
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Every stored run with its size and outcome: what `stackwars runs` lists."""
+        out = []
+        for run_id, created, kind, command in self.conn.execute(
+                "SELECT run_id, created_at, kind, command FROM runs ORDER BY created_at, run_id"):
+            planned = self.conn.execute("SELECT COUNT(*) FROM run_plan WHERE run_id = ?", (run_id,)).fetchone()[0]
+            if kind == "cells":
+                counts = dict(self.conn.execute("SELECT status, COUNT(*) FROM cells WHERE run_id = ? GROUP BY status",
+                                                (run_id,)).fetchall())
+            else:
+                counts = {}
+                for (row,) in self.conn.execute("SELECT row_json FROM study_rows WHERE run_id = ?", (run_id,)):
+                    status = json.loads(row).get("status") or "ok"
+                    counts[status] = counts.get(status, 0) + 1
+            out.append({"run_id": run_id, "created_at": created, "kind": kind, "command": command,
+                        "planned": planned, "done": sum(counts.values()), "statuses": counts})
+        return out
+
     def cells(self, run_id: str | None = None) -> list[tuple[str, Measurement]]:
         q = "SELECT run_id, record_json FROM cells"
         args: tuple = ()
@@ -182,6 +264,16 @@ class Store:
     def peaks(self) -> list[dict[str, Any]]:
         cols = ("id", "created_at", "device_key", "dtype", "matmul_precision", "flops_per_s", "bytes_per_s")
         return [dict(zip(cols, r)) for r in self.conn.execute(f"SELECT {', '.join(cols)} FROM peaks ORDER BY id")]
+
+
+def study_rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
+    """Rows of training and study runs (one per epoch, call, variant ...), with run_id and kind."""
+    ids = [run_id] if run_id is not None else [r for r in store.run_ids() if store.run(r).kind != "cells"]
+    out = []
+    for rid in ids:
+        kind = store.run(rid).kind
+        out.extend({"run_id": rid, "kind": kind, **r} for r in store.study_rows(rid))
+    return out
 
 
 def rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:

@@ -18,12 +18,12 @@ Cache hits are read from the frameworks' own counters (JAX's
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from stackwars.errors import SpecError
 from stackwars.records import CellSpec, Measurement, MeasureConfig
+from stackwars.harness import tmp
 
 BACKENDS = ("jax-jit", "jax-eager", "torch-compile", "torch-compile-max-autotune", "torch-xla")
 ROW_KEYS = ("backend", "run", "first_call_s", "second_call_s", "compile_s", "cache_hits", "status")
@@ -50,7 +50,7 @@ def cache_evidence(m: Measurement) -> dict[str, int]:
 def run(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any], measure) -> list[dict[str, Any]]:
     """``measure(spec, config, probe, peak) -> Measurement``: runner.measure_one, injected."""
     rows = []
-    directory = tempfile.mkdtemp(prefix="stackwars-cache-study-")
+    directory = tmp.mkdtemp("cache-study")
     try:
         cfg = replace(config, cache_dir=directory)
         for run_name in ("cold", "warm"):

@@ -182,6 +182,27 @@ class Workload:
     def parameter_count(self, cfg: Config) -> int:
         return sum(int(np.prod(s)) for s in self.shapes(cfg)[0].values())
 
+    def working_elements(self, cfg: Config, phase: str) -> int:
+        """Elements of the intermediate arrays a step holds at once (activations, scores,
+        gradients of activations): the micro-ops' part of the pre-flight memory estimate."""
+        return 0
+
+    def memory_estimate(self, cfg: Config, phase: str, dtype: str) -> dict[str, int]:
+        """A pre-flight estimate, in bytes, of what a cell holds at its peak (a lower bound
+        by design: the RSS watchdog catches what it misses). The same parts as the models':
+        the host copy of the inputs, the program's parameters, optimizer state and working
+        arrays, and the float64 reference (which runs after the program is released)."""
+        params, batch = self.shapes(cfg)
+        n_params = sum(int(np.prod(s)) for s in params.values())
+        n_batch = sum(int(np.prod(s)) for s in batch.values())
+        work = self.working_elements(cfg, phase)
+        train = phase == "train-step"
+        return {"host_weights": 4 * (n_params + n_batch),
+                "parameters": n_params * itemsize(param_dtype(dtype, phase)),
+                "optimizer": 4 * n_params if train else 0,  # the gradients (SGD keeps no state)
+                "activations": itemsize(dtype) * (n_batch + work),
+                "reference": 8 * (n_params * (2 if train else 1) + n_batch + work)}
+
     def describe(self, cfg: Config) -> dict[str, Any]:
         """What ``stackwars describe`` prints: the configuration, parameter and input shapes'
         sizes, analytical FLOPs and minimum bytes moved per phase. Nothing is allocated."""

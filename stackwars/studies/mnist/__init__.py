@@ -14,7 +14,6 @@ from its execution, and data movement is timed apart from compute.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -23,6 +22,7 @@ from stackwars.errors import SpecError
 from stackwars.harness.isolation import run_inline, run_task
 from stackwars.registry import register_study
 from stackwars.studies.mnist.common import FRAMEWORKS, PLACEMENTS, TrainConfig
+from stackwars.harness import tmp
 
 STUDY = "mnist"
 TRAIN_SIZE = 50_000
@@ -64,11 +64,12 @@ def rows_of(cfg: TrainConfig, result: dict[str, Any] | None, status: str, error:
     """One row per epoch (test accuracy on the last), or one failure row."""
     base = {"framework": cfg.framework, "backend": cfg.backend, "batch_size": cfg.batch_size, "lr": cfg.lr,
             "placement": cfg.placement, "device": cfg.device}
-    if status != "ok" or not result:
+    if status not in ("ok", "diverged") or not result or not result.get("epochs"):
         return [{**base, "epoch": None, "status": status, "error": error}]
     rows = []
+    why = ("the loss became NaN, infinite or over 100x chance: training stopped" if status == "diverged" else None)
     for r in result["epochs"]:
-        row = {**base, **r, "status": "ok", "error": None, "test_loss": None, "test_acc": None,
+        row = {**base, **r, "status": status, "error": why, "test_loss": None, "test_acc": None,
                "initial_transfer_s": result["initial_transfer_s"] if r["epoch"] == 1 else None,
                "split_digest": result["split_digest"]}
         rows.append(row)
@@ -86,7 +87,7 @@ def run(configs: Iterable[TrainConfig], ds: mnist.Verified, split_seed: int, thr
     for cfg in configs:
         if limits:
             cfg = TrainConfig(**{**cfg.to_dict(), **limits})
-        cache = tempfile.mkdtemp(prefix="stackwars-cold-cache-")  # torch.compile starts cold, as cells do
+        cache = tmp.mkdtemp("cold-cache")  # torch.compile starts cold, as cells do
         try:
             task = {"target": "stackwars.studies.mnist.worker:train",
                     "kwargs": {"config": cfg.to_dict(), "data_file": data_file, "split_seed": split_seed},

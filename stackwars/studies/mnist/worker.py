@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import time
 from typing import Any
@@ -11,7 +12,11 @@ import numpy as np
 
 from stackwars.data import mnist
 from stackwars.harness import progress
+from stackwars.harness.contention import ForeignLoad
 from stackwars.studies.mnist.common import TrainConfig, epoch_order, init_params
+
+# an epoch's mean cross-entropy above 100 x chance (100 ln 10): the weights have exploded
+DIVERGED_LOSS = 100 * math.log(10)
 
 
 def _trainer(cfg: TrainConfig, params):
@@ -40,8 +45,11 @@ def train(config: dict[str, Any], data_file: str, split_seed: int) -> dict[str, 
     trainer.put_data("val", val_x, val_y)
     trainer.put_data("test", test_x, test_y)
     rows = []
+    status = "ok"
     for epoch in range(1, cfg.epochs + 1):
+        others = ForeignLoad().start()  # what other processes took of our CPUs during the epoch
         stats = trainer.run_epoch(epoch, epoch_order(cfg.shuffle_seed, epoch, len(train_x), cfg.batch_size))
+        contention = others.stop()
         t0 = time.perf_counter()
         val_loss, val_acc = trainer.evaluate("val")
         compiles = cfg.backend != "torch-eager"  # eager has no compile step: null, not an invented zero
@@ -50,13 +58,20 @@ def train(config: dict[str, Any], data_file: str, split_seed: int) -> dict[str, 
                "data_s": stats.data_s,
                "steps": stats.steps, "samples": stats.samples, "train_loss": stats.train_loss,
                "train_acc": stats.train_acc, "val_loss": val_loss, "val_acc": val_acc,
-               "eval_s": time.perf_counter() - t0, "step_losses": stats.step_losses}
+               "eval_s": time.perf_counter() - t0, "step_losses": stats.step_losses,
+               "contention": contention["fraction"], "contended": contention["contended"]}
         rows.append(row)
         progress.report(event="epoch", framework=cfg.framework, backend=cfg.backend, batch_size=cfg.batch_size,
                         epoch=epoch, epochs=cfg.epochs, epoch_s=stats.epoch_s, compile_s=stats.compile_s,
-                        train_loss=stats.train_loss, val_acc=val_acc)
-    test_loss, test_acc = trainer.evaluate("test")
-    return {"status": "ok", "epochs": rows, "test_loss": test_loss, "test_acc": test_acc,
+                        train_loss=stats.train_loss, val_acc=val_acc, contended=contention["contended"],
+                        contention=contention["fraction"])
+        if not (math.isfinite(stats.train_loss) and math.isfinite(val_loss)) or stats.train_loss > DIVERGED_LOSS:
+            # the loss left the floats, or blew up far beyond chance (ln 10 = 2.3) and killed the
+            # network: later epochs would only compute NaN or a dead model; stop and say so
+            status = "diverged"
+            break
+    test_loss, test_acc = trainer.evaluate("test") if status == "ok" else (None, None)
+    return {"status": status, "epochs": rows, "test_loss": test_loss, "test_acc": test_acc,
             "initial_transfer_s": transfer_s, "settings": settings,
             "sizes": {"train": len(train_x), "val": len(val_x), "test": len(test_x)},
             # proves both frameworks trained and validated on the same split

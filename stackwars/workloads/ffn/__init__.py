@@ -76,6 +76,10 @@ class Ffn(Workload):
         grads = {"w1": x.T @ dh, "b1": dh.sum(0), "w2": a.T @ dy, "b2": dy.sum(0)}
         return {"loss": np.asarray(loss), **{f"update.{k}": -lr * g for k, g in grads.items()}}
 
+    def working_elements(self, cfg: FfnConfig, phase: str) -> int:
+        n = cfg.batch * cfg.seq
+        return n * (2 * cfg.d_ff + cfg.d_model) * (1 if phase == "forward" else 2)  # pre/post GELU, output
+
     def flops(self, cfg: FfnConfig, phase: str) -> int:
         return (4 if phase == "forward" else 10) * cfg.tokens * cfg.d_model * cfg.d_ff
 

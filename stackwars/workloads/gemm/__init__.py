@@ -57,6 +57,9 @@ class Gemm(Workload):
         lr = self.optimizer(cfg).lr
         return {"loss": np.asarray(loss), "update.b": -lr * (a.T @ dc)}
 
+    def working_elements(self, cfg: GemmConfig, phase: str) -> int:
+        return cfg.m * cfg.n * (1 if phase == "forward" else 2)  # C (and dC)
+
     def flops(self, cfg: GemmConfig, phase: str) -> int:
         return (2 if phase == "forward" else 4) * cfg.m * cfg.n * cfg.k
 

@@ -126,6 +126,12 @@ class Mha(Workload):
         lr = self.optimizer(cfg).lr
         return {"loss": np.asarray(loss), **{f"update.{n}": -lr * g for n, g in sorted(grads.items())}}
 
+    def working_elements(self, cfg: MhaConfig, phase: str) -> int:
+        n, scores = cfg.batch * cfg.seq, cfg.batch * cfg.heads * cfg.seq * cfg.seq
+        # Q, K, V, attention output, output; the scores and probabilities (the reference and the
+        # naive program hold them; fused kernels do not, so this overestimates them)
+        return (5 * n * cfg.d_model + 2 * scores) * (1 if phase == "forward" else 2)
+
     def flops(self, cfg: MhaConfig, phase: str) -> int:
         n, d, t = cfg.batch * cfg.seq, cfg.d_model, cfg.seq
         attn = cfg.batch * t * t * d // (2 if cfg.causal else 1)

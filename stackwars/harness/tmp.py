@@ -1,0 +1,49 @@
+"""Temporary directories that name their owner, and a sweep of those whose owner died.
+
+Workers' task directories, cold compile caches and a run's shared references live under
+the system's temporary directory as ``stackwars-<kind>-<pid>-<random>``. A process that ends
+normally, by Ctrl-C, SIGTERM or SIGHUP removes its own; one killed by SIGKILL (or the
+kernel's OOM killer) cannot, so every stackwars command first removes the directories whose
+owner process no longer exists (``sweep``). Directories of live processes are never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+
+import psutil
+
+PREFIX = "stackwars-"
+_OWNED = re.compile(r"^stackwars-(?P<kind>[a-z-]+?)-(?P<pid>\d+)-[^-/]+$")
+
+
+def mkdtemp(kind: str) -> str:
+    """A fresh directory ``stackwars-<kind>-<pid>-<random>`` in the temporary directory."""
+    return tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-{os.getpid()}-")
+
+
+def owner(name: str) -> int | None:
+    m = _OWNED.match(name)
+    return int(m.group("pid")) if m else None
+
+
+def sweep(directory: str | None = None) -> list[str]:
+    """Remove stackwars temporary directories whose owner process is gone; returns them."""
+    root = directory or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    for name in names:
+        pid = owner(name) if name.startswith(PREFIX) else None
+        if pid is None or pid == os.getpid() or psutil.pid_exists(pid):
+            continue
+        path = os.path.join(root, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed

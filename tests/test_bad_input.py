@@ -1,0 +1,140 @@
+"""Every bad input is refused before any work: exit code 2, a message that says what was
+wrong and what is allowed, and nothing written (no database, no run or session row, no
+output file). One table: the cases a reliability tester found accepted or crashing, and
+their neighbours."""
+
+import os
+import sqlite3
+
+import pytest
+from typer.testing import CliRunner
+
+from stackwars.cli import app
+from stackwars.store.results import Store
+
+runner = CliRunner()
+
+
+def _corrupt(d):
+    (d / "bad.db").write_bytes(b"this is not a database, it only has a .db name" * 20)
+    return {"DB": str(d / "bad.db")}
+
+
+def _training_run(d):
+    with Store(d / "t.db") as store:
+        run_id = store.create_run([], {"study": "mnist"}, kind="train:mnist", command="stackwars train mnist")
+        store.start_session(run_id, {})
+    return {"DB": str(d / "t.db"), "RUN": run_id}
+
+
+def _random_stablehlo(d):
+    (d / "prog.mlir").write_bytes(os.urandom(256))
+    (d / "prog.json").write_text("{not json")
+    return {"FILE": str(d / "prog.mlir")}
+
+
+def _foreign_sqlite(d):
+    conn = sqlite3.connect(d / "app.db")
+    conn.execute("CREATE TABLE users (name TEXT)")
+    conn.commit()
+    conn.close()
+    return {"DB": str(d / "app.db")}
+
+
+TRAIN = ["train", "mnist", "--data-dir", "{MNIST}", "--epochs", "1"]
+CASES = [
+    # (id, arguments, environment, setup, message)
+    ("memory-limit nan", ["run", "gemm", "--memory-limit", "nan"], {}, None, "--memory-limit (GiB) must be a finite number"),
+    ("memory-limit inf", ["run", "gemm", "--memory-limit", "inf"], {}, None, "--memory-limit (GiB) must be a finite number"),
+    ("memory-limit tiny", ["run", "gemm", "--memory-limit", "0.001"], {}, None, "memory limit must be between 0.5 GiB"),
+    ("memory-limit huge", ["run", "gemm", "--memory-limit", "1000000"], {}, None, "memory limit must be between 0.5 GiB"),
+    ("min-time inf", ["run", "gemm", "--min-time", "inf"], {}, None, "min-time must be a finite number"),
+    ("min-time beyond timeout", ["run", "gemm", "--min-time", "700"], {}, None, "must be shorter than the per-cell timeout"),
+    ("timeout inf", ["run", "gemm", "--timeout", "inf"], {}, None, "timeout must be a finite number"),
+    ("seed -1", ["run", "gemm", "--seed", "-1"], {}, None, "--seed must be a non-negative integer"),
+    ("db in a missing directory", ["run", "gemm", "--db", "/nonexistent/dir/x.db"], {}, None,
+     "directory /nonexistent/dir does not exist"),
+    ("db is a directory", ["run", "gemm", "--db", "{TMP}"], {}, None, "is a directory"),
+    ("STACKWARS_DB in a missing directory", ["run", "gemm"], {"STACKWARS_DB": "/nonexistent/x.db"}, None,
+     "STACKWARS_DB /nonexistent/x.db: directory /nonexistent does not exist"),
+    ("corrupt db: run", ["run", "gemm", "--db", "{DB}"], {}, _corrupt, "is not a usable results database"),
+    ("corrupt db: show", ["show", "--db", "{DB}"], {}, _corrupt, "is not a usable results database"),
+    ("corrupt db: runs", ["runs", "--db", "{DB}"], {}, _corrupt, "is not a usable results database"),
+    ("corrupt db: export", ["export", "--db", "{DB}"], {}, _corrupt, "is not a usable results database"),
+    ("corrupt db: train", [*TRAIN, "--db", "{DB}", "--out", "{TMP}/o"], {}, _corrupt,
+     "is not a usable results database"),
+    ("corrupt db: study recompile", ["study", "recompile", "mha", "--vary", "seq=16,32", "-p", "tiny", "--db", "{DB}"],
+     {}, _corrupt, "is not a usable results database"),
+    ("corrupt db: resume", ["run", "--resume", "x", "--db", "{DB}"], {}, _corrupt, "is not a usable results database"),
+    ("another application's sqlite file", ["run", "gemm", "--db", "{DB}"], {}, _foreign_sqlite,
+     "is an SQLite file of another application"),
+    ("json into /proc", ["run", "gemm", "--json", "/proc/out.json"], {}, None, "cannot write in /proc"),
+    ("json is a directory", ["run", "gemm", "--json", "{TMP}"], {}, None, "is a directory"),
+    ("warm cache is a file", ["run", "gemm", "--warm-cache", "/etc/passwd"], {}, None, "exists and is not a directory"),
+    ("resume a training run", ["run", "--resume", "{RUN}", "--db", "{DB}"], {}, _training_run,
+     "this is a train:mnist run"),
+    ("resume an unknown run", ["run", "--resume", "nope", "--db", "{DB}"], {}, _training_run, "no run 'nope'"),
+    ("ir out into /proc", ["ir", "mha", "-p", "tiny", "--out", "/proc/x"], {}, None, "cannot write in /proc"),
+    ("ir out is a file", ["ir", "mha", "-p", "tiny", "--out", "/etc/passwd"], {}, None,
+     "exists and is not a directory"),
+    ("train out into /proc", [*TRAIN, "--out", "/proc/x"], {}, None, "--out /proc/x: cannot write in /proc"),
+    ("train lr inf", [*TRAIN, "--lr", "inf"], {}, None, "--lr must be a finite number"),
+    ("train lr 1e30", [*TRAIN, "--lr", "1e30"], {}, None, "--lr must be <= 10"),
+    ("train seed -1", [*TRAIN, "--seed", "-1"], {}, None, "--seed must be a non-negative integer"),
+    ("train data dir is a file", ["train", "mnist", "--data-dir", "/etc/passwd"], {}, None, "is not a directory"),
+    ("unknown plugin", ["list"], {"STACKWARS_PLUGINS": "no_such_module"}, None,
+     "STACKWARS_PLUGINS names 'no_such_module', which cannot be imported"),
+    ("a micro-op larger than the machine", ["run", "gemm", "--set", "m=10000000000"], {}, None,
+     "more than this machine's"),
+    ("a model larger than the machine", ["run", "gpt2", "--set", "batch=100000000"], {}, None,
+     "more than this machine's"),
+    ("random --stablehlo file", ["run", "gemm", "-p", "tiny", "-b", "torch-xla", "--stablehlo", "{FILE}"], {},
+     _random_stablehlo, "not an exported StableHLO program"),
+    ("--stablehlo without description", ["run", "gemm", "-b", "torch-xla", "--stablehlo", "/etc/hostname"], {}, None,
+     "expected hostname and its description hostname.json"),
+    ("peaks min-time nan", ["peaks", "--min-time", "nan"], {}, None, "--min-time must be a finite number"),
+    ("export into /proc", ["export", "--output", "/proc/x.csv", "--db", "{DB}"], {}, _training_run,
+     "cannot write in /proc"),
+    ("show format", ["show", "--format", "xml", "--db", "{DB}"], {}, _training_run, "unknown format 'xml'"),
+    ("study json into /proc", ["study", "cache", "mha", "--json", "/proc/x.json"], {}, None, "cannot write in /proc"),
+    ("list device", ["list", "--device", "tpu"], {}, None, "unknown device 'tpu'"),
+]
+
+
+def _snapshot(d):
+    """What is in the directory and in any database there (the files SQLite may add to open
+    a database, -wal and -shm, hold no data of ours)."""
+    files = {p.name for p in d.iterdir() if not p.name.endswith(("-wal", "-shm"))}
+    rows = {}
+    for p in d.glob("*.db"):
+        try:
+            conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
+            rows[p.name] = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                            for t in ("runs", "sessions", "cells", "study_rows")}
+            conn.close()
+        except sqlite3.DatabaseError:
+            rows[p.name] = p.read_bytes()
+    return files, rows
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_exits_2_says_why_and_writes_nothing(case, tmp_path, monkeypatch, mnist_dir):
+    name, args, env, setup, message = case
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("STACKWARS_DB", str(work / "default.db"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    values = {"TMP": str(work), "MNIST": str(mnist_dir), **(setup(work) if setup else {})}
+    before = _snapshot(work)
+    args = [a.format(**values) for a in args]
+    result = runner.invoke(app, args, env=env)
+    text = " ".join(result.output.split())  # rich may wrap long lines
+    assert result.exit_code == 2, (name, result.exit_code, result.output)
+    assert message.format(**values) in text, (name, text)
+    assert "Traceback" not in result.output
+    assert _snapshot(work) == before, name  # nothing written: no database, no rows, no files
+
+
+def test_there_are_at_least_29_cases():
+    assert len(CASES) >= 29

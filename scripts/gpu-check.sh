@@ -74,7 +74,7 @@ stage() {  # stage NAME TIMEOUT COMMAND...
 }
 
 FAST=(--warmup 2 --min-samples 5 --min-time 0.3 --timeout 240)
-stage tests 240 "$PYTHON" -m pytest -q -m gpu -rs -p no:cacheprovider
+stage tests 300 "$PYTHON" -m pytest -q -m gpu -rs -p no:cacheprovider
 stage peaks 90 "$PYTHON" -m stackwars peaks --device cuda --min-time 1 --db "$DB"
 stage models 300 "$PYTHON" -m stackwars run resnet50 bert-base gpt2 vit-b16 gpt-neo-1.3b llama3-8b --preset paper \
     --device cuda --dtype bfloat16 --phase forward "${FAST[@]}" --db "$DB" --json "$OUT/models-paper-bf16.json"

@@ -13,6 +13,7 @@ Plain functions the CLI wraps (and tests call directly):
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import shutil
@@ -107,6 +108,7 @@ def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequenc
     return [replace(s, repeat=r) for r in range(repeats) for s in specs]
 
 
+@functools.lru_cache(maxsize=1)
 def machine_memory() -> tuple[int, int | None]:
     """Total host memory and, where NVML sees one, the first GPU's total memory."""
     device = None

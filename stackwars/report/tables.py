@@ -31,7 +31,7 @@ COLUMNS = ("backend", "First Run", "Second Run", "Avg Steady State", "± (IQR)",
            "roofline", "peak mem", "parity", "status")
 
 CAPTION = ("Avg Steady State: median seconds per call over the steady-state samples (n), or the median of "
-           "the per-process medians (procs); ± (IQR): interquartile range (between processes when repeated); vs best: ratio of medians to the fastest backend, 95% bootstrap CI, "
+           "the per-process medians (procs); ± (IQR): interquartile range (between processes when repeated); vs best: ratio of medians to the fastest cleanly measured backend, 95% bootstrap CI, "
            "~ = not significant; roofline: time floor from measured device peaks / median; peak mem: "
            "{mem}; parity: max relative error against the float64 reference (peer: against another backend's "
            "outputs where no float64 reference fits); backend · X: the attention implementation that ran; "

@@ -61,10 +61,11 @@ def test_sigterm_and_sighup_stop_a_run_like_ctrl_c(tmp_path, sig):
     finished cell is kept, the hung worker dies, its temporary files go, and the resume
     command is printed."""
     db = tmp_path / "r.db"
-    proc = subprocess.Popen([sys.executable, "-m", "stackwars", "run", "fault", "-p", "ok", "-p", "hang",
-                             "-b", "torch-eager", "--min-time", "0", "--warmup", "0", "--db", str(db)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    # as a shell starts a background job: SIGINT ignored (trap), then exec'd into stackwars
+    proc = subprocess.Popen(["bash", "-c", 'trap "" INT; exec "$0" "$@"', sys.executable, "-m", "stackwars", "run",
+                             "fault", "-p", "ok", "-p", "hang", "-b", "torch-eager", "--min-time", "0", "--warmup",
+                             "0", "--db", str(db)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
     deadline = time.time() + 120
     while time.time() < deadline:  # wait until the first cell is stored and the hang has started
         time.sleep(0.5)

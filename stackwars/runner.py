@@ -249,6 +249,10 @@ def measure_one(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any],
     harness/reference.py); without one the cell computes its own reference."""
     bspec = registry.backend(spec.backend)
     ok, reason = bspec.availability(probe, spec.device, dict(spec.options))
+    if ok:
+        wl = registry.workload(spec.workload)
+        reason = wl.unsupported(wl.config(spec.preset, dict(spec.overrides)), bspec.framework, bspec.name, spec.phase)
+        ok = reason is None
     if not ok:
         return Measurement(spec=spec, status="unsupported", framework=bspec.framework, error=reason)
     too_big = preflight(spec, parity_mode=config.parity_mode)

@@ -8,6 +8,7 @@ cost and memory analyses of the compiled executable are recorded with the cell.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any, Callable
 
@@ -15,6 +16,29 @@ import jax
 
 from stackwars.backends.jax_common import COMPILE_EVENT, JaxBackend
 from stackwars.records import CompileStats
+
+
+def jaxpr_size(closed: Any) -> int:
+    """Equations in a jaxpr, counting those inside sub-jaxprs (a scan's body once, however
+    many steps it runs; an unrolled loop's body once per step)."""
+    from jax._src import core
+
+    def count(jaxpr) -> int:
+        return sum(1 + sum(count(sub) for sub in core.subjaxprs(_OneEquation(eqn))) for eqn in jaxpr.eqns)
+
+    return count(getattr(closed, "jaxpr", closed))
+
+
+class _OneEquation:
+    """The one-equation jaxpr that jax's ``subjaxprs`` walks (it reads only ``eqns``)."""
+
+    def __init__(self, eqn):
+        self.eqns = [eqn]
+
+
+def stablehlo_size(text: str) -> int:
+    """Operations in a StableHLO module's text (``stablehlo.*`` and control-flow ops)."""
+    return len(re.findall(r"\b(?:stablehlo|chlo|mhlo)\.[a-z_]+", text))
 
 
 class JaxJit(JaxBackend):
@@ -35,7 +59,9 @@ class JaxJit(JaxBackend):
                 compiled = lowered.compile()
                 t3 = time.perf_counter()
                 self.stages.update(compiled=compiled, lowered=lowered,
-                                   times={"trace_s": t1 - t0, "lower_s": t2 - t1, "compile_s": t3 - t2})
+                                   times={"trace_s": t1 - t0, "lower_s": t2 - t1, "compile_s": t3 - t2},
+                                   ir_size={"jaxpr_eqns": jaxpr_size(traced.jaxpr),
+                                            "stablehlo_ops": stablehlo_size(lowered.as_text())})
             return compiled(*args)
 
         return call
@@ -66,6 +92,7 @@ class JaxJit(JaxBackend):
         except Exception as exc:  # backends may not implement it
             extra["xla_cost_analysis_error"] = repr(exc)
         extra["persistent_cache"] = dict(self.events.cache)
+        extra["ir_size"] = dict(self.stages.get("ir_size") or {})
         return CompileStats(
             total_s=sum(times.values()),
             breakdown=dict(times),

@@ -83,6 +83,8 @@ class TorchCompile(TorchBackend):
             source="torch._dynamo.utils: calculate_time_spent (after first call), "
                    "CompilationMetrics and counters (end of cell)",
             extra={"compiles": len(metrics),
+                   # operations Dynamo captured into its graphs: an unrolled loop's body once per step
+                   "ir_size": {"fx_ops_captured": int(counters["stats"]["calls_captured"])},
                    "fx_graph_cache": {k: int(v) for k, v in counters["inductor"].items()
                                       if k.startswith("fxgraph_cache")},
                    "aot_autograd_cache": {k: int(v) for k, v in counters["aot_autograd"].items()

@@ -14,7 +14,7 @@ import typer
 
 from stackwars.cli.common import DB_HELP, command, writable_file, write_atomic
 from stackwars.errors import SpecError
-from stackwars.store.results import Store, check_db, rows, study_rows
+from stackwars.store.results import CELL_KINDS, Store, check_db, rows, study_rows
 
 FORMATS = ("csv", "json")
 
@@ -48,7 +48,7 @@ def export(
     path = check_db(db, create=False)
     with Store(path, create=False) as store:
         kind = store.run(run_id).kind if run_id is not None else "cells"  # unknown run -> clear error
-        result_rows = rows(store, run_id) if kind == "cells" else study_rows(store, run_id)
+        result_rows = rows(store, run_id) if kind in CELL_KINDS else study_rows(store, run_id)
     text = to_csv(result_rows) if format == "csv" else json.dumps(result_rows, indent=1, default=str) + "\n"
     if output is None:
         sys.stdout.write(text)

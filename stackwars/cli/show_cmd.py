@@ -15,7 +15,7 @@ from stackwars.cli.common import DB_HELP, command, out, table_width
 from stackwars.errors import SpecError
 from stackwars.records import Env
 from stackwars.report.tables import markdown, render
-from stackwars.store.results import Store, check_db, rows, study_rows
+from stackwars.store.results import CELL_KINDS, Store, check_db, rows, study_rows
 
 FORMATS = ("table", "markdown", "csv", "json")
 
@@ -36,9 +36,10 @@ def show(
         if run_id is None:
             raise SpecError(f"no runs stored in {store.path}")
         info = store.run(run_id)
-        if info.kind == "cells":
+        if info.kind in CELL_KINDS:
             result = rows(store, run_id)
             missing = len(store.missing(run_id))
+            measured = [m for _, m in store.cells(run_id)]
         else:
             result = study_rows(store, run_id)
             missing = 0
@@ -47,6 +48,9 @@ def show(
         sys.stdout.write(to_csv(result) if format == "csv" else json.dumps(result, indent=1, default=str) + "\n")
         return
     header = f"run {run_id} ({info.kind}, {info.created_at}): {info.command or ''}"
+    if info.kind == "study:control-flow":
+        from stackwars.studies import control_flow
+        result = [control_flow.row(m) for m in measured]
     if info.kind != "cells":
         _show_study(info, result, header, format)
         return
@@ -70,6 +74,9 @@ def _show_study(info, result: list[dict[str, Any]], header: str, format: str) ->
         body = studies.recompile_table([r for r in result if r.get("call_index") is not None], title)
     elif kind == "study:cache":
         body = studies.cache_table(result, title)
+    elif kind == "study:control-flow":
+        from stackwars.studies import control_flow
+        body = studies.control_flow_tables(result, title, control_flow.cliffs(result))
     elif kind == "study:autotune":
         from stackwars.studies import autotune
         body = studies.autotune_table(result, title, autotune.findings(result, config.get("device", "cpu")))

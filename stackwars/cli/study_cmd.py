@@ -10,7 +10,8 @@ from typing import Optional
 import typer
 
 from stackwars import runner
-from stackwars.cli.common import DB_HELP, command, command_line, err, out, writable_file, write_atomic
+from stackwars.cli.common import (DB_HELP, command, command_line, err, exit_code, interruptible, interruption, number,
+                                  out, writable_dir, writable_file, write_atomic)
 from stackwars.errors import SpecError, Unsupported
 from stackwars.harness import env as envmod
 from stackwars.harness.isolation import run_inline, run_task
@@ -23,7 +24,7 @@ from stackwars.studies import cache as cache_study
 from stackwars.studies import recompile as recompile_study
 from stackwars.harness import tmp
 
-app = typer.Typer(help="structured experiments over many calls: recompile, cache, autotune", no_args_is_help=True)
+app = typer.Typer(help="structured experiments: recompile, cache, autotune, control-flow", no_args_is_help=True)
 
 
 def _check_available(probe, backends, device) -> None:
@@ -194,3 +195,67 @@ def autotune(
     if json_out is not None:
         write_atomic(json_out, json.dumps(rows, indent=1, default=str))
     err.print(f"run {run_id}")
+
+
+@app.command("control-flow")
+@command
+def control_flow(
+    workloads: Optional[list[str]] = typer.Argument(None, help="rnn, ode, newton, branch (default: all four)"),
+    vary: str = typer.Option("n=10,30,100", "--vary", help="n=V1,V2,...: loop lengths (steps, or layers for newton)"),
+    impl: Optional[list[str]] = typer.Option(None, "--impl", help="restrict to these implementations"),
+    backend: Optional[list[str]] = typer.Option(None, "--backend", "-b",
+                                                help="default: torch-eager, torch-compile, jax-eager, jax-jit"),
+    phase: list[str] = typer.Option(["forward"], "--phase", help="forward and/or train-step"),
+    remat: bool = typer.Option(False, "--remat", help="also measure each train step rematerialised per step"),
+    preset: str = typer.Option("small", "--preset", "-p"),
+    device: str = typer.Option("cpu", "--device"),
+    dtype: str = typer.Option("float32", "--dtype"),
+    min_time: float = typer.Option(0.3, "--min-time", help="steady state: seconds of sampling per cell"),
+    timeout: float = typer.Option(600.0, help="per cell, seconds"),
+    out_dir: Path = typer.Option(Path("study-results") / "control-flow", "--out", help="PNG plots and rows.json"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="one row per cell"),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    inline: bool = typer.Option(False, "--inline"),
+) -> None:
+    """Loops, data-dependent loops and branches over a sweep of n: compile, run time, memory,
+    program size, graph breaks; growth with n fitted and the cliffs named."""
+    from stackwars.report import plots
+    from stackwars.studies import control_flow as study
+
+    if json_out is not None:
+        writable_file(json_out, "--json")
+    writable_dir(out_dir, "--out")
+    path = check_db(db)
+    number(min_time, "--min-time", low=0, low_inclusive=True)
+    ns = study.parse_ns(vary)
+    specs = study.plan(workloads or list(study.WORKLOADS), impl, ns, phase, backend or list(study.BACKENDS),
+                       preset, remat, device, dtype)
+    config = MeasureConfig(warmup=1, min_samples=5, min_time_s=min_time, timeout_s=timeout,
+                           memory_limit_bytes=runner.default_memory_limit())
+    runner.validate_config(config)
+    probe = runner.probe_machine(inline)
+    env = envmod.fingerprint(None, probe)
+    err.print(f"{len(specs)} cells (each in a fresh worker)")
+    with Store(path) as store:
+        run_id = store.create_run(specs, {"study": "control-flow", "vary": vary, "preset": preset, "device": device,
+                                          "dtype": dtype, "measure": config.to_dict()},
+                                  kind="study:control-flow", command=command_line())
+        try:
+            with interruptible():
+                done = runner.execute(store, run_id, specs, config, env, inline=inline,
+                                      on_done=lambda m: err.print(f"{m.status:>11} {m.spec.key}", highlight=False))
+        except KeyboardInterrupt as exc:
+            err.print(f"\n{interruption(exc)}: finished cells are stored (run {run_id})")
+            raise typer.Exit(exit_code(exc))
+    rows = [study.row(m) for m in done]
+    notes = study.cliffs(rows)
+    out.print(report.control_flow_tables(rows, f"control flow · {preset} · {device} · {dtype}", notes))
+    out.print(f"Environment: {Env(env).summary()}", style="dim", highlight=False)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pngs = plots.control_flow(rows, out_dir)
+    rows_file = out_dir / f"control-flow-{'-'.join(dict.fromkeys(r['workload'] for r in rows))}.json"
+    write_atomic(rows_file, json.dumps({"run_id": run_id, "command": command_line(), "rows": rows, "cliffs": notes,
+                                        "capabilities": study.capabilities(rows), "env": env}, indent=1, default=str))
+    if json_out is not None:
+        write_atomic(json_out, json.dumps(rows, indent=1, default=str))
+    err.print(f"run {run_id}; wrote {', '.join(str(p) for p in pngs)} and {rows_file}")

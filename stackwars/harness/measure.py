@@ -36,6 +36,7 @@ import psutil
 
 from stackwars import registry
 from stackwars.backends.base import Prepared
+from stackwars.errors import Unsupported
 from stackwars.harness import progress
 from stackwars.harness import reference as refmod
 from stackwars.harness.contention import ForeignLoad
@@ -108,6 +109,9 @@ def prepare_cell(spec: Mapping[str, Any], config: Mapping[str, Any],
     workload.check_phase(cell.phase)
     cfg = workload.config(cell.preset, dict(cell.overrides))
     bspec = registry.backend(cell.backend)
+    why = workload.unsupported(cfg, bspec.framework, bspec.name, cell.phase)
+    if why:
+        raise Unsupported(why)
     stage("import")
     t0 = time.perf_counter()
     backend = bspec.load(dict(cell.options))

@@ -85,3 +85,61 @@ def autotune_table(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequenc
                                     "(torch); each row a fresh worker with cold caches.", style="dim")]
     parts.extend(Text(f"- {n}") for n in notes)
     return Group(*parts)
+
+
+def control_flow_tables(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequence[str]) -> Group:
+    """Per workload and phase: a row per backend x impl (x remat), each n's first call and
+    steady state, the growth exponents over n, the program size and graph breaks at the
+    largest n; then the cliffs found."""
+    from stackwars.studies.control_flow import fits
+
+    parts: list[Any] = [Text(title, style="bold")]
+    fitted = {(f["workload"], f["phase"], f["backend"], f["impl"], f["remat"]): f for f in fits(rows)}
+    groups: OrderedDict[tuple[str, str], list[Mapping[str, Any]]] = OrderedDict()
+    for r in rows:
+        groups.setdefault((r["workload"], r["phase"]), []).append(r)
+    for (workload, phase), rs in groups.items():
+        ns = sorted({r["n"] for r in rs})
+        table = Table(title=f"{workload} · {phase}: first call / steady state per call, by loop length n",
+                      title_justify="left")
+        table.add_column("backend · impl")
+        for n in ns:
+            table.add_column(f"n={n}", justify="right")
+        for c in ("compile ~n^", "steady ~n^", "memory ~n^", "program ops", "breaks"):
+            table.add_column(c, justify="right")
+        keys = OrderedDict((k, None) for k in ((r["backend"], r["impl"], r["remat"]) for r in rs))
+        for backend, impl, remat in keys:
+            by_n = {r["n"]: r for r in rs if (r["backend"], r["impl"], r["remat"]) == (backend, impl, remat)}
+            cells = []
+            for n in ns:
+                r = by_n.get(n)
+                if r is None:
+                    cells.append("")
+                elif r["status"] in ("ok", "parity_fail"):
+                    text = f"{fmt.seconds(r['first_call_s'])} / {fmt.seconds(r['steady_median_s'])}"
+                    cells.append(Text(text + (" ✗" if r["status"] == "parity_fail" else ""),
+                                      style="red" if r["status"] == "parity_fail" else ""))
+                else:
+                    cells.append(Text(r["status"], style="dim" if r["status"] == "unsupported" else "red"))
+            f = fitted.get((workload, phase, backend, impl, remat)) or {}
+            top = f.get("at_max") or {}
+
+            def exp(v):
+                return fmt.DASH if v is None else f"{v:.2f}"
+
+            table.add_row(f"{backend} · {impl}" + (" · remat" if remat else ""), *cells,
+                          exp(f.get("compile_slope")), exp(f.get("steady_slope")),
+                          exp(f.get("memory_slope")) if phase == "train-step" else fmt.DASH,
+                          str(top.get("ir_ops") or fmt.DASH), str(top.get("graph_breaks") or 0)
+                          if backend == "torch-compile" else fmt.DASH)
+        parts.append(table)
+    parts.append(Text("~n^x: the slope of log y against log n over the n that ran (1: linear growth, 0: flat); "
+                      "compile: the first call's compile (jax-jit: XLA's compile stage; torch-compile: Dynamo + "
+                      "AOTAutograd + Inductor; eager backends: first call minus steady state); memory: peak RSS "
+                      "over the worker's baseline during the steady state (device allocator on a GPU); program ops: "
+                      "equations in the jaxpr (jax-jit) or operations Dynamo captured (torch-compile) at the "
+                      "largest n; ✗: parity failed against the float64 reference.", style="dim"))
+    if notes:
+        parts.append(Text("Cliffs and failures found:", style="bold"))
+        parts.extend(Text(f"- {n}") for n in notes)
+    return Group(*parts)

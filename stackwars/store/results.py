@@ -23,6 +23,7 @@ from stackwars.records import CellSpec, Measurement, MeasureConfig, _json_defaul
 from stackwars.store import db
 
 DEFAULT_DB = "stackwars.db"
+CELL_KINDS = ("cells", "study:control-flow")  # runs whose results are measured cells
 
 
 def db_path(option: str | os.PathLike | None = None) -> Path:

@@ -16,5 +16,7 @@ class StudyInfo:
 register_study(StudyInfo("recompile", "study", "recompiles over a sequence of shapes / dtypes / Python scalars "
                                                "(stackwars study recompile)"))
 register_study(StudyInfo("cache", "study", "first call with cold vs warm compile caches (stackwars study cache)"))
+register_study(StudyInfo("control-flow", "study", "loops, data-dependent loops and branches over a sweep of n: "
+                                                  "the cliffs (stackwars study control-flow)"))
 register_study(StudyInfo("autotune", "study", "XLA's GPU autotuning: compile cost and run-time gain per matmul "
                                               "precision (stackwars study autotune)"))

@@ -2,3 +2,4 @@
 
 from stackwars.workloads import ffn, gemm, mha  # noqa: F401
 from stackwars.workloads import models  # noqa: F401,E402  (end-to-end models)
+from stackwars.workloads import loops  # noqa: F401,E402  (control flow: rnn, ode, newton, branch)

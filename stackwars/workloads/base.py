@@ -163,6 +163,11 @@ class Workload:
     def reference_name(self, cfg: Config) -> str:
         return "float64 numpy"
 
+    def unsupported(self, cfg: Config, framework: str, backend: str, phase: str) -> str | None:
+        """Why this framework and backend cannot run this configuration by design (checked
+        before a worker starts; the cell is ``unsupported``), or None."""
+        return None
+
     def attention_geometry(self, cfg: Config) -> list | None:
         """The workload's attention patterns (``workloads.attention.Geometry``), from which each
         framework's implementation is chosen; None for a workload without attention."""

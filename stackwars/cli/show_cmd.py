@@ -77,6 +77,13 @@ def _show_study(info, result: list[dict[str, Any]], header: str, format: str) ->
     elif kind == "study:control-flow":
         from stackwars.studies import control_flow
         body = studies.control_flow_tables(result, title, control_flow.cliffs(result))
+    elif kind == "study:stream":
+        from stackwars.studies import stream
+        served = [r for r in result if r.get("request") is not None]
+        body = studies.stream_table(stream.summary(served), served, title) if served else f"{len(result)} rows"
+    elif kind == "study:vmap":
+        from stackwars.studies import vmap
+        body = studies.vmap_table(result, title, vmap.findings(result))
     elif kind == "study:autotune":
         from stackwars.studies import autotune
         body = studies.autotune_table(result, title, autotune.findings(result, config.get("device", "cpu")))

@@ -259,3 +259,161 @@ def control_flow(
     if json_out is not None:
         write_atomic(json_out, json.dumps(rows, indent=1, default=str))
     err.print(f"run {run_id}; wrote {', '.join(str(p) for p in pngs)} and {rows_file}")
+
+
+@app.command("vmap")
+@command
+def vmap(
+    op: Optional[list[str]] = typer.Option(None, "--op", help="dot and/or attention (default: both)"),
+    batch: str = typer.Option("1,16,256,1024", "--batch", help="batch sizes, comma-separated"),
+    impl: Optional[list[str]] = typer.Option(None, "--impl", help="loop, vmap, batched (default: all)"),
+    backend: Optional[list[str]] = typer.Option(None, "--backend", "-b",
+                                                help="default: torch-eager, torch-compile, jax-eager, jax-jit"),
+    preset: str = typer.Option("small", "--preset", "-p"),
+    device: str = typer.Option("cpu", "--device"),
+    dtype: str = typer.Option("float32", "--dtype"),
+    min_time: float = typer.Option(1.0, "--min-time", help="steady state: seconds of sampling per cell"),
+    timeout: float = typer.Option(600.0, help="per cell, seconds"),
+    out_dir: Path = typer.Option(Path("study-results") / "vmap", "--out", help="PNG plots and the rows as JSON"),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    inline: bool = typer.Option(False, "--inline"),
+) -> None:
+    """Per-example dot product and attention: Python loop, vmap, batched, eager and compiled,
+    over batch sizes; the harness's figures beside S5's unsynchronised method."""
+    from stackwars.report import plots
+    from stackwars.studies import vmap as study
+
+    writable_dir(out_dir, "--out")
+    path = check_db(db)
+    number(min_time, "--min-time", low=0, low_inclusive=True)
+    specs = study.plan(op or list(study.OPS), impl, study.parse_batches(batch), backend or list(study.BACKENDS),
+                       preset, device, dtype)
+    config = MeasureConfig(warmup=3, min_samples=10, min_time_s=min_time, timeout_s=timeout,
+                           memory_limit_bytes=runner.default_memory_limit())
+    runner.validate_config(config)
+    probe = runner.probe_machine(inline)
+    env = envmod.fingerprint(None, probe)
+    err.print(f"{len(specs)} cells, each measured by the harness and by S5's method (two workers)")
+    references = tmp.mkdtemp("reference")
+
+    def naive(spec):
+        task = {"target": "stackwars.studies.vmap:s5_method",
+                "kwargs": {"spec": spec.to_dict(), "config": config.to_dict()},
+                "process": {"device": spec.device, "cache_dir": None}}
+        o = run_inline(task) if inline else run_task(task, timeout, config.memory_limit_bytes)
+        return o.result if o.status == "ok" else {"status": o.status, "error": o.error}
+
+    with Store(path) as store:
+        run_id = store.create_run(specs, {"study": "vmap", "batch": batch, "preset": preset, "device": device,
+                                          "dtype": dtype, "measure": config.to_dict()},
+                                  kind="study:vmap", command=command_line())
+        session = store.start_session(run_id, env)
+
+        def measure(spec):
+            m = runner.measure_one(spec, config, probe, None, inline, reference_dir=references)
+            store.add_cell(run_id, session, m)
+            return m
+
+        try:
+            with interruptible():
+                rows = study.run(specs, measure, naive,
+                                 lambda r: err.print(f"{r['status']:>11} {r['op']} b={r['batch']} {r['label']}: "
+                                                     f"{fmt.seconds(r['steady_median_s'])}", highlight=False))
+        except KeyboardInterrupt as exc:
+            err.print(f"\n{interruption(exc)}: finished cells are stored (run {run_id})")
+            raise typer.Exit(exit_code(exc))
+        finally:
+            shutil.rmtree(references, ignore_errors=True)
+        store.add_study_rows(run_id, session, "vmap", "rows", rows)
+    notes = study.findings(rows)
+    out.print(report.vmap_table(rows, f"vmap · {preset} · {device} · {dtype}", notes))
+    out.print(f"Environment: {Env(env).summary()}", style="dim", highlight=False)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pngs = plots.vmap(rows, out_dir)
+    rows_file = out_dir / "vmap.json"
+    write_atomic(rows_file, json.dumps({"run_id": run_id, "command": command_line(), "rows": rows, "findings": notes,
+                                        "env": env}, indent=1, default=str))
+    err.print(f"run {run_id}; wrote {', '.join(str(p) for p in pngs)} and {rows_file}")
+
+
+@app.command("stream")
+@command
+def stream(
+    workload: str = typer.Argument(..., help="mha or gpt2"),
+    preset: str = typer.Option("small", "--preset", "-p"),
+    requests: int = typer.Option(40, "--requests", help="how many requests the stream holds"),
+    min_seq: int = typer.Option(8, "--min-seq"),
+    max_seq: int = typer.Option(1024, "--max-seq"),
+    dist: str = typer.Option("lognormal:median=64,sigma=1.2", "--dist",
+                             help="lognormal:median=M,sigma=S (long-tailed) or uniform"),
+    backend: Optional[list[str]] = typer.Option(None, "--backend", "-b",
+                                                help="default: torch-eager, torch-compile, jax-eager, jax-jit"),
+    policy: Optional[list[str]] = typer.Option(None, "--policy",
+                                               help="eager, exact, buckets, automatic, dynamic, mark_dynamic"),
+    seed: int = typer.Option(0, help="lengths and inputs"),
+    device: str = typer.Option("cpu", "--device"),
+    dtype: str = typer.Option("float32", "--dtype"),
+    timeout: float = typer.Option(1800.0, help="per policy, seconds"),
+    out_dir: Path = typer.Option(Path("study-results") / "stream", "--out", help="PNG plot and the rows as JSON"),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    inline: bool = typer.Option(False, "--inline"),
+) -> None:
+    """A stream of variable-length requests through a compiled forward pass under each shape
+    policy: total time with every compile, compiles, padding waste, break-even, parity."""
+    from stackwars.cli.common import seed as check_seed
+    from stackwars.report import plots
+    from stackwars.studies import stream as study
+
+    if dtype not in DTYPES:
+        raise SpecError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
+    writable_dir(out_dir, "--out")
+    check_db(db)
+    check_seed(seed)
+    lengths = study.draw_lengths(requests, min_seq, max_seq, dist, seed)
+    items = study.plan(workload, preset, backend or list(study.POLICIES), policy, max(lengths))
+    probe = runner.probe_machine(inline)
+    _check_available(probe, {i["backend"] for i in items}, device)
+    env = envmod.fingerprint(None, probe)
+    references = tmp.mkdtemp("reference")
+    rows = []
+    try:
+        with interruptible():
+            for item in items:
+                cache = tmp.mkdtemp("cold-cache")
+                try:
+                    task = {"target": "stackwars.studies.stream:run_policy",
+                            "kwargs": {"item": item, "lengths": lengths, "seed": seed, "dtype": dtype,
+                                       "device": device, "reference_dir": references, "cache_dir": cache},
+                            "process": {"device": device, "cache_dir": cache}}
+                    o = run_inline(task) if inline else run_task(task, timeout, runner.default_memory_limit())
+                finally:
+                    shutil.rmtree(cache, ignore_errors=True)
+                if o.status != "ok":
+                    err.print(f"[red]{item['backend']} {item['policy']}: {o.status}[/] "
+                              f"{(o.error or '').splitlines()[0][:200]}")
+                    rows.append({"backend": item["backend"], "policy": item["policy"], "status": o.status,
+                                 "error": o.error, "request": None})
+                    continue
+                rows.extend(o.result["rows"])
+                last = o.result["rows"][-1]
+                err.print(f"{item['backend']} {item['policy']}: {last['compile_count']} compiles, "
+                          f"{fmt.seconds(sum(r['call_s'] for r in o.result['rows']))} in all", highlight=False)
+    except KeyboardInterrupt as exc:
+        err.print(f"\n{interruption(exc)}")
+        raise typer.Exit(exit_code(exc))
+    finally:
+        shutil.rmtree(references, ignore_errors=True)
+    served = [r for r in rows if r.get("request") is not None]
+    summary = study.summary(served)
+    config = {"study": "stream", "workload": workload, "preset": preset, "lengths": lengths, "dist": dist,
+              "seed": seed, "device": device, "dtype": dtype}
+    run_id = _store("stream", [{"backend": i["backend"], "variant": i["policy"]} for i in items],
+                    [{**r, "variant": r["policy"]} for r in rows], config, env, db)
+    out.print(report.stream_table(summary, served, f"stream: {workload} {preset} forward ({device}, {dtype})"))
+    out.print(f"Environment: {Env(env).summary()}", style="dim", highlight=False)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    png = plots.stream(served, out_dir, f"{workload}-{preset}")
+    rows_file = out_dir / f"stream-{workload}-{preset}.json"
+    write_atomic(rows_file, json.dumps({"run_id": run_id, "command": command_line(), "lengths": lengths,
+                                        "summary": summary, "rows": rows, "env": env}, indent=1, default=str))
+    err.print(f"run {run_id}; wrote {png} and {rows_file}")

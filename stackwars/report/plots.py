@@ -56,3 +56,72 @@ def control_flow(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> list[Path]
         plt.close(fig)
         written.append(path)
     return written
+
+
+def vmap(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> list[Path]:
+    """One PNG per op: time per call against batch size (log-log), a line per way of
+    batching; S5's reading of the same cells dotted."""
+    plt = _plt()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for op in dict.fromkeys(r["op"] for r in rows):
+        fig, ax = plt.subplots(1, 2, figsize=(13, 4.8))
+        mine = [r for r in rows if r["op"] == op and r["status"] == "ok"]
+        for key in dict.fromkeys((r["backend"], r["impl"]) for r in mine):
+            rs = sorted((r for r in mine if (r["backend"], r["impl"]) == key), key=lambda r: r["batch"])
+            colour, line = STYLE.get(key[0], ("tab:gray", "-"))
+            marker = {"loop": "o", "vmap": "s", "batched": "^"}.get(key[1], "x")
+            label = rs[0]["label"]
+            ax[0].plot([r["batch"] for r in rs], [r["steady_median_s"] for r in rs], line, marker=marker,
+                       color=colour, label=label)
+            s5 = [(r["batch"], r["s5_per_call_s"]) for r in rs if r.get("s5_per_call_s")]
+            if s5:
+                ax[1].plot(*zip(*s5), ":", marker=marker, color=colour, label=f"{label} (S5's method)")
+                ax[1].plot([r["batch"] for r in rs], [r["steady_median_s"] for r in rs], line, color=colour,
+                           alpha=0.3)
+        for a, title in zip(ax, ("harness: synchronised steady state", "S5's method (dotted) over the harness")):
+            a.set_xscale("log")
+            a.set_yscale("log")
+            a.set_xlabel("batch size")
+            a.set_ylabel("seconds per call")
+            a.set_title(f"{op}: {title}", fontsize=9)
+            a.grid(alpha=0.3, which="both")
+            a.legend(fontsize=6)
+        fig.tight_layout()
+        path = out_dir / f"vmap-{op}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def stream(rows: Sequence[Mapping[str, Any]], out_dir: Path, name: str) -> Path:
+    """Cumulative time over the requests, a line per backend x policy; compiling requests marked."""
+    plt = _plt()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for key in dict.fromkeys((r["backend"], r["policy"]) for r in rows):
+        rs = sorted((r for r in rows if (r["backend"], r["policy"]) == key), key=lambda r: r["request"])
+        total, xs, ys, marks = 0.0, [], [], []
+        for r in rs:
+            total += r["call_s"]
+            xs.append(r["request"])
+            ys.append(total)
+            if r["compiled"]:
+                marks.append((r["request"], total))
+        colour, line = STYLE.get(key[0], ("tab:gray", "-"))
+        ax.plot(xs, ys, line, color=colour, label=f"{key[0]} · {key[1]}",
+                alpha=1.0 if key[1] in ("eager", "buckets") else 0.6)
+        if marks:
+            ax.plot(*zip(*marks), "x", color=colour, ms=4)
+    ax.set_yscale("log")
+    ax.set_xlabel("request")
+    ax.set_ylabel("cumulative seconds (x: a request that compiled)")
+    ax.set_title(f"{name}: serving a stream of variable-length requests", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = out_dir / f"stream-{name}.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

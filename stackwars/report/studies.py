@@ -143,3 +143,78 @@ def control_flow_tables(rows: Sequence[Mapping[str, Any]], title: str, notes: Se
         parts.append(Text("Cliffs and failures found:", style="bold"))
         parts.extend(Text(f"- {n}") for n in notes)
     return Group(*parts)
+
+
+def vmap_table(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequence[str]) -> Group:
+    """Per op: a row per way of batching, a column per batch size (the harness's steady
+    state); then, per cell, what S5's method read beside it."""
+    parts: list[Any] = [Text(title, style="bold")]
+    for op in dict.fromkeys(r["op"] for r in rows):
+        mine = [r for r in rows if r["op"] == op]
+        batches = sorted({r["batch"] for r in mine})
+        table = Table(title=f"{op}: per call, harness (synchronised steady state) | S5's method (no sync)",
+                      title_justify="left")
+        table.add_column("how")
+        for b in batches:
+            table.add_column(f"batch {b}", justify="right")
+        for key in dict.fromkeys((r["backend"], r["impl"]) for r in mine):
+            by_b = {r["batch"]: r for r in mine if (r["backend"], r["impl"]) == key}
+            cells = []
+            for b in batches:
+                r = by_b.get(b)
+                if r is None:
+                    cells.append("")
+                elif r["status"] != "ok":
+                    cells.append(Text(r["status"], style="red"))
+                else:
+                    s5 = fmt.seconds(r["s5_per_call_s"]) if r.get("s5_per_call_s") else fmt.DASH
+                    cells.append(f"{fmt.seconds(r['steady_median_s'])} | {s5}")
+            table.add_row(next(iter(by_b.values()))["label"], *cells)
+        parts.append(table)
+        mem = Table(title=f"{op}: memory added while the steady state ran (harness counter) | S5 (psutil RSS "
+                          f"after each call)", title_justify="left")
+        mem.add_column("how")
+        for b in batches:
+            mem.add_column(f"batch {b}", justify="right")
+        for key in dict.fromkeys((r["backend"], r["impl"]) for r in mine):
+            by_b = {r["batch"]: r for r in mine if (r["backend"], r["impl"]) == key}
+            mem.add_row(next(iter(by_b.values()))["label"],
+                        *[f"{fmt.nbytes(by_b[b]['memory_bytes'])} | {fmt.nbytes(by_b[b]['s5_memory_bytes'])}"
+                          if b in by_b and by_b[b]["status"] == "ok" else "" for b in batches])
+        parts.append(mem)
+    parts.append(Text("harness: median seconds per call over the steady state (blocked, synchronised once per "
+                      "block, thousands of calls), memory: the high-water mark over the worker's baseline (device "
+                      "allocator on a GPU); S5's method: 1000 calls between two perf_counter reads with no "
+                      "synchronisation, psutil's RSS read after each call, first call excluded.", style="dim"))
+    if notes:
+        parts.append(Text("Findings:", style="bold"))
+        parts.extend(Text(f"- {n}") for n in notes)
+    return Group(*parts)
+
+
+def stream_table(summary: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], title: str) -> Group:
+    """A row per backend x policy: what serving the stream cost, and whether it was right."""
+    table = Table(title=title, title_justify="left")
+    for c in ("backend", "policy", "requests", "total", "in compiling requests", "compiles", "padding waste",
+              "breaks even with eager at", "parity (worst)"):
+        table.add_column(c, justify="left" if c in ("backend", "policy") else "right")
+    for s in summary:
+        waste = s["wasted_flops_fraction"]
+        be = s["break_even_request"]
+        eager = s["policy"] == "eager"
+        table.add_row(s["backend"], s["policy"], str(s["requests"]), fmt.seconds(s["total_s"]),
+                      fmt.DASH if eager else fmt.seconds(s["compile_requests_s"]), str(s["compiles"]),
+                      fmt.DASH if waste is None else f"{100 * waste:.0f}%",
+                      "baseline" if s["policy"] == "eager" else ("never" if be is None else f"request {be}"),
+                      (f"{s['parity_worst']:.1e} " + ("✓" if s["parity_all_ok"] else "✗"))
+                      if s["parity_worst"] is not None else fmt.DASH)
+    lengths = [r["seq"] for r in rows if r["policy"] == rows[0]["policy"] and r["backend"] == rows[0]["backend"]]
+    distinct = len(set(lengths))
+    buckets = len({1 << max(0, (n - 1).bit_length()) for n in lengths})
+    parts: list[Any] = [table, Text(
+        f"{len(lengths)} requests, {distinct} distinct lengths ({min(lengths)}-{max(lengths)}, median "
+        f"{sorted(lengths)[len(lengths) // 2]}), {buckets} power-of-two buckets. total: every request's "
+        "synchronised wall time, compiles included; padding waste: FLOPs done on padding over FLOPs done; breaks "
+        "even: the request after which the cumulative time stays below the eager baseline's; parity: each "
+        "request's output against the float64 reference of the unpadded request.", style="dim")]
+    return Group(*parts)

@@ -69,11 +69,14 @@ def plan(workloads: Sequence[str], impls: Sequence[str] | None, ns: Sequence[int
     for w in workloads:
         for impl in [i for i in IMPLS[w] if not impls or i in impls]:
             for n in ns:
-                for r in ((False, True) if remat else (False,)):
-                    over = {"impl": impl, "n": n, "remat": r}
-                    for b in backends:
-                        options = {"fullgraph": True} if b == "torch-compile" and impl in HOPS else {}
-                        specs += runner.plan_cells([w], [preset], phases, [b], [device], [dtype], over, options)
+                for phase in phases:
+                    # rematerialisation changes only a backward pass: train steps get both variants
+                    for r in ((False, True) if remat and phase == "train-step" else (False,)):
+                        over = {"impl": impl, "n": n, "remat": r}
+                        for b in backends:
+                            options = {"fullgraph": True} if b == "torch-compile" and impl in HOPS else {}
+                            specs += runner.plan_cells([w], [preset], [phase], [b], [device], [dtype], over,
+                                                       options)
     return specs
 
 

@@ -121,12 +121,16 @@ class ModelWorkload(Workload):
         workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         with ThreadPoolExecutor(max_workers=workers) as pool:
             params = dict(zip(shapes, pool.map(lambda item: _draw(seed, *item), shapes.items())))
+        return params, self.init_batch(cfg, seed)
+
+    def init_batch(self, cfg, seed: int) -> Arrays:
+        """The inputs alone (their own stream): a new request for the same weights."""
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_stream("batch"),)))
         batch = {}
         for name, (shape, high) in self.batch_spec(cfg).items():
             batch[name] = (rng.integers(0, high, shape, dtype=np.int64) if high
                            else rng.standard_normal(shape, dtype=np.float32))
-        return params, batch
+        return batch
 
     def batch_spec(self, cfg) -> dict[str, tuple[tuple[int, ...], int | None]]:
         """Inputs: name -> (shape, exclusive upper bound of integer values, or None for floats)."""
@@ -280,7 +284,8 @@ class TransformerWorkload(ModelWorkload):
         return b * (2 * per_layer + logits)
 
     def pad_exact(self, cfg, key, phase):
-        return phase == "forward" and key == "batch"
+        # examples are independent; a causal model's real positions never see padding after them
+        return phase == "forward" and (key == "batch" or (key == "seq" and cfg.kind == "lm"))
 
     def attention_geometry(self, cfg) -> list[Geometry]:
         causal = cfg.kind == "lm"

@@ -204,8 +204,8 @@ def _gpu_free_bytes() -> int | None:
 def preflight(spec: CellSpec, host_available: int | None = None, device_free: int | None = None,
               parity_mode: str = "auto") -> dict | None:
     """Refuse a cell whose estimated peak memory exceeds what is available, before anything
-    is allocated. Only workloads that estimate their memory (the models) are checked; the
-    worker's RSS watchdog remains the backstop for everything. A refusal is a dict: the
+    is allocated (every workload estimates its memory: the models in detail, the others from
+    their shapes); the worker's RSS watchdog remains the backstop for everything. A refusal is a dict: the
     message, the estimate's parts (bytes) and the memory it was held against.
 
     The float64 reference counts only when it is forced (``parity_mode="reference"``):

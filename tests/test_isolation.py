@@ -130,3 +130,17 @@ def test_run_task_reports_a_dead_worker_with_its_signal(plugins_env):
                     "kwargs": {"spec": spec, "config": MeasureConfig().to_dict()}, "process": {"device": "cpu"}}, 120)
     assert out.status == "error" and out.result is None
     assert "SIGSEGV" in out.error
+
+
+def test_a_worker_whose_parent_died_before_it_started_exits(tmp_path):
+    """The parent names itself in the environment: a worker handed to init while its
+    interpreter was still starting (the parent killed at once) must not run on forever
+    (one did, from this very test's predecessor, comparing getppid() against init's pid)."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    task, result = tmp_path / "task.json", tmp_path / "result.json"
+    task.write_text('{"target": "time:sleep", "kwargs": {}, "process": null}')
+    env = {**os.environ, "STACKWARS_PARENT_PID": str(dead.pid)}
+    done = subprocess.run([sys.executable, "-m", "stackwars.harness.worker", str(task), str(result)], env=env,
+                          timeout=60, capture_output=True)
+    assert done.returncode == 3 and not result.exists()

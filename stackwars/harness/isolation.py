@@ -88,7 +88,7 @@ def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | N
             proc = subprocess.Popen(
                 [sys.executable, "-m", "stackwars.harness.worker", task_path, result_path],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                env={**os.environ, progress.ENV: progress_path},
+                env={**os.environ, progress.ENV: progress_path, "STACKWARS_PARENT_PID": str(os.getpid())},
             )
         ps = psutil.Process(proc.pid)
         peak = 0

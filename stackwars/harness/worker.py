@@ -89,9 +89,17 @@ def _exit_when_orphaned(parent: int, interval_s: float = 1.0) -> None:
     threading.Thread(target=watch, daemon=True, name="stackwars-orphan-watch").start()
 
 
+PARENT_ENV = "STACKWARS_PARENT_PID"
+
+
 def main(argv: list[str]) -> int:
     task_path, result_path = argv
-    _exit_when_orphaned(os.getppid())
+    # the parent names itself: a parent killed while this interpreter was still starting has
+    # already handed us to init, and getppid() alone would then look like a parent forever
+    parent = int(os.environ.get(PARENT_ENV) or os.getppid())
+    if os.getppid() != parent:
+        return 3
+    _exit_when_orphaned(parent)
     with open(task_path) as f:
         task = json.load(f)
     write_atomic(result_path, execute(task))

@@ -117,6 +117,7 @@ def control_flow_tables(rows: Sequence[Mapping[str, Any]], title: str, notes: Se
                     cells.append("")
                 elif r["status"] in ("ok", "parity_fail"):
                     text = f"{fmt.seconds(r['first_call_s'])} / {fmt.seconds(r['steady_median_s'])}"
+                    text += " †" if r.get("contended") else ""
                     cells.append(Text(text + (" ✗" if r["status"] == "parity_fail" else ""),
                                       style="red" if r["status"] == "parity_fail" else ""))
                 else:
@@ -138,7 +139,8 @@ def control_flow_tables(rows: Sequence[Mapping[str, Any]], title: str, notes: Se
                       "AOTAutograd + Inductor; eager backends: first call minus steady state); memory: peak RSS "
                       "over the worker's baseline during the steady state (device allocator on a GPU); program ops: "
                       "equations in the jaxpr (jax-jit) or operations Dynamo captured (torch-compile) at the "
-                      "largest n; ✗: parity failed against the float64 reference.", style="dim"))
+                      "largest n; ✗: parity failed against the float64 reference; †: other processes took over 5% "
+                      "of the CPUs while the cell was timed.", style="dim"))
     if notes:
         parts.append(Text("Cliffs and failures found:", style="bold"))
         parts.extend(Text(f"- {n}") for n in notes)

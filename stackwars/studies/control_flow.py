@@ -101,6 +101,7 @@ def row(m: Measurement) -> dict[str, Any]:
             "steady_median_s": r["steady_median_s"], "memory_added_bytes": added,
             "ir_ops": ir.get("jaxpr_eqns", ir.get("fx_ops_captured")), "stablehlo_ops": ir.get("stablehlo_ops"),
             "graphs": r["graphs"], "graph_breaks": r["graph_breaks"], "parity": r["parity_max_rel_err"],
+            "contended": bool(r["contended"]), "noisy": bool(r["noisy"]),
             "error": _gist(m.error), "cell_key": m.spec.key}
 
 
@@ -214,6 +215,26 @@ def cliffs(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         for g in flat:
             notes.append(f"{g['workload']} {g['phase']} · {g['backend']}: impl={g['impl']} keeps the compile flat "
                          f"(n^{g['compile_slope']:.2f}) where impl={f['impl']} grows (n^{cs:.2f})")
+    # run time at the largest n: an implementation far slower than its framework's fastest
+    tops: dict[tuple, list[Mapping[str, Any]]] = {}
+    for f in fitted:
+        if f["at_max"] is not None and not f["remat"]:
+            tops.setdefault((f["workload"], f["phase"], f["backend"].split("-")[0], f["max_n"]), []).append(f["at_max"])
+    for (w, ph, fw, n), cands in tops.items():
+        clean = [c for c in cands if c["steady_median_s"] and not c.get("contended")]
+        if len(clean) < 2:
+            continue
+        best = min(clean, key=lambda c: c["steady_median_s"])
+        for c in clean:
+            ratio = c["steady_median_s"] / best["steady_median_s"]
+            if ratio >= 3:
+                notes.append(f"{w} {ph} at n={n}: {c['backend']} · impl={c['impl']} takes {ratio:.1f}x the time "
+                             f"per step of {best['backend']} · impl={best['impl']} ({fmt.seconds(c['steady_median_s'])} "
+                             f"vs {fmt.seconds(best['steady_median_s'])})")
+    contended = [r for r in rows if r.get("contended")]
+    if contended:
+        notes.append(f"{len(contended)} cell(s) ran while other processes took over 5% of the CPUs (marked †): their "
+                     "times are not comparable")
     failing = [r for r in rows if r["status"] in ("error", "timeout", "parity_fail")]
     for r in failing:
         notes.append(f"{r['workload']} {r['phase']} · {r['backend']} · impl={r['impl']} n={r['n']}: {r['status']}"

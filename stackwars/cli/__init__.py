@@ -7,8 +7,8 @@ from typing import Optional
 import typer
 
 from stackwars import __version__
-from stackwars.cli import (describe_cmd, export_cmd, fidelity_cmd, ir_cmd, list_cmd, peaks_cmd, run_cmd, show_cmd,
-                           study_cmd, train_cmd)
+from stackwars.cli import (compare_cmd, describe_cmd, export_cmd, fidelity_cmd, ir_cmd, list_cmd, peaks_cmd,
+                           run_cmd, show_cmd, study_cmd, train_cmd)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="JAX or PyTorch, which execution mode, for this workload, and why: honest measurements.")
@@ -32,6 +32,7 @@ app.command("describe")(describe_cmd.describe)
 app.command("show")(show_cmd.show)
 app.command("runs")(show_cmd.runs)
 app.command("export")(export_cmd.export)
+app.command("compare")(compare_cmd.compare)
 app.command("peaks")(peaks_cmd.peaks)
 app.command("fidelity")(fidelity_cmd.fidelity)
 app.command("train")(train_cmd.train)

@@ -1,0 +1,259 @@
+"""Two stored runs, cell by cell (``stackwars compare RUN_A RUN_B``), in the manner of pyperf's
+``compare_to`` and asv's ``compare``: for each cell both runs measured, the ratio of the
+steady-state medians (B / A, > 1: B is slower) with a bootstrap 95% confidence interval on
+the stored samples, and a verdict that never calls a difference the data cannot tell apart
+from noise a regression.
+
+Verdicts: ``regression`` / ``improvement`` (the interval excludes 1 and the change is larger
+than the threshold), ``same`` (the interval excludes 1 but the change is within the
+threshold), ``not significant`` (the interval holds 1), ``unreliable`` (either side was
+measured on a contended machine: its samples say how busy the machine was, not how fast
+the code is), ``broke`` / ``fixed`` (the status changed from or to ``ok``), ``status``
+(another status change), and ``only in A`` / ``only in B``.
+
+A cell measured in several processes (``--repeat``) on both sides is compared on its
+per-process medians when each side has at least three (the variation between processes is
+the one that matters); otherwise its samples are pooled. First calls and peak memory are
+single numbers per process: their ratios are shown, never judged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any, Iterable, Mapping, Sequence
+
+from stackwars import stats
+
+VERDICTS = ("regression", "improvement", "same", "not significant", "unreliable", "broke", "fixed", "status",
+            "only in A", "only in B")
+MIN_PROCESSES = 3  # per side, to compare per-process medians instead of pooled samples
+ENV_KEYS = ("cpu_model", "cpu_count_logical", "thread_budget", "nvidia_driver", "git_revision")
+MEASURE_KEYS = ("min_time_s", "min_samples", "warmup", "matmul_precision", "threads", "cache_dir", "parity_mode")
+
+
+def cell_id(row: Mapping[str, Any]) -> str:
+    """The cell's identity across runs: its key without the process number."""
+    return str(row["cell_key"]).split("#r")[0]
+
+
+def _group(rows: Iterable[Mapping[str, Any]]) -> "OrderedDict[str, list[Mapping[str, Any]]]":
+    out: OrderedDict[str, list[Mapping[str, Any]]] = OrderedDict()
+    for r in rows:
+        out.setdefault(cell_id(r), []).append(r)
+    return out
+
+
+def _status(group: Sequence[Mapping[str, Any]]) -> str:
+    bad = [r["status"] for r in group if r["status"] != "ok"]
+    return bad[0] if bad else "ok"
+
+
+def _samples(group: Sequence[Mapping[str, Any]], per_process: bool) -> list[float]:
+    ok = [r for r in group if r["status"] == "ok" and r.get("steady_samples")]
+    if per_process:
+        return [float(r["steady_median_s"]) for r in ok if r.get("steady_median_s")]
+    return [float(x) for r in ok for x in r["steady_samples"]]
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    vs = sorted(float(v) for v in values if v is not None)
+    if not vs:
+        return None
+    return stats.summarize(vs).median
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return b / a if a and b is not None and a > 0 else None
+
+
+def compare_cells(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, Any]],
+                  threshold: float = 0.05, confidence: float = 0.95) -> list[dict[str, Any]]:
+    """One comparison row per cell in either run, in A's order then B's new cells."""
+    if not 0 <= threshold < 1:
+        raise ValueError(f"threshold {threshold} must be in [0, 1)")
+    ga, gb = _group(rows_a), _group(rows_b)
+    out = []
+    for cid in list(ga) + [c for c in gb if c not in ga]:
+        a, b = ga.get(cid), gb.get(cid)
+        first = (a or b)[0]
+        row: dict[str, Any] = {"cell": cid, "workload": first["workload"], "preset": first["preset"],
+                               "phase": first["phase"], "backend": first["backend"], "device": first["device"],
+                               "dtype": first["dtype"], "overrides": first.get("overrides") or {},
+                               "status_a": _status(a) if a else None, "status_b": _status(b) if b else None,
+                               "processes_a": len(a or ()), "processes_b": len(b or ())}
+        if a is None or b is None:
+            row["verdict"] = "only in B" if a is None else "only in A"
+            out.append(row)
+            continue
+        row.update(median_a_s=_median(r.get("steady_median_s") for r in a if r["status"] == "ok"),
+                   median_b_s=_median(r.get("steady_median_s") for r in b if r["status"] == "ok"),
+                   first_call_a_s=_median(r.get("first_call_s") for r in a),
+                   first_call_b_s=_median(r.get("first_call_s") for r in b),
+                   memory_a_bytes=_median(r.get("peak_memory_bytes") for r in a),
+                   memory_b_bytes=_median(r.get("peak_memory_bytes") for r in b),
+                   contended_a=any(r.get("contended") for r in a), contended_b=any(r.get("contended") for r in b),
+                   noisy_a=any(r.get("noisy") for r in a), noisy_b=any(r.get("noisy") for r in b))
+        row["first_call_ratio"] = _ratio(row["first_call_a_s"], row["first_call_b_s"])
+        row["memory_ratio"] = _ratio(row["memory_a_bytes"], row["memory_b_bytes"])
+        sa, sb = row["status_a"], row["status_b"]
+        if sa != "ok" or sb != "ok":
+            row["verdict"] = "broke" if sa == "ok" else "fixed" if sb == "ok" else "status"
+            out.append(row)
+            continue
+        per_process = min(len(a), len(b)) >= MIN_PROCESSES
+        xa, xb = _samples(a, per_process), _samples(b, per_process)
+        row["basis"] = "process medians" if per_process else "pooled samples"
+        row["n_a"], row["n_b"] = len(xa), len(xb)
+        if not xa or not xb:
+            row["verdict"] = "not significant"
+            out.append(row)
+            continue
+        c = stats.compare(xa, xb, confidence=confidence)
+        row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, significant=c.significant)
+        if row["contended_a"] or row["contended_b"]:
+            row["verdict"] = "unreliable"
+        elif not c.significant:
+            row["verdict"] = "not significant"
+        elif c.ratio > 1 + threshold:
+            row["verdict"] = "regression"
+        elif c.ratio < 1 / (1 + threshold):
+            row["verdict"] = "improvement"
+        else:
+            row["verdict"] = "same"
+        out.append(row)
+    return out
+
+
+def geometric_mean(values: Iterable[float]) -> float | None:
+    vs = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in vs) / len(vs)) if vs else None
+
+
+def counts(rows: Iterable[Mapping[str, Any]]) -> "OrderedDict[str, int]":
+    out: OrderedDict[str, int] = OrderedDict((v, 0) for v in VERDICTS)
+    for r in rows:
+        out[r["verdict"]] += 1
+    return OrderedDict((k, v) for k, v in out.items() if v)
+
+
+def environment_differences(env_a: Mapping[str, Any], env_b: Mapping[str, Any],
+                            config_a: Mapping[str, Any], config_b: Mapping[str, Any]) -> list[str]:
+    """What differs between the two runs' machines, libraries and measurement settings: a
+    ratio across a difference measures the difference as much as the code."""
+    diffs = []
+    for k in ENV_KEYS:
+        if env_a.get(k) != env_b.get(k):
+            diffs.append(f"{k}: {env_a.get(k)} -> {env_b.get(k)}")
+    va, vb = env_a.get("versions") or {}, env_b.get("versions") or {}
+    for k in sorted(set(va) | set(vb)):
+        if va.get(k) != vb.get(k):
+            diffs.append(f"{k}: {va.get(k)} -> {vb.get(k)}")
+    ga = [g.get("name") for g in env_a.get("gpus") or ()]
+    gb = [g.get("name") for g in env_b.get("gpus") or ()]
+    if ga != gb:
+        diffs.append(f"GPUs: {', '.join(ga) or 'none'} -> {', '.join(gb) or 'none'}")
+    ma, mb = config_a.get("measure") or {}, config_b.get("measure") or {}
+    for k in MEASURE_KEYS:
+        if ma.get(k) != mb.get(k):
+            diffs.append(f"measurement {k}: {ma.get(k)} -> {mb.get(k)}")
+    return diffs
+
+
+# ---- presentation ------------------------------------------------------------------------
+COLUMNS = ("cell", "A", "B", "B/A (95% CI)", "verdict", "first call B/A", "memory B/A")
+STYLE = {"regression": "bold red", "broke": "bold red", "improvement": "green", "fixed": "green",
+         "unreliable": "yellow", "not significant": "dim"}
+
+
+def _label(r: Mapping[str, Any]) -> str:
+    extra = ",".join(f"{k}={v}" for k, v in sorted((r.get("overrides") or {}).items()))
+    head = f"{r['workload']} {r['preset']} {r['phase']} · {r['backend']}"
+    tail = "" if (r["device"], r["dtype"]) == ("cpu", "float32") else f" · {r['device']} {r['dtype']}"
+    return head + tail + (f" [{extra}]" if extra else "")
+
+
+def _cells(r: Mapping[str, Any]) -> list[str]:
+    from stackwars.report.format import seconds
+
+    def side(s: str) -> str:
+        status = r.get(f"status_{s}")
+        if status is None:
+            return "—"
+        if status != "ok":
+            return status
+        text = seconds(r.get(f"median_{s}_s"))
+        return text + (" †" if r.get(f"contended_{s}") else " ~" if r.get(f"noisy_{s}") else "")
+
+    def ratio(x: float | None) -> str:
+        return f"{x:.2f}x" if x else "—"
+
+    if r.get("ratio") is not None:
+        ci = f"{r['ratio']:.3f}x ({r['ci_low']:.3f}-{r['ci_high']:.3f})"
+    else:
+        ci = "—"
+    return [_label(r), side("a"), side("b"), ci, r["verdict"], ratio(r.get("first_call_ratio")),
+            ratio(r.get("memory_ratio"))]
+
+
+def summary_line(rows: Sequence[Mapping[str, Any]]) -> str:
+    judged = [r["ratio"] for r in rows if r.get("ratio") and r["verdict"] != "unreliable"]
+    gm = geometric_mean(judged)
+    parts = [f"{n} {v}" for v, n in counts(rows).items()]
+    text = f"{len(rows)} cells: " + ", ".join(parts)
+    if gm:
+        text += f"; geometric mean of B/A over the {len(judged)} cells timed cleanly in both: {gm:.3f}x"
+    return text
+
+
+LEGEND = ("B/A: ratio of steady-state medians (> 1: B slower), 95% bootstrap CI on the stored samples (per-process "
+          "medians where both sides have 3+ processes); regression / improvement: the CI excludes 1 and the change "
+          "exceeds the threshold; same: significant but within it; †: measured on a contended machine (verdict "
+          "unreliable); ~: noisy (IQR > 10% of the median); first call and memory: one number a process, ratios "
+          "shown, never judged.")
+
+
+def table(rows: Sequence[Mapping[str, Any]], title: str):
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title=title, title_justify="left", caption=LEGEND, caption_justify="left")
+    for c in COLUMNS:
+        t.add_column(c, justify="left" if c in ("cell", "verdict") else "right", overflow="fold")
+    for r in rows:
+        cells = _cells(r)
+        cells[4] = Text(cells[4], style=STYLE.get(r["verdict"], ""))
+        t.add_row(*cells)
+    return t
+
+
+NARROW = 110  # below this many columns, one cell per two lines instead of the table
+
+
+def stacked(rows: Sequence[Mapping[str, Any]], title: str):
+    """The table for a narrow terminal: the cell on one line, its figures indented below."""
+    from rich.console import Group
+    from rich.text import Text
+
+    parts = [Text(title, style="bold")]
+    for r in rows:
+        label, a, b, ci, verdict, first, memory = _cells(r)
+        line = Text(f"  {a} -> {b}  {ci}  ")
+        line.append(verdict, style=STYLE.get(r["verdict"], ""))
+        parts += [Text(label), line]
+        if first != "—" or memory != "—":
+            parts.append(Text(f"  first call B/A {first}, memory B/A {memory}", style="dim"))
+    parts.append(Text(LEGEND, style="dim"))
+    return Group(*parts)
+
+
+def render(rows: Sequence[Mapping[str, Any]], title: str, width: int):
+    return table(rows, title) if width >= NARROW else stacked(rows, title)
+
+
+def markdown(rows: Sequence[Mapping[str, Any]], title: str) -> str:
+    lines = [f"**{title}**", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in rows:
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |")
+    lines += ["", summary_line(rows), "", LEGEND]
+    return "\n".join(lines) + "\n"

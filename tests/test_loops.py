@@ -165,6 +165,8 @@ def test_slopes_fits_and_findings_from_rows():
     rows += [r("python", n, 0.2, phase="train-step", mem=n * 2**20) for n in (100, 300)]
     rows += [r("python", n, 0.2, phase="train-step", mem=n * 2**18, remat=True) for n in (100, 300)]
     rows += [r("scan", 10, 0.1, status="error", backend="torch-compile")]
+    rows += [r("python", n, 0.0, backend="torch-eager") for n in (10, 100)]  # as fast as the broken graph
+    rows += [{**r("while", n, 0.2, status="parity_fail"), "steady_median_s": 1e-5 * n} for n in (10, 100, 300)]
     notes = study.cliffs(rows)
     text = "\n".join(notes)
     assert "impl=python: the first call's compile grows as n^1.00" in text
@@ -173,6 +175,12 @@ def test_slopes_fits_and_findings_from_rows():
     assert "backward-pass memory grows as n^1.00" in text
     assert "remat at n=300 holds 75.0 MiB instead of 300.0 MiB (75% less)" in text
     assert "impl=scan n=10: error (boom)" in text
+    assert "torch-compile · impl=python: 10 graph break(s) at n=100, 1000 calls captured, and the loop runs at " \
+           "eager speed" in text
+    assert "impl=while keeps the compile flat (n^0.00) where impl=python grows (n^1.00) (but its results fail " \
+           "parity)" in text
+    # a wrong answer is never the baseline a step time is compared with
+    assert not any("of jax-jit · impl=while" in n for n in notes)
     caps = {(c["impl"], c["backend"], c["phase"]): c["status"] for c in study.capabilities(rows)}
     assert caps[("scan", "torch-compile", "forward")] == "error"
 

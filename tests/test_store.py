@@ -5,7 +5,7 @@ import pytest
 
 from stackwars import load_results
 from stackwars.errors import SpecError, StackwarsError
-from stackwars.records import ROW_KEYS, Measurement, MeasureConfig
+from stackwars.records import ROW_KEYS, MeasureConfig
 from stackwars.store import db
 from stackwars.store.results import Store
 

@@ -138,8 +138,9 @@ def control_flow_tables(rows: Sequence[Mapping[str, Any]], title: str, notes: Se
                       "compile: the first call's compile (jax-jit: XLA's compile stage; torch-compile: Dynamo + "
                       "AOTAutograd + Inductor; eager backends: first call minus steady state); memory: peak RSS "
                       "over the worker's baseline during the steady state (device allocator on a GPU); program ops: "
-                      "equations in the jaxpr (jax-jit) or operations Dynamo captured (torch-compile) at the "
-                      "largest n; ✗: parity failed against the float64 reference; †: other processes took over 5% "
+                      "equations in the jaxpr, a loop body's counted once (jax-jit), or the calls Dynamo captured "
+                      "(torch-compile: a control-flow operator or a checkpointed region is one call, its body not "
+                      "counted), at the largest n; ✗: parity failed against the float64 reference; †: other processes took over 5% "
                       "of the CPUs while the cell was timed.", style="dim"))
     if notes:
         parts.append(Text("Cliffs and failures found:", style="bold"))

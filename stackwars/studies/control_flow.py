@@ -100,7 +100,9 @@ def row(m: Measurement) -> dict[str, Any]:
             "status": m.status, "first_call_s": r["first_call_s"], "compile_s": compile_s,
             "steady_median_s": r["steady_median_s"], "memory_added_bytes": added,
             "ir_ops": ir.get("jaxpr_eqns", ir.get("fx_ops_captured")), "stablehlo_ops": ir.get("stablehlo_ops"),
-            "graphs": r["graphs"], "graph_breaks": r["graph_breaks"], "parity": r["parity_max_rel_err"],
+            "graphs": r["graphs"], "graph_breaks": r["graph_breaks"],
+            "break_reason": (m.compile.break_reasons[0][:160] if m.compile and m.compile.break_reasons else None),
+            "parity": r["parity_max_rel_err"],
             "contended": bool(r["contended"]), "noisy": bool(r["noisy"]),
             "error": _gist(m.error), "cell_key": m.spec.key}
 
@@ -213,15 +215,37 @@ def cliffs(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                 and g["backend"] == f["backend"] and g["impl"] != f["impl"] and g["remat"] == f["remat"]
                 and g["compile_slope"] is not None and g["compile_slope"] <= FLAT]
         for g in flat:
-            notes.append(f"{g['workload']} {g['phase']} · {g['backend']}: impl={g['impl']} keeps the compile flat "
-                         f"(n^{g['compile_slope']:.2f}) where impl={f['impl']} grows (n^{cs:.2f})")
+            remat = " · remat" if g["remat"] else ""
+            notes.append(f"{g['workload']} {g['phase']} · {g['backend']}{remat}: impl={g['impl']} keeps the compile "
+                         f"flat (n^{g['compile_slope']:.2f}) where impl={f['impl']} grows (n^{cs:.2f})"
+                         + (" (but its results fail parity)" if "parity_fail" in g["statuses"] else ""))
+    # a graph break that sends the loop back to eager: compiled, but no faster than eager
+    for f in fitted:
+        top = f["at_max"]
+        if f["backend"] != "torch-compile" or top is None or not top.get("graph_breaks"):
+            continue
+        eager = by.get((f["workload"], f["phase"], "torch-eager", f["impl"], f["remat"]))
+        e_top = (eager or {}).get("at_max")
+        if not e_top or e_top["n"] != top["n"] or not e_top["steady_median_s"] or not top["steady_median_s"]:
+            continue
+        if top["steady_median_s"] >= 0.7 * e_top["steady_median_s"]:
+            reason = f"; Dynamo: {top['break_reason']}" if top.get("break_reason") else ""
+            low = f["at_min"]
+            span = (f"at n={low['n']} and n={top['n']} alike" if low and low["n"] != top["n"]
+                    and low.get("graph_breaks") == top["graph_breaks"] else f"at n={top['n']}")
+            notes.append(f"{f['workload']} {f['phase']} · torch-compile · impl={f['impl']}: {top['graph_breaks']} "
+                         f"graph break(s) {span}, {top.get('ir_ops')} calls captured, and the loop runs at eager "
+                         f"speed ({fmt.seconds(top['steady_median_s'])} vs torch-eager "
+                         f"{fmt.seconds(e_top['steady_median_s'])} at n={top['n']}): the compiler gave the loop back "
+                         f"to Python{reason}")
     # run time at the largest n: an implementation far slower than its framework's fastest
     tops: dict[tuple, list[Mapping[str, Any]]] = {}
     for f in fitted:
         if f["at_max"] is not None and not f["remat"]:
             tops.setdefault((f["workload"], f["phase"], f["backend"].split("-")[0], f["max_n"]), []).append(f["at_max"])
     for (w, ph, fw, n), cands in tops.items():
-        clean = [c for c in cands if c["steady_median_s"] and not c.get("contended")]
+        # a wrong answer is no baseline: only cells that agreed with the reference, timed on a quiet machine
+        clean = [c for c in cands if c["status"] == "ok" and c["steady_median_s"] and not c.get("contended")]
         if len(clean) < 2:
             continue
         best = min(clean, key=lambda c: c["steady_median_s"])

@@ -170,10 +170,11 @@ def _run_jax(item: Mapping[str, Any], settings: Mapping[str, Any], device: str, 
                 batch[name] = np.pad(batch[name], pad)
         prog = backend.program(wl, cfg, phase, params, batch, device, cdtype)
         if jitted is None:
-            fn = prog.fn
             if key == "scale":
                 def fn(tree, b, s, _f=prog.fn):
                     return _f(tree, b) * s
+            else:
+                fn = prog.fn
             jitted = jax.jit(fn, donate_argnums=prog.donate)
         args = prog.args + ((float(value),) if key == "scale" else ())
         n0 = len(events.events)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stackwars.registry import register_workload
-from stackwars.workloads.base import Arrays, Config, Workload, as_float64, choices
+from stackwars.workloads.base import Config, Workload, as_float64, choices
 
 IMPLS = ("loop", "vmap", "batched")
 

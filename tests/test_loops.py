@@ -166,6 +166,7 @@ def test_slopes_fits_and_findings_from_rows():
     rows += [r("python", n, 0.2, phase="train-step", mem=n * 2**18, remat=True) for n in (100, 300)]
     rows += [r("scan", 10, 0.1, status="error", backend="torch-compile")]
     rows += [r("python", n, 0.0, backend="torch-eager") for n in (10, 100)]  # as fast as the broken graph
+    rows += [r("fixed", n, 0.01 * n, mem=n * 2**20) for n in (10, 100)]  # an unrolled program's own memory
     rows += [{**r("while", n, 0.2, status="parity_fail"), "steady_median_s": 1e-5 * n} for n in (10, 100, 300)]
     notes = study.cliffs(rows)
     text = "\n".join(notes)
@@ -173,6 +174,7 @@ def test_slopes_fits_and_findings_from_rows():
     assert "impl=scan keeps the compile flat (n^0.00) where impl=python grows" in text
     assert "graph breaks multiply with n (1 at n=10 -> 10 at n=100" in text
     assert "backward-pass memory grows as n^1.00" in text
+    assert "forward · jax-jit · impl=fixed: memory grows as n^1.00 in the forward pass" in text
     assert "remat at n=300 holds 75.0 MiB instead of 300.0 MiB (75% less)" in text
     assert "impl=scan n=10: error (boom)" in text
     assert "torch-compile · impl=python: 10 graph break(s) at n=100, 1000 calls captured, and the loop runs at " \

@@ -130,7 +130,7 @@ def control_flow_tables(rows: Sequence[Mapping[str, Any]], title: str, notes: Se
 
             table.add_row(f"{backend} · {impl}" + (" · remat" if remat else ""), *cells,
                           exp(f.get("compile_slope")), exp(f.get("steady_slope")),
-                          exp(f.get("memory_slope")) if phase == "train-step" else fmt.DASH,
+                          exp(f.get("memory_slope")),
                           str(top.get("ir_ops") or fmt.DASH), str(top.get("graph_breaks") or 0)
                           if backend == "torch-compile" else fmt.DASH)
         parts.append(table)

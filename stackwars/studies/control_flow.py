@@ -191,6 +191,12 @@ def cliffs(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                 and (top["memory_added_bytes"] or 0) > SIGNIFICANT_MEMORY:
             notes.append(f"{where}: backward-pass memory grows as n^{ms:.2f} ({fmt.nbytes(low['memory_added_bytes'])}"
                          f" at n={low['n']} -> {fmt.nbytes(top['memory_added_bytes'])} at n={top['n']})")
+        elif f["phase"] == "forward" and ms is not None and ms >= GROWS \
+                and (top["memory_added_bytes"] or 0) > SIGNIFICANT_MEMORY:
+            notes.append(f"{where}: memory grows as n^{ms:.2f} in the forward pass, which keeps no activations "
+                         f"({fmt.nbytes(low['memory_added_bytes'])} at n={low['n']} -> "
+                         f"{fmt.nbytes(top['memory_added_bytes'])} at n={top['n']}): the program itself grows (its "
+                         f"compiled code, and what compiling it left resident)")
     # what rematerialisation buys back, at the largest n both ran
     by = {(f["workload"], f["phase"], f["backend"], f["impl"], f["remat"]): f for f in fitted}
     for (w, ph, b, impl, remat), f in by.items():

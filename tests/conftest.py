@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -13,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Inductor/JAX caches for in-process (inline) cells: one directory for the whole session,
 # so the suite pays Inductor's cold start once, not once per test.
 _CACHE = tempfile.mkdtemp(prefix="stackwars-test-cache-")
+atexit.register(shutil.rmtree, _CACHE, True)  # not left in /tmp by every session
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(_CACHE, "inductor"))
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")

@@ -217,3 +217,9 @@ def test_the_study_runs_from_the_cli(tmp_path):
     shown = subprocess.run([sys.executable, "-m", "stackwars", "show", "--db", str(tmp_path / "s.db")],
                            capture_output=True, text=True, timeout=120, env=env)
     assert shown.returncode == 0 and "rnn · forward: first call / steady state" in shown.stdout
+    assert "measure=" not in shown.stdout  # the title names the study's settings, not the harness's
+    listed = subprocess.run([sys.executable, "-m", "stackwars", "runs", "--db", str(tmp_path / "s.db"), "--format",
+                             "json"], capture_output=True, text=True, timeout=120, env=env)
+    (run,) = json.loads(listed.stdout)
+    assert run["kind"] == "study:control-flow" and run["done"] == run["planned"] == 8
+    assert run["statuses"] == {"ok": 8}

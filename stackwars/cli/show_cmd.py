@@ -67,7 +67,8 @@ def _show_study(info, result: list[dict[str, Any]], header: str, format: str) ->
     from stackwars.report import studies, training
 
     kind, config = info.kind, info.config
-    title = f"{kind} · " + ", ".join(f"{k}={v}" for k, v in config.items() if k not in ("checksums", "data"))
+    title = f"{kind} · " + ", ".join(f"{k}={v}" for k, v in config.items()
+                                     if k not in ("checksums", "data", "measure"))
     if kind.startswith("train:"):
         body: Any = training.summary(result, title)
     elif kind == "study:recompile":
@@ -122,7 +123,7 @@ def runs(
     for c in ("run", "kind", "done", "statuses", "date", "command"):
         table.add_column(c, overflow="fold")
     for r in listed:
-        done = f"{r['done']}/{r['planned']} cells" if r["kind"] == "cells" else f"{r['done']} rows"
+        done = f"{r['done']}/{r['planned']} cells" if r["kind"] in CELL_KINDS else f"{r['done']} rows"
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(r["statuses"].items()))
         table.add_row(r["run_id"], r["kind"], done, statuses, r["created_at"][:19].replace("T", " "),
                       r["command"] or "")

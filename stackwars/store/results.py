@@ -214,7 +214,7 @@ class Store:
         for run_id, created, kind, command in self.conn.execute(
                 "SELECT run_id, created_at, kind, command FROM runs ORDER BY created_at, run_id"):
             planned = self.conn.execute("SELECT COUNT(*) FROM run_plan WHERE run_id = ?", (run_id,)).fetchone()[0]
-            if kind == "cells":
+            if kind in CELL_KINDS:
                 counts = dict(self.conn.execute("SELECT status, COUNT(*) FROM cells WHERE run_id = ? GROUP BY status",
                                                 (run_id,)).fetchall())
             else:

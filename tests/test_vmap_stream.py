@@ -39,17 +39,21 @@ def test_s5_method_reads_an_unsynchronised_clock_and_rss():
 
 
 def test_vmap_findings_say_how_much_s5_misleads():
-    def r(backend, impl, t, s5=None):
+    def r(backend, impl, t, s5=None, done=None):
         return {"op": "dot", "batch": 256, "backend": backend, "impl": impl, "status": "ok",
                 "label": vmap.LABELS[(backend, impl)], "steady_median_s": t, "s5_per_call_s": s5,
-                "s5_until_done_per_call_s": t, "s5_vs_ours": s5 / t if s5 else None}
-    rows = [r("torch-eager", "loop", 1e-3), r("torch-eager", "vmap", 1e-4), r("torch-eager", "batched", 5e-5),
+                "s5_until_done_per_call_s": done or t, "s5_vs_ours": s5 / t if s5 else None}
+    rows = [r("torch-eager", "loop", 1e-3), r("torch-eager", "vmap", 1e-4),
+            r("torch-eager", "batched", 5e-5, s5=1.5e-4, done=1.5e-4),  # S5 slower, and waiting changes nothing
             r("jax-eager", "loop", 2e-2), r("jax-eager", "vmap", 1e-3), r("jax-jit", "vmap", 1e-5, s5=2e-6)]
     text = "\n".join(vmap.findings(rows))
     assert "fastest jax.jit(jax.vmap)" in text
     assert "the PyTorch Python loop takes 10.0x the time of torch.func.vmap" in text
     assert "jax.vmap without jit takes 100.0x the time of jax.jit(jax.vmap)" in text
-    assert "S5's unsynchronised clock reads 2.0 µs per call against the harness's 10.0 µs (0.20x)" in text
+    assert "jax.jit(jax.vmap): S5's method reads 2.0 µs per call against the harness's 10.0 µs (0.20x): its " \
+           "unsynchronised clock read the dispatch, the work took 10.0 µs per call once waited for" in text
+    assert "PyTorch batched op: S5's method reads 150.0 µs per call against the harness's 50.0 µs (3.00x): waiting " \
+           "for the work changed nothing" in text and "the RSS read after every call inside its timed loop" in text
 
 
 def test_vmap_plan_validates():
@@ -85,3 +89,28 @@ def test_a_bucketed_stream_compiles_once_per_bucket(tmp_path):
     summary = {(s["backend"], s["policy"]): s for s in stream.summary([r for rs in result.values() for r in rs])}
     assert summary["jax-jit", "buckets"]["wasted_flops_fraction"] > 0
     assert summary["jax-jit", "exact"]["wasted_flops_fraction"] == 0
+
+
+def test_a_static_policy_past_dynamos_recompile_limit_is_named():
+    import io
+
+    from rich.console import Console
+
+    from stackwars.report.studies import stream_table
+
+    def r(i, seq, compiles, backend="torch-compile", policy="exact", limit=8):
+        return {"request": i, "seq": seq, "padded_to": None, "call_s": 1e-3, "compiled": i < compiles,
+                "compiles_in_call": int(i < compiles), "compile_count": min(i + 1, compiles), "flops_needed": 1,
+                "flops_done": 1, "parity": 1e-7, "parity_ok": True, "backend": backend, "policy": policy,
+                "exact": True, "recompile_limit": limit}
+    rows = [r(i, 8 + i, 9) for i in range(12)]  # 12 lengths, 9 compiles: 1 + the limit of 8 recompiles
+    rows += [r(i, 8 + i, 12, backend="jax-jit", limit=None) for i in range(12)]
+    (torch_s, jax_s) = stream.summary(rows)
+    assert torch_s["shapes"] == 12 and torch_s["uncompiled_shapes"] == 3
+    assert jax_s["uncompiled_shapes"] == 0
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(stream_table([torch_s, jax_s], rows, "t"))
+    text = console.export_text()
+    assert "torch-compile exact: 9 compiles for 12 shapes, 3 of them served uncompiled: Dynamo stops recompiling" \
+           in " ".join(text.split())
+    assert "jax-jit exact: " not in text

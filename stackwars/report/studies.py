@@ -220,4 +220,11 @@ def stream_table(summary: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[st
         "synchronised wall time, compiles included; padding waste: FLOPs done on padding over FLOPs done; breaks "
         "even: the request after which the cumulative time stays below the eager baseline's; parity: each "
         "request's output against the float64 reference of the unpadded request.", style="dim")]
+    for s in summary:
+        if s.get("uncompiled_shapes"):
+            limit = s.get("recompile_limit")
+            why = (f": Dynamo stops recompiling a function after its recompile_limit ({limit}) and runs every later "
+                   "new shape uncompiled, in eager" if limit and s["compiles"] == limit + 1 else "")
+            parts.append(Text(f"{s['backend']} {s['policy']}: {s['compiles']} compiles for {s['shapes']} shapes, "
+                              f"{s['uncompiled_shapes']} of them served uncompiled{why}.", style="yellow"))
     return Group(*parts)

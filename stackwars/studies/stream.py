@@ -143,7 +143,8 @@ def run_policy(item: Mapping[str, Any], lengths: Sequence[int], seed: int = 0, d
     for r in rows:
         total += r["compiles_in_call"]
         r["compile_count"] = total
-        r.update(backend=item["backend"], policy=item["policy"], exact=item["exact"])
+        r.update(backend=item["backend"], policy=item["policy"], exact=item["exact"],
+                 recompile_limit=getattr(serve, "recompile_limit", None))
     return {"status": "ok", "rows": rows}
 
 
@@ -215,6 +216,9 @@ def _torch_server(wl, base, item, params, settings, device, dtype):
         host = np.take(host, np.arange(seq), axis=first_axis)
         return host, len(dynamo_utils.get_compilation_metrics()) - n0
 
+    # after this many recompiles of one frame Dynamo stops compiling it and runs new shapes eagerly
+    serve.recompile_limit = getattr(torch._dynamo.config, "recompile_limit",
+                                    getattr(torch._dynamo.config, "cache_size_limit", None))
     return serve
 
 
@@ -241,8 +245,13 @@ def summary(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 if below[k:].all():
                     break_even = k
                     break
+        # the shapes a static policy must compile for: each distinct length (exact) or bucket (buckets)
+        shapes = len({r["padded_to"] or r["seq"] for r in rs}) if policy in ("exact", "buckets") else None
+        compiles = rs[-1].get("compile_count") if rs else None
         out.append({"backend": backend, "policy": policy, "requests": len(ok), "total_s": total,
-                    "compiles": rs[-1].get("compile_count") if rs else None,
+                    "shapes": shapes, "uncompiled_shapes": max(0, shapes - compiles) if shapes and compiles is not None
+                    else None, "recompile_limit": rs[0].get("recompile_limit") if rs else None,
+                    "compiles": compiles,
                     "compile_requests_s": sum(r["call_s"] for r in ok if r["compiled"]),
                     "wasted_flops_fraction": (done - needed) / done if done else None,
                     "parity_worst": max((r["parity"] for r in ok if r["parity"] is not None), default=None),

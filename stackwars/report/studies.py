@@ -171,7 +171,8 @@ def vmap_table(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequence[st
                     cells.append(Text(r["status"], style="red"))
                 else:
                     s5 = fmt.seconds(r["s5_per_call_s"]) if r.get("s5_per_call_s") else fmt.DASH
-                    cells.append(f"{fmt.seconds(r['steady_median_s'])} | {s5}")
+                    mark = " †" if r.get("contended") else ""
+                    cells.append(f"{fmt.seconds(r['steady_median_s'])}{mark} | {s5}")
             table.add_row(next(iter(by_b.values()))["label"], *cells)
         parts.append(table)
         mem = Table(title=f"{op}: memory added while the steady state ran (harness counter) | S5 (psutil RSS "
@@ -188,7 +189,9 @@ def vmap_table(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequence[st
     parts.append(Text("harness: median seconds per call over the steady state (blocked, synchronised once per "
                       "block, thousands of calls), memory: the high-water mark over the worker's baseline (device "
                       "allocator on a GPU); S5's method: 1000 calls between two perf_counter reads with no "
-                      "synchronisation, psutil's RSS read after each call, first call excluded.", style="dim"))
+                      "synchronisation, psutil's RSS read after each call, first call excluded; †: other "
+                      "processes took over 5% of the CPUs while the cell was timed (left out of the findings).",
+                      style="dim"))
     if notes:
         parts.append(Text("Findings:", style="bold"))
         parts.extend(Text(f"- {n}") for n in notes)

@@ -136,7 +136,8 @@ def findings(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     from stackwars.report import format as fmt
 
     notes = []
-    ok = [r for r in rows if r["status"] == "ok" and r["steady_median_s"]]
+    # a time measured on a busy machine is no basis for a ranking or a ratio
+    ok = [r for r in rows if r["status"] == "ok" and r["steady_median_s"] and not r.get("contended")]
     by: OrderedDict[tuple, dict[tuple, Mapping[str, Any]]] = OrderedDict()
     for r in ok:
         by.setdefault((r["op"], r["batch"]), {})[(r["backend"], r["impl"])] = r

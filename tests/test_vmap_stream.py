@@ -46,7 +46,8 @@ def test_vmap_findings_say_how_much_s5_misleads():
     rows = [r("torch-eager", "loop", 1e-3), r("torch-eager", "vmap", 1e-4),
             r("torch-eager", "batched", 5e-5, s5=1.5e-4, done=1.5e-4),  # S5 slower, and waiting changes nothing
             r("jax-eager", "loop", 2e-2), r("jax-eager", "vmap", 1e-3), r("jax-jit", "vmap", 1e-5, s5=2e-6),
-            {**r("jax-jit", "batched", 1e-7), "contended": True}]  # would be fastest, but the machine was busy
+            {**r("jax-jit", "batched", 1e-7), "contended": True},  # would be fastest, but the machine was busy
+            {**r("jax-eager", "batched", 1e-3, s5=2.2e-3, done=2.2e-3)}]  # a gap no RSS read explains
     text = "\n".join(vmap.findings(rows))
     assert "fastest jax.jit(jax.vmap)" in text
     assert "the PyTorch Python loop takes 10.0x the time of torch.func.vmap" in text
@@ -55,6 +56,8 @@ def test_vmap_findings_say_how_much_s5_misleads():
            "unsynchronised clock read the dispatch, the work took 10.0 µs per call once waited for" in text
     assert "PyTorch batched op: S5's method reads 150.0 µs per call against the harness's 50.0 µs (3.00x): waiting " \
            "for the work changed nothing" in text and "the RSS read after every call inside its timed loop" in text
+    assert "JAX batched, no jit: S5's method reads 2.20 ms per call against the harness's 1.00 ms (2.20x): more " \
+           "than its RSS reads cost" in text
 
 
 def test_vmap_plan_validates():

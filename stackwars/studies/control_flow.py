@@ -208,9 +208,11 @@ def cliffs(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         if m_r and m_p and t_r and t_p and f["at_max"]["n"] == plain["at_max"]["n"] \
                 and max(m_r, m_p) > SIGNIFICANT_MEMORY:
             change = f"{100 * (1 - m_r / m_p):.0f}% less" if m_r <= m_p else f"{100 * (m_r / m_p - 1):.0f}% more"
+            busy = f["at_max"].get("contended") or plain["at_max"].get("contended")
+            cost = ("its step time not compared (a machine busy while one was timed)" if busy
+                    else f"for {t_r / t_p:.2f}x the step time")
             notes.append(f"{w} train-step · {b} · impl={impl}: remat at n={f['at_max']['n']} holds "
-                         f"{fmt.nbytes(m_r)} instead of {fmt.nbytes(m_p)} ({change}) for "
-                         f"{t_r / t_p:.2f}x the step time")
+                         f"{fmt.nbytes(m_r)} instead of {fmt.nbytes(m_p)} ({change}) {cost}")
     # flat against growing: the same workload's best alternative
     for f in fitted:
         cs = f["compile_slope"]

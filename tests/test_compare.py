@@ -87,7 +87,8 @@ def test_repeated_cells_are_compared_on_their_process_medians():
 def test_environment_differences_are_named():
     env_a = {"cpu_model": "x", "versions": {"torch": "2.13.0", "jax": "0.10.2"}}
     env_b = {"cpu_model": "x", "versions": {"torch": "2.14.0", "jax": "0.10.2"}, "gpus": [{"name": "H100"}]}
-    diffs = cmp.environment_differences(env_a, env_b, {"measure": {"min_time_s": 1.0}}, {"measure": {"min_time_s": 2.0}})
+    diffs = cmp.environment_differences(env_a, env_b, {"measure": {"min_time_s": 1.0}},
+                                        {"measure": {"min_time_s": 2.0}})
     assert "torch: 2.13.0 -> 2.14.0" in diffs and "GPUs: none -> H100" in diffs
     assert "measurement min_time_s: 1.0 -> 2.0" in diffs and not any(d.startswith("jax") for d in diffs)
 

@@ -140,8 +140,8 @@ def control_flow_tables(rows: Sequence[Mapping[str, Any]], title: str, notes: Se
                       "over the worker's baseline during the steady state (device allocator on a GPU); program ops: "
                       "equations in the jaxpr, a loop body's counted once (jax-jit), or the calls Dynamo captured "
                       "(torch-compile: a control-flow operator or a checkpointed region is one call, its body not "
-                      "counted), at the largest n; ✗: parity failed against the float64 reference; †: other processes took over 5% "
-                      "of the CPUs while the cell was timed.", style="dim"))
+                      "counted), at the largest n; ✗: parity failed against the float64 reference; †: other "
+                      "processes took over 5% of the CPUs while the cell was timed.", style="dim"))
     if notes:
         parts.append(Text("Cliffs and failures found:", style="bold"))
         parts.extend(Text(f"- {n}") for n in notes)

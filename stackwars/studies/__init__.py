@@ -2,8 +2,20 @@
 
 from dataclasses import dataclass
 
+from stackwars.errors import SpecError
 from stackwars.registry import register_study
 from stackwars.studies import mnist  # noqa: F401  (registers itself)
+
+
+def positive_ints(values: str, flag: str, what: str) -> list[int]:
+    """A comma-separated sweep ('1,16,128') as sorted distinct positive integers."""
+    try:
+        out = sorted({int(v) for v in values.split(",") if v.strip()})
+    except ValueError:
+        raise SpecError(f"{flag}: values must be integers, got {values!r}") from None
+    if not out or out[0] < 1:
+        raise SpecError(f"{flag}: give positive {what}")
+    return out
 
 
 @dataclass(frozen=True)

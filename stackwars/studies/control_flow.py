@@ -41,13 +41,9 @@ def parse_ns(text: str) -> list[int]:
     key, sep, values = text.partition("=")
     if key.strip() != "n" or not sep:
         raise SpecError(f"--vary expects n=V1,V2,... (the loop length), got {text!r}")
-    try:
-        ns = sorted({int(v) for v in values.split(",") if v.strip()})
-    except ValueError:
-        raise SpecError(f"--vary n: values must be integers, got {values!r}") from None
-    if not ns or ns[0] < 1:
-        raise SpecError("--vary n: give positive loop lengths")
-    return ns
+    from stackwars.studies import positive_ints
+
+    return positive_ints(values, "--vary n", "loop lengths")
 
 
 def plan(workloads: Sequence[str], impls: Sequence[str] | None, ns: Sequence[int], phases: Sequence[str],

@@ -38,13 +38,9 @@ LABELS = {  # what each (backend, impl) is, in the words of S5 and the framework
 
 
 def parse_batches(text: str) -> list[int]:
-    try:
-        values = sorted({int(v) for v in text.split(",") if v.strip()})
-    except ValueError:
-        raise SpecError(f"--batch expects comma-separated integers, got {text!r}") from None
-    if not values or values[0] < 1:
-        raise SpecError("--batch: give positive batch sizes")
-    return values
+    from stackwars.studies import positive_ints
+
+    return positive_ints(text, "--batch", "batch sizes (comma-separated)")
 
 
 def plan(ops: Sequence[str], impls: Sequence[str] | None, batches: Sequence[int], backends: Sequence[str],

@@ -85,6 +85,10 @@ def _show_study(info, result: list[dict[str, Any]], header: str, format: str) ->
     elif kind == "study:vmap":
         from stackwars.studies import vmap
         body = studies.vmap_table(result, title, vmap.findings(result))
+    elif kind == "study:scaling":
+        from stackwars.studies import scaling
+        body = studies.scaling_tables(result, title, scaling.findings(result, bool(config.get("simulated_devices")),
+                                                                      info.env.get("cpus_available")))
     elif kind == "study:autotune":
         from stackwars.studies import autotune
         body = studies.autotune_table(result, title, autotune.findings(result, config.get("device", "cpu")))

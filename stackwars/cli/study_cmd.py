@@ -24,7 +24,7 @@ from stackwars.studies import cache as cache_study
 from stackwars.studies import recompile as recompile_study
 from stackwars.harness import tmp
 
-app = typer.Typer(help="structured experiments: recompile, cache, autotune, control-flow", no_args_is_help=True)
+app = typer.Typer(help="structured experiments: recompile, cache, autotune, control-flow, stream, vmap, scaling", no_args_is_help=True)
 
 
 def _check_available(probe, backends, device) -> None:
@@ -417,3 +417,4 @@ def stream(
     write_atomic(rows_file, json.dumps({"run_id": run_id, "command": command_line(), "lengths": lengths,
                                         "summary": summary, "rows": rows, "env": env}, indent=1, default=str))
     err.print(f"run {run_id}; wrote {png} and {rows_file}")
+

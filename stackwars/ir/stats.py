@@ -160,3 +160,54 @@ def compare(a: dict[str, int], b: dict[str, int]) -> list[tuple[str, int, int]]:
     ops = set(a) | set(b)
     return sorted(((op, a.get(op, 0), b.get(op, 0)) for op in ops),
                   key=lambda r: (r[1] == r[2], -(r[1] + r[2]), r[0]))
+
+
+COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
+               "collective-broadcast")
+_HLO_SHAPE = re.compile(r"\b(pred|s8|s16|s32|s64|u8|u16|u32|u64|f16|bf16|f32|f64|c64|c128)\[([0-9,]*)\]")
+_HLO_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4,
+              "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
+
+
+def _result_bytes(line: str) -> int:
+    """Bytes of an instruction's result (every array of a tuple), from its text."""
+    rhs = line.split("=", 1)[1]
+    end = rhs.find("(") if not rhs.lstrip().startswith("(") else None
+    if end is None:  # a tuple: up to the matching parenthesis
+        depth = 0
+        for i, ch in enumerate(rhs):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0 and ch == ")":
+                end = i
+                break
+    total = 0
+    for dtype, dims in _HLO_SHAPE.findall(rhs[: end or 0]):
+        n = 1
+        for d in filter(None, dims.split(",")):
+            n *= int(d)
+        total += n * _HLO_BYTES[dtype]
+    return total
+
+
+def collectives(text: str) -> dict[str, dict[str, int]]:
+    """The collectives of an optimized (SPMD-partitioned) HLO module: per kind, how many
+    instructions and the bytes of their results per device (an all-reduce's buffer, an
+    all-gather's gathered array, a reduce-scatter's shard). Asynchronous pairs count once,
+    at their ``-start`` (whose result tuple holds the operand too: counted as its larger half
+    would be guesswork, so the ``-done``'s result is used instead). A count is static: an
+    instruction inside a loop body runs once per iteration."""
+    out: dict[str, dict[str, int]] = {}
+    for line in text.splitlines():
+        op = _hlo_opcode(line)
+        if op is None:
+            continue
+        if op.endswith("-start") and op[:-6] in COLLECTIVES:
+            out.setdefault(op[:-6], {"count": 0, "bytes": 0})["count"] += 1
+        elif op.endswith("-done") and op[:-5] in COLLECTIVES:
+            out.setdefault(op[:-5], {"count": 0, "bytes": 0})["bytes"] += _result_bytes(line)
+        elif op in COLLECTIVES:
+            entry = out.setdefault(op, {"count": 0, "bytes": 0})
+            entry["count"] += 1
+            entry["bytes"] += _result_bytes(line)
+    return out

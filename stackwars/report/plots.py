@@ -125,3 +125,50 @@ def stream(rows: Sequence[Mapping[str, Any]], out_dir: Path, name: str) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def scaling(rows: Sequence[Mapping[str, Any]], out_dir: Path, name: str) -> Path:
+    """Throughput against device count (a line per framework and strategy, the ideal dashed)
+    and the bytes of parameters and optimizer state per device, per scaling."""
+    plt = _plt()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    scalings = list(dict.fromkeys(r["scaling"] for r in rows))
+    fig, axes = plt.subplots(1, len(scalings) + 1, figsize=(6 * (len(scalings) + 1), 4.5), squeeze=False)
+    ok = [r for r in rows if r["status"] == "ok" and r.get("samples_per_s")]
+    colours = {"jax": "tab:orange", "torch": "tab:blue"}
+    lines = {"dp": "-", "fsdp": "--", "shard_map": "-.", "pmap": ":"}
+    for ax, scaling in zip(axes[0], scalings):
+        for key in dict.fromkeys((r["framework"], r["strategy"]) for r in ok if r["scaling"] == scaling):
+            rs = sorted((r for r in ok if (r["framework"], r["strategy"]) == key and r["scaling"] == scaling),
+                        key=lambda r: r["devices"])
+            ax.plot([r["devices"] for r in rs], [r["samples_per_s"] for r in rs], lines.get(key[1], "-"),
+                    marker="o", color=colours.get(key[0], "gray"), label=f"{key[0]} {key[1]}")
+            one = [r for r in rs if r["devices"] == 1]
+            if one:
+                ns = [r["devices"] for r in rs]
+                ax.plot(ns, [one[0]["samples_per_s"] * n for n in ns], ":", color=colours.get(key[0], "gray"),
+                        alpha=0.3)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("devices")
+        ax.set_ylabel("examples per second")
+        ax.set_title(f"{name}: {scaling} scaling (dotted: linear from N=1)", fontsize=9)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    ax = axes[0][-1]
+    mem = [r for r in rows if r["status"] in ("ok", "parity_fail") and r.get("state_bytes_per_device")
+           and r["scaling"] == scalings[0]]
+    for key in dict.fromkeys((r["framework"], r["strategy"]) for r in mem):
+        rs = sorted((r for r in mem if (r["framework"], r["strategy"]) == key), key=lambda r: r["devices"])
+        ax.plot([r["devices"] for r in rs], [r["state_bytes_per_device"] / 2**20 for r in rs],
+                lines.get(key[1], "-"), marker="s", color=colours.get(key[0], "gray"), label=f"{key[0]} {key[1]}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("devices")
+    ax.set_ylabel("MiB per device")
+    ax.set_title("parameters + optimizer state per device (measured)", fontsize=9)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = out_dir / f"scaling-{name}.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

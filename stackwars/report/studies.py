@@ -231,3 +231,66 @@ def stream_table(summary: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[st
             parts.append(Text(f"{s['backend']} {s['policy']}: {s['compiles']} compiles for {s['shapes']} shapes, "
                               f"{s['uncompiled_shapes']} of them served uncompiled{why}.", style="yellow"))
     return Group(*parts)
+
+
+def scaling_tables(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequence[str]) -> Group:
+    """Per scaling: a row per (framework, strategy, N) with the slowest rank's step time,
+    throughput, efficiency, memory per device and parity; then the collectives a step issues."""
+    parts: list[Any] = [Text(title, style="bold")]
+    for scaling in dict.fromkeys(r["scaling"] for r in rows):
+        mine = [r for r in rows if r["scaling"] == scaling]
+        t = Table(title=f"{scaling} scaling ({'global batch fixed' if scaling == 'strong' else 'per-device batch fixed'})",
+                  title_justify="left")
+        for col, just in (("framework · strategy", "left"), ("N", "right"), ("batch/dev", "right"),
+                          ("status", "left"), ("first step", "right"), ("step (IQR)", "right"),
+                          ("examples/s", "right"), ("speed-up", "right"), ("eff.", "right"),
+                          ("state/dev", "right"), ("analytic rep|shard", "right"), ("peak/dev", "right"),
+                          ("comm/step", "right"), ("parity p|g", "right")):
+            t.add_column(col, justify=just)  # type: ignore[arg-type]
+        for r in mine:
+            p = r.get("parity") or {}
+            ok = r["status"] == "ok"
+            t.add_row(f"{r['framework']} · {r['strategy']}", str(r["devices"]), str(r["per_device_batch"]),
+                      Text(r["status"], style="" if ok else "red"), fmt.seconds(r.get("first_step_s")),
+                      f"{fmt.seconds(r.get('step_median_s'))} ({fmt.seconds(r.get('step_iqr_s'))})"
+                      if r.get("step_median_s") else fmt.DASH,
+                      f"{r['samples_per_s']:.0f}" if r.get("samples_per_s") else fmt.DASH,
+                      f"{r['speedup']:.2f}x" if r.get("speedup") else fmt.DASH, fmt.fraction(r.get("efficiency")),
+                      fmt.nbytes(r.get("state_bytes_per_device")),
+                      f"{fmt.nbytes(r.get('analytic_replicated_bytes'))} | {fmt.nbytes(r.get('analytic_sharded_bytes'))}",
+                      fmt.nbytes(r.get("peak_bytes_per_device")), fmt.nbytes(r.get("comm_bytes")),
+                      f"{fmt.sci(p.get('params_rel_err'))} | {fmt.sci(p.get('grads_rel_err'))}" if p else fmt.DASH)
+        parts.append(t)
+    comm = Table(title="collectives per step (per device: count x result bytes)", title_justify="left")
+    kinds = sorted({k for r in rows for k in (r.get("collectives") or {})})
+    comm.add_column("framework · strategy")
+    comm.add_column("N", justify="right")
+    comm.add_column("scaling")
+    for k in kinds:
+        comm.add_column(k, justify="right")
+    comm.add_column("counted from")
+    for r in rows:
+        c = r.get("collectives") or {}
+        if r["status"] not in ("ok", "parity_fail"):
+            continue
+        comm.add_row(f"{r['framework']} · {r['strategy']}", str(r["devices"]), r["scaling"],
+                     *[f"{c[k]['count']} x {fmt.nbytes(c[k]['bytes'])}" if k in c else "" for k in kinds],
+                     r.get("comm_source") or "")
+    parts.append(comm)
+    parts.append(Text("step: the slowest rank's time per steady step (ranks synchronised by a barrier before each "
+                      "step, outside the clock; the step's whole output waited for), median and IQR; first step: "
+                      "trace + compile + run (JAX) or wrapping's first step (PyTorch), slowest rank; speed-up: "
+                      "examples/s over the same framework and strategy on one device; state/dev: the parameters "
+                      "and optimizer state one device keeps between steps, measured from the live arrays; analytic: "
+                      "12 bytes per parameter (float32 weights, two AdamW moments) replicated, or 1/N of it "
+                      "sharded (gradients, 4 bytes per parameter, live only within a step); peak/dev: the device allocator on a GPU; on a CPU, the process's RSS "
+                      "high-water mark over its size before wrapping (PyTorch: the framework's own buffers included) "
+                      "and XLA's compiled memory plan (JAX: arguments + outputs - donated + temporaries), not "
+                      "comparable with each other; parity: the updated "
+                      "parameters (p) and Adam first moments, 0.1 x the averaged gradient (g), against the same "
+                      "framework's single-device step on the global batch, max|a-b|/max|b| per tensor.",
+                      style="dim"))
+    if notes:
+        parts.append(Text("Findings:", style="bold"))
+        parts.extend(Text(f"- {n}") for n in notes)
+    return Group(*parts)

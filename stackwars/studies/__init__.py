@@ -36,3 +36,5 @@ register_study(StudyInfo("vmap", "study", "per-example dot product and attention
                                           "method beside the harness (stackwars study vmap)"))
 register_study(StudyInfo("autotune", "study", "XLA's GPU autotuning: compile cost and run-time gain per matmul "
                                               "precision (stackwars study autotune)"))
+register_study(StudyInfo("scaling", "study", "data-parallel train steps over 1, 2, 4... devices: JAX sharding vs "
+                                             "DDP / FSDP2 (stackwars study scaling)"))

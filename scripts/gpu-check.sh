@@ -92,6 +92,11 @@ if [ -n "$DATA" ]; then
 else
     summary+=("| mnist | not run: no MNIST files (set STACKWARS_DATA_DIR) | |")
 fi
+# data parallelism over the visible GPUs (1, 2, 4, 8 of them): NCCL, per-device memory, parity
+NGPU=$("$PYTHON" -c "import torch; print(torch.cuda.device_count())" 2>/dev/null || echo 1)
+COUNTS=1; for n in 2 4 8; do [ "$n" -le "$NGPU" ] && COUNTS="$COUNTS,$n"; done
+stage scaling 240 "$PYTHON" -m stackwars study scaling gpt2 --preset small --device cuda --devices "$COUNTS" \
+    -s dp -s fsdp --steps 10 --db "$DB" --out "$OUT/scaling"
 
 {
     echo "# gpu-check on $name"

@@ -36,6 +36,8 @@ def _start(item: Mapping[str, Any]) -> dict[str, Any]:
     import jax
 
     if not _STARTED:
+        # float32 matmuls exact in both frameworks: JAX's default on GPUs is TF32, PyTorch's is not
+        jax.config.update("jax_default_matmul_precision", "highest")
         hosts = int(item.get("hosts", 1))
         local = item["devices"] // hosts
         if item["device"] == "cpu":
@@ -212,7 +214,7 @@ def run_cell(item: Mapping[str, Any]) -> dict[str, Any]:
             "memory_plan": plan, "comm_source": "compiled HLO (per device, static count)", "parity": parity,
             "threads": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
             "device_kind": devices[0].device_kind, "framework_version": jax.__version__,
-            "implementation": scaling.LABELS[("jax", strategy)]}
+            "implementation": scaling.LABELS[("jax", strategy)], "matmul_precision": "highest (float32)"}
 
 
 def _mu(opt_state):

@@ -56,8 +56,9 @@ def check(model: str, preset: str) -> None:
 
 
 def problem(model: str, preset: str, global_batch: int, seed: int = 0, device: str = "cpu") -> Problem:
-    """The canonical weights and the global batch. On CUDA either framework may run float32
-    matmuls as TF32 (JAX's default precision does): the tolerance allows for it."""
+    """The canonical weights and the global batch. The study runs float32 matmuls exactly in
+    both frameworks; on CUDA the tolerance still allows for TF32, which cuDNN/cuBLAS paths
+    outside the matmul precision setting may use."""
     check(model, preset)
     precision = "tf32" if device == "cuda" else "float32"
     if model == "gpt2":

@@ -102,6 +102,7 @@ def run_item(item: dict[str, Any], result_path: str, device) -> None:
     import torch.distributed as dist
 
     torch.set_num_threads(int(item.get("threads_per_rank") or torch.get_num_threads()))
+    torch.set_float32_matmul_precision("highest")  # as JAX is set: exact float32, no TF32
     rank, world = dist.get_rank(), dist.get_world_size()
     try:
         if world != item["devices"]:
@@ -225,7 +226,8 @@ def _run(item, result_path, rank, world, device) -> None:
                              "VmHWM - RSS before wrapping (process), the largest rank"),
             "parity": result_parity, "threads": torch.get_num_threads(),
             "device_kind": torch.cuda.get_device_name(device) if cuda else "cpu",
-            "framework_version": torch.__version__, "implementation": scaling.LABELS[("torch", item["strategy"])]})
+            "framework_version": torch.__version__, "implementation": scaling.LABELS[("torch", item["strategy"])],
+            "matmul_precision": "highest (float32)"})
     dist.barrier()
 
 

@@ -64,36 +64,12 @@ def show(
 
 
 def _show_study(info, result: list[dict[str, Any]], header: str, format: str) -> None:
-    from stackwars.report import studies, training
+    from stackwars.report import studies
 
     kind, config = info.kind, info.config
     title = f"{kind} · " + ", ".join(f"{k}={v}" for k, v in config.items()
                                      if k not in ("checksums", "data", "measure"))
-    if kind.startswith("train:"):
-        body: Any = training.summary(result, title)
-    elif kind == "study:recompile":
-        body = studies.recompile_table([r for r in result if r.get("call_index") is not None], title)
-    elif kind == "study:cache":
-        body = studies.cache_table(result, title)
-    elif kind == "study:control-flow":
-        from stackwars.studies import control_flow
-        body = studies.control_flow_tables(result, title, control_flow.cliffs(result))
-    elif kind == "study:stream":
-        from stackwars.studies import stream
-        served = [r for r in result if r.get("request") is not None]
-        body = studies.stream_table(stream.summary(served), served, title) if served else f"{len(result)} rows"
-    elif kind == "study:vmap":
-        from stackwars.studies import vmap
-        body = studies.vmap_table(result, title, vmap.findings(result))
-    elif kind == "study:scaling":
-        from stackwars.studies import scaling
-        body = studies.scaling_tables(result, title, scaling.findings(result, bool(config.get("simulated_devices")),
-                                                                      info.env.get("cpus_available")))
-    elif kind == "study:autotune":
-        from stackwars.studies import autotune
-        body = studies.autotune_table(result, title, autotune.findings(result, config.get("device", "cpu")))
-    else:
-        body = f"{len(result)} rows; `stackwars show {info.run_id} --format csv` prints them"
+    body = studies.study_view(kind, result, config, info.env, title)[0]
     if format == "markdown":  # the study tables as text; their rows in full: --format csv
         import io
 

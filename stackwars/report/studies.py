@@ -294,3 +294,38 @@ def scaling_tables(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequenc
         parts.append(Text("Findings:", style="bold"))
         parts.extend(Text(f"- {n}") for n in notes)
     return Group(*parts)
+
+
+def study_view(kind: str, rows: list[dict[str, Any]], config: Mapping[str, Any], env: Mapping[str, Any],
+               title: str) -> tuple[Any, list[str]]:
+    """What `stackwars show` prints for a study or training run, and its findings (generated
+    from the rows), for any run kind: one dispatch for the terminal and the report."""
+    from stackwars.report import training
+    notes: list[str] = []
+    if kind.startswith("train:"):
+        return training.summary(rows, title), notes
+    if kind == "study:recompile":
+        return recompile_table([r for r in rows if r.get("call_index") is not None], title), notes
+    if kind == "study:cache":
+        return cache_table(rows, title), notes
+    if kind == "study:control-flow":
+        from stackwars.studies import control_flow
+        notes = control_flow.cliffs(rows)
+        return control_flow_tables(rows, title, notes), notes
+    if kind == "study:stream":
+        from stackwars.studies import stream
+        served = [r for r in rows if r.get("request") is not None]
+        return (stream_table(stream.summary(served), served, title) if served else f"{len(rows)} rows"), notes
+    if kind == "study:vmap":
+        from stackwars.studies import vmap
+        notes = vmap.findings(rows)
+        return vmap_table(rows, title, notes), notes
+    if kind == "study:autotune":
+        from stackwars.studies import autotune
+        notes = autotune.findings(rows, config.get("device", "cpu"))
+        return autotune_table(rows, title, notes), notes
+    if kind == "study:scaling":
+        from stackwars.studies import scaling
+        notes = scaling.findings(rows, bool(config.get("simulated_devices")), env.get("cpus_available"))
+        return scaling_tables(rows, title, notes), notes
+    return f"{len(rows)} rows", notes

@@ -1,0 +1,338 @@
+"""The report's content, computed from a results database: which runs, the environment, the
+decision guide, the cells in the published table format, the speed-up heatmap, compile
+break-even, memory, every stored study and the MNIST training.
+
+Every sentence of the decision guide is generated from the stored cells and names the table
+it rests on; a difference the bootstrap cannot tell from noise is worded as such. Nothing
+here measures: the report reads what the harness stored (it never imports the harness).
+
+    stackwars report --out report/               # every run in the database, latest per cell
+    stackwars report RUN_A RUN_B --out report/   # only these runs
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import tempfile
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from stackwars import stats
+from stackwars.records import Env
+from stackwars.report import format as fmt
+from stackwars.report import tables
+from stackwars.report.page import Bullets, Document, Figure, Para, Pre, Section, TableBlock
+
+COMPILED = {"jax-jit": "jax-eager", "torch-compile": "torch-eager", "torch-compile-max-autotune": "torch-eager",
+            "torch-cudagraphs": "torch-eager", "torch-xla": "torch-eager"}
+
+
+def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
+    """The runs to report (all, or the named ones), the latest row of every cell across the
+    cell runs, and the latest run of every study and training kind."""
+    from stackwars.store.results import rows as cell_rows
+
+    runs = store.runs()
+    if run_ids:
+        known = {r["run_id"] for r in runs}
+        missing = [r for r in run_ids if r not in known]
+        if missing:
+            from stackwars.errors import SpecError
+            raise SpecError(f"no run {', '.join(missing)} in {store.path}; `stackwars runs` lists them")
+        runs = [r for r in runs if r["run_id"] in run_ids]
+    latest: OrderedDict[str, dict[str, Any]] = OrderedDict()
+    studies: OrderedDict[str, tuple[Any, list[dict[str, Any]]]] = OrderedDict()
+    envs: OrderedDict[str, dict[str, Any]] = OrderedDict()
+    for r in runs:
+        info = store.run(r["run_id"])
+        envs[r["run_id"]] = info.env
+        if r["kind"] == "cells":
+            for row in cell_rows(store, r["run_id"]):
+                key = "/".join(str(row.get(k)) for k in ("workload", "preset", "phase", "backend", "device", "dtype",
+                                                           "overrides", "matmul_precision"))
+                latest.pop(key, None)
+                latest[key] = row  # a later run's cell replaces an earlier one
+        else:  # the latest run of each study on each workload and size
+            key = " ".join(str(info.config.get(k)) for k in ("workload", "preset", "op") if info.config.get(k))
+            studies.pop(f"{r['kind']}|{key}", None)
+            studies[f"{r['kind']}|{key}"] = (info, store.study_rows(r["run_id"]))
+    return {"runs": runs, "cells": list(latest.values()), "studies": studies, "envs": envs}
+
+
+# ---- figures ----------------------------------------------------------------------------------------
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})  # no version stamp: same data, same bytes
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _title(key: tuple) -> str:
+    return tables._title(key)
+
+
+def speedups(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Per table and backend: time over the fastest cleanly measured backend, and whether the
+    difference is significant (bootstrap of the two sets of samples)."""
+    out = []
+    for key, rows in groups.items():
+        f = tables._formatted(list(rows))
+        ok = [x["row"] for x in f if x["row"]["status"] == "ok" and x["row"].get("steady_median_s")]
+        clean = [r for r in ok if not (r.get("noisy") or r.get("contended"))] or ok
+        if not clean:
+            continue
+        best = min(clean, key=lambda r: r["steady_median_s"])
+        for r in ok:
+            c = stats.compare(tables._compared(best), tables._compared(r)) if r is not best else None
+            out.append({"table": _title(key), "backend": r["backend"], "ratio": c.ratio if c else 1.0,
+                        "significant": bool(c.significant) if c else True, "fastest": r is best,
+                        "doubtful": bool(r.get("noisy") or r.get("contended"))})
+    return out
+
+
+def heatmap(points: Sequence[Mapping[str, Any]]) -> bytes | None:
+    if not points:
+        return None
+    plt = _plt()
+    import numpy as np
+    rows = list(dict.fromkeys(p["table"] for p in points))
+    cols = list(dict.fromkeys(p["backend"] for p in points))
+    grid = np.full((len(rows), len(cols)), np.nan)
+    marks = {}
+    for p in points:
+        i, j = rows.index(p["table"]), cols.index(p["backend"])
+        grid[i, j] = math.log2(p["ratio"]) if p["ratio"] > 0 else np.nan
+        marks[i, j] = ("fastest" if p["fastest"] else f"{p['ratio']:.2f}x") + ("" if p["significant"] else " ~") + \
+            (" ?" if p["doubtful"] else "")
+    fig, ax = plt.subplots(figsize=(2.0 + 1.6 * len(cols), 1.0 + 0.42 * len(rows)))
+    ax.imshow(grid, cmap="RdYlGn_r", vmin=0, vmax=max(1.0, float(np.nanmax(grid)) if np.isfinite(grid).any() else 1),
+              aspect="auto")
+    for (i, j), text in marks.items():
+        ax.text(j, i, text, ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(rows)), rows, fontsize=7)
+    ax.set_title("steady-state time over the fastest backend of each table (~: not significant; ?: noisy or "
+                 "contended)", fontsize=8)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def break_even(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """For every compiled backend with its framework's eager one in the same table: the calls
+    after which the compiled first call has paid for itself (first-call extra cost over the
+    per-call saving), or never where the steady state is not faster (significantly)."""
+    out = []
+    for key, rows in groups.items():
+        by = {r["backend"]: r for r in rows if r["status"] == "ok" and r.get("steady_median_s")}
+        for compiled, eager in COMPILED.items():
+            c, e = by.get(compiled), by.get(eager)
+            if not c or not e or c.get("first_call_s") is None or e.get("first_call_s") is None:
+                continue
+            cmp = stats.compare(tables._compared(e), tables._compared(c))
+            saving = e["steady_median_s"] - c["steady_median_s"]
+            extra = c["first_call_s"] - e["first_call_s"]
+            if saving <= 0 or not cmp.significant:
+                calls, verdict = None, ("never pays: its steady state is not faster" if saving <= 0 else
+                                        "cannot say: the steady states differ by less than the noise")
+            elif extra <= 0:
+                calls, verdict = 1, "from the first call"
+            else:
+                calls = math.ceil(extra / saving) + 1
+                verdict = f"after {calls:,} calls"
+            out.append({"table": _title(key), "compiled": compiled, "eager": eager, "extra_first_s": extra,
+                        "saving_per_call_s": saving, "calls": calls, "verdict": verdict,
+                        "doubtful": bool(c.get("contended") or e.get("contended"))})
+    return out
+
+
+def memory_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> bytes | None:
+    bars = [(_title(k), r["backend"], r.get("peak_memory_bytes"), r.get("peak_memory_counter"))
+            for k, rows in groups.items() for r in rows if r["status"] == "ok" and r.get("peak_memory_bytes")]
+    if not bars:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(10, 0.9 + 0.22 * len(bars)))
+    labels = [f"{t} · {b}" for t, b, _, _ in bars]
+    ax.barh(range(len(bars)), [m / 2**20 for _, _, m, _ in bars], color="tab:blue")
+    ax.set_yticks(range(len(bars)), labels, fontsize=6)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("peak memory added by the cell, MiB (counter in the tables)")
+    ax.grid(alpha=0.3, axis="x")
+    fig.tight_layout()
+    return _png(fig)
+
+
+# ---- the decision guide -------------------------------------------------------------------------------
+
+def decision_guide(points: Sequence[Mapping[str, Any]], evens: Sequence[Mapping[str, Any]],
+                   cells: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(claim, anchor of the table it rests on) pairs, generated from the data."""
+    from stackwars.report.page import Section as _S
+    out = []
+    by_table: OrderedDict[str, list[Mapping[str, Any]]] = OrderedDict()
+    for p in points:
+        by_table.setdefault(p["table"], []).append(p)
+    for table, ps in by_table.items():
+        anchor = _S(table).anchor
+        best = next(p for p in ps if p["fastest"])
+        rest = sorted((p for p in ps if not p["fastest"]), key=lambda p: p["ratio"])
+        if not rest:
+            out.append((f"{table}: only {best['backend']} ran", anchor))
+            continue
+        second = rest[0]
+        if second["significant"]:
+            claim = (f"{table}: use {best['backend']}; the next, {second['backend']}, takes "
+                     f"{second['ratio']:.2f}x its time")
+        else:
+            claim = (f"{table}: {best['backend']} and {second['backend']} cannot be told apart "
+                     f"({second['ratio']:.2f}x, not significant)")
+        if best["doubtful"] or second["doubtful"]:
+            claim += " (measured while the machine was busy: treat as provisional)"
+        out.append((claim, anchor))
+    for e in evens:
+        anchor = _S(e["table"]).anchor
+        if e["calls"] is None:
+            out.append((f"{e['table']}: {e['compiled']} against {e['eager']}: {e['verdict']}", anchor))
+        else:
+            out.append((f"{e['table']}: {e['compiled']} pays for its first call ({fmt.seconds(e['extra_first_s'])} "
+                        f"more than {e['eager']}) {e['verdict']}, saving {fmt.seconds(e['saving_per_call_s'])} "
+                        f"a call", anchor))
+    failed: OrderedDict[tuple, list[tuple[str, str]]] = OrderedDict()
+    for key, rows in tables.group_rows(cells).items():
+        for r in rows:
+            if r["status"] in ("oom", "error", "timeout", "parity_fail"):
+                failed.setdefault((r["backend"], r["status"]), []).append((_title(key), _S(_title(key)).anchor))
+    for (backend, status), where in failed.items():
+        names = [t for t, _ in where]
+        out.append((f"{backend}: {status} in {len(where)} cell(s) ({'; '.join(names[:6])}"
+                    f"{'...' if len(names) > 6 else ''})", where[0][1]))
+    return out
+
+
+# ---- the document ----------------------------------------------------------------------------------
+
+def _text(renderable: Any, width: int = 170) -> str:
+    from rich.console import Console
+    console = Console(width=width, record=True, color_system=None, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def _study_figures(kind: str, rows: list[dict[str, Any]], config: Mapping[str, Any]) -> list[tuple[str, bytes]]:
+    from stackwars.report import plots, training
+    with tempfile.TemporaryDirectory(prefix="stackwars-report-") as tmp:
+        d = Path(tmp)
+        paths: list[Path] = []
+        if kind == "study:control-flow":
+            paths = plots.control_flow(rows, d)
+        elif kind == "study:vmap":
+            paths = plots.vmap(rows, d)
+        elif kind == "study:stream":
+            served = [r for r in rows if r.get("request") is not None]
+            paths = [plots.stream(served, d, str(config.get("workload", "stream")))] if served else []
+        elif kind == "study:scaling":
+            paths = [plots.scaling(rows, d, f"{config.get('workload')}-{config.get('preset')}")]
+        elif kind.startswith("train:"):
+            path = d / "curves.png"
+            paths = [path] if training.plot(rows, path, "MNIST training: loss and accuracy per epoch") else []
+        return [(p.stem, p.read_bytes()) for p in paths]
+
+
+def document(data: Mapping[str, Any], generated: str) -> Document:
+    from stackwars.report import studies as study_report
+
+    runs, cells = data["runs"], data["cells"]
+    doc = Document("stackwars report: JAX or PyTorch, which execution mode, for this workload",
+                   f"generated {generated} from {len(runs)} run(s), {len(cells)} cell(s)")
+    overview = Section("Runs in this report")
+    overview.blocks.append(TableBlock(("run", "kind", "date", "rows", "statuses", "command"), tuple(
+        (r["run_id"], r["kind"], r["created_at"][:19].replace("T", " "), str(r["done"]),
+         ", ".join(f"{k} {v}" for k, v in sorted(r["statuses"].items())), r["command"] or "")
+        for r in runs)))
+    doc.sections.append(overview)
+
+    env_section = Section("Environment")
+    seen = set()
+    for run_id, env in data["envs"].items():
+        summary = Env(env).summary() if env else "no environment recorded"
+        if summary not in seen:
+            seen.add(summary)
+            env_section.blocks.append(Para(f"{summary} (first recorded by run {run_id})"))
+    doc.sections.append(env_section)
+
+    groups = tables.group_rows(cells)
+    points = speedups(groups)
+    evens = break_even(groups)
+    guide = Section("Decision guide")
+    claims = decision_guide(points, evens, cells)
+    guide.blocks.append(Para("Generated from the stored cells: for each table, which backend to use and whether the "
+                             "difference to the next is significant (bootstrap 95% CI of the ratio of medians); "
+                             "when compiling pays for its first call; where a backend failed. Each claim names "
+                             "its table below."))
+    if claims:
+        guide.blocks.append(Bullets(tuple(c for c, _ in claims), tuple(a for _, a in claims)))
+    else:
+        guide.blocks.append(Para("These runs hold no measured cells to compare (`stackwars run ...` measures them); "
+                                 "the studies below carry their own findings."))
+    doc.sections.append(guide)
+
+    if groups:
+        png = heatmap(points)
+        heat = Section("Speed-up heatmap")
+        if png:
+            heat.blocks.append(Figure("speedup-heatmap", png, "steady-state time over the fastest backend of each "
+                                                              "table; ~ marks a difference that is not significant"))
+        doc.sections.append(heat)
+        be = Section("Compile break-even")
+        be.blocks.append(TableBlock(("table", "compiled", "against", "extra first call", "saving per call",
+                                     "pays"), tuple(
+            (e["table"], e["compiled"], e["eager"], fmt.seconds(e["extra_first_s"]),
+             fmt.seconds(e["saving_per_call_s"]), e["verdict"] + (" ?" if e["doubtful"] else "")) for e in evens),
+            "calls after which the compiled backend's first call (trace + compile) is paid back by its faster "
+            "steady state; ? = measured while the machine was busy"))
+        doc.sections.append(be)
+        mem = memory_figure(groups)
+        if mem:
+            m = Section("Memory")
+            m.blocks.append(Figure("memory", mem, "peak memory per cell; each table names its counter (device "
+                                                  "allocator on a GPU, RSS high-water mark on a CPU)"))
+            doc.sections.append(m)
+        for key, rows in groups.items():
+            s = Section(_title(key))
+            f = tables._formatted(list(rows))
+            s.blocks.append(TableBlock(tables.COLUMNS, tuple(tuple(str(x[c].plain if hasattr(x[c], "plain")
+                                                                       else x[c]) for c in tables.COLUMNS)
+                                                             for x in f)))
+            errors = [f"{r['backend']}: {(r.get('error') or '').strip().splitlines()[0][:300]}"
+                      for r in rows if r["status"] != "ok" and r.get("error")]
+            if errors:
+                s.blocks.append(Bullets(tuple(errors)))
+            doc.sections.append(s)
+
+    for info, rows in data["studies"].values():
+        kind = info.kind
+        title = f"{kind} · " + ", ".join(f"{k}={v}" for k, v in info.config.items()
+                                         if k not in ("checksums", "data", "measure", "lengths"))
+        body, notes = study_report.study_view(kind, rows, info.config, info.env, title)
+        what = " ".join(str(info.config[k]) for k in ("workload", "preset") if info.config.get(k))
+        s = Section(("MNIST training" if kind.startswith("train:") else f"Study: {kind[6:]}")
+                    + (f", {what}" if what else "") + f" (run {info.run_id})")
+        if notes:
+            s.blocks.append(Bullets(tuple(notes)))
+        for name, png in _study_figures(kind, rows, info.config):
+            s.blocks.append(Figure(f"{info.run_id}-{name}", png, f"{kind}: {name}"))
+        s.blocks.append(Pre(_text(body), f"`stackwars show {info.run_id}` prints this table"))
+        doc.sections.append(s)
+    return doc

@@ -1,0 +1,73 @@
+"""The report page in a real headless browser (Debian's chromium): it renders, every figure
+decodes, nothing logs to the console, and quoted markup stays text. CI installs chromium
+(.ci/run) and sets STACKWARS_REQUIRE_BROWSER=1, so there a missing browser fails the test;
+elsewhere it skips with that reason."""
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+from typer.testing import CliRunner
+
+from stackwars.cli import app
+from tests.test_report_page import _db
+
+BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+         "--virtual-time-budget=5000"]
+
+# appended to a copy of the page by the test only (the page itself has no script): records
+# in the DOM how many images decoded
+CHECKER = """<script>
+window.addEventListener("load", () => {
+  const imgs = [...document.images];
+  document.body.setAttribute("data-images", imgs.length);
+  document.body.setAttribute("data-decoded", imgs.filter(i => i.complete && i.naturalWidth > 0).length);
+});
+</script>"""
+
+
+def _browser() -> str:
+    if BROWSER is None:
+        if os.environ.get("STACKWARS_REQUIRE_BROWSER") == "1":
+            pytest.fail("no chromium found, and this run requires one (.ci/run installs it: apt-get install chromium)")
+        pytest.skip("no headless browser (chromium) on this machine; CI installs one and runs this test")
+    return BROWSER
+
+
+def _dump(browser: str, path) -> tuple[str, str]:
+    done = subprocess.run([browser, *FLAGS, "--dump-dom", f"file://{path}"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout, done.stderr
+
+
+def test_the_report_renders_in_a_browser_with_every_figure_and_no_console_error(tmp_path):
+    browser = _browser()
+    db = _db(tmp_path / "r.db", error="<script>console.error('injected')</script><b>bold?</b>")
+    result = CliRunner().invoke(app, ["report", "--db", str(db), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    page = tmp_path / "out" / "report.html"
+    dom, log = _dump(browser, page)
+    assert not re.search(r":CONSOLE", log), log  # nothing logged by the page
+    assert "<script" not in dom.lower()  # the quoted error is text, not an element
+    assert "&lt;script&gt;console.error('injected')&lt;/script&gt;&lt;b&gt;bold?&lt;/b&gt;" in dom
+    assert "<b>bold?</b>" not in dom
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.read_text().replace("</body>", CHECKER + "</body>"))
+    dom, _ = _dump(browser, probe)
+    images = int(re.search(r'data-images="(\d+)"', dom).group(1))
+    decoded = int(re.search(r'data-decoded="(\d+)"', dom).group(1))
+    figures = len(list((tmp_path / "out" / "figures").glob("*.png")))
+    assert images == figures == decoded == 2
+
+
+def test_the_console_check_would_see_a_page_error(tmp_path):
+    """The check above is able to fail: a page that logs an error shows in the browser's log."""
+    browser = _browser()
+    bad = tmp_path / "bad.html"
+    bad.write_text("<html><body><script>console.error('bad thing')</script></body></html>")
+    _, log = _dump(browser, bad)
+    assert re.search(r":CONSOLE.*bad thing", log)

@@ -1,0 +1,110 @@
+"""`stackwars report`: the page from a small fixed database. The same data gives the same
+bytes (apart from the generation time), claims follow the data (a difference inside the
+noise is worded as such, and a claim goes when its data does), text from errors and
+overrides is escaped, every figure is embedded, and the page needs no network."""
+
+import dataclasses
+import re
+import sqlite3
+
+import pytest
+from typer.testing import CliRunner
+
+from stackwars.cli import app
+from stackwars.report import build, page
+from stackwars.store.results import Store
+from tests.factories import measurement
+
+runner = CliRunner()
+FAST = (1.0e-3, 1.01e-3, 0.99e-3, 1.02e-3, 0.98e-3, 1.0e-3, 1.01e-3, 0.99e-3)
+
+
+def _scaled(samples, k):
+    return tuple(s * k for s in samples)
+
+
+def _db(path, torch_compile_factor=0.5, error="boom"):
+    """gemm forward: eager 1 ms, compiled factor x faster with a 0.5 s first call; jax-jit
+    faster still; a torch-xla cell that failed with an error text full of markup."""
+    cells = [measurement("torch-eager", samples=FAST),
+             dataclasses.replace(measurement("torch-compile", samples=_scaled(FAST, torch_compile_factor)),
+                                 first_call_s=1.5),
+             measurement("jax-eager", samples=_scaled(FAST, 3.0)),
+             dataclasses.replace(measurement("jax-jit", samples=_scaled(FAST, 0.25)), first_call_s=0.8),
+             measurement("torch-xla", status="error", samples=(), error=error)]
+    with Store(path) as store:
+        run_id = store.create_run([m.spec for m in cells], {"measure": {}}, command="stackwars run gemm <b>")
+        session = store.start_session(run_id, {"cpu_model": "Test CPU", "cpus_available": 2,
+                                               "versions": {"torch": "0", "jax": "0"}})
+        for m in cells:
+            store.add_cell(run_id, session, m)
+    return path
+
+
+def _report(db, out, *runs):
+    result = runner.invoke(app, ["report", *runs, "--db", str(db), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return (out / "report.html").read_text(), (out / "report.md").read_text()
+
+
+def _without_time(text):
+    return re.sub(r"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "generated TIME", text)
+
+
+def test_the_same_data_gives_the_same_page(tmp_path):
+    db = _db(tmp_path / "r.db")
+    html1, md1 = _report(db, tmp_path / "a")
+    html2, md2 = _report(db, tmp_path / "b")
+    assert _without_time(html1) == _without_time(html2) and _without_time(md1) == _without_time(md2)
+    assert (tmp_path / "a" / "figures" / "speedup-heatmap.png").read_bytes() == \
+        (tmp_path / "b" / "figures" / "speedup-heatmap.png").read_bytes()
+
+
+def test_the_page_is_self_contained_and_escapes_what_it_quotes(tmp_path):
+    db = _db(tmp_path / "r.db", error="<script>alert('x')</script> & <img src=x onerror=alert(1)>")
+    html, md = _report(db, tmp_path / "out")
+    assert "<script" not in html and "onerror=alert(1)>" not in html
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
+    assert "stackwars run gemm &lt;b&gt;" in html  # the command, as text
+    assert not re.search(r"(src|href)=\"(https?:)?//", html)  # nothing fetched when viewed
+    figures = re.findall(r'<img alt="[^"]*" src="data:image/png;base64,', html)
+    assert len(figures) == 2  # the heatmap and the memory bars, embedded
+    assert "<script" not in md and "&lt;script&gt;" in md
+    assert "(figures/speedup-heatmap.png)" in md
+
+
+def test_the_decision_guide_follows_the_data(tmp_path):
+    _, md = _report(_db(tmp_path / "r.db"), tmp_path / "a")
+    assert "use jax-jit; the next, torch-compile, takes 2.00x its time" in md
+    # 1.0 s more on the first call, 0.5 ms saved a call: paid back after 2,001 calls
+    assert "torch-compile pays for its first call (1.00 s more than torch-eager) after 2,001 calls" in md
+    assert "jax-jit pays for its first call (300.00 ms more than jax-eager) after 111 calls" in md
+    assert "torch-xla: error in 1 cell(s)" in md
+    # the compiled step no faster than eager: the break-even claim becomes "never pays"
+    _, md = _report(_db(tmp_path / "n.db", torch_compile_factor=1.5), tmp_path / "n")
+    assert "torch-compile against torch-eager: never pays: its steady state is not faster" in md
+    assert "torch-compile pays for its first call" not in md
+    # jax-jit and torch-compile inside each other's noise: no winner is claimed
+    _, md = _report(_db(tmp_path / "s.db", torch_compile_factor=0.251), tmp_path / "s")
+    assert "jax-jit and torch-compile cannot be told apart" in md and "not significant" in md
+
+
+def test_bad_report_input_exits_2_and_writes_nothing(tmp_path):
+    result = runner.invoke(app, ["report", "--db", str(tmp_path / "none.db"), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "no results database" in result.output
+    db = _db(tmp_path / "r.db")
+    result = runner.invoke(app, ["report", "20990101-000000-dead", "--db", str(db), "--out", str(tmp_path / "o2")])
+    assert result.exit_code == 2 and "no run 20990101-000000-dead" in result.output
+    assert not (tmp_path / "out").exists() and not (tmp_path / "o2").exists()
+    conn = sqlite3.connect(tmp_path / "empty.db")
+    conn.close()
+    result = runner.invoke(app, ["report", "--db", str(tmp_path / "empty.db"), "--out", str(tmp_path / "o3")])
+    assert result.exit_code == 2 and not (tmp_path / "o3").exists()
+
+
+def test_figures_must_be_pngs_with_plain_names():
+    with pytest.raises(ValueError, match="not a PNG"):
+        page.Figure("x", b"GIF89a", "c")
+    with pytest.raises(ValueError, match="letters, digits"):
+        page.Figure("../x", b"\x89PNG\r\n\x1a\n", "c")
+    assert build.COMPILED["jax-jit"] == "jax-eager"

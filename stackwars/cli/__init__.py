@@ -8,8 +8,7 @@ import typer
 
 from stackwars import __version__
 from stackwars.cli import (compare_cmd, describe_cmd, export_cmd, fidelity_cmd, ir_cmd, list_cmd, peaks_cmd,
-                           report_cmd, run_cmd, show_cmd, study_cmd, train_cmd)
-from stackwars.cli import scaling_cmd  # noqa: F401,E402  (adds `study scaling` to study_cmd.app)
+                           report_cmd, run_cmd, scaling_cmd, show_cmd, study_cmd, train_cmd)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="JAX or PyTorch, which execution mode, for this workload, and why: honest measurements.")
@@ -39,6 +38,7 @@ app.command("peaks")(peaks_cmd.peaks)
 app.command("fidelity")(fidelity_cmd.fidelity)
 app.command("train")(train_cmd.train)
 app.command("ir")(ir_cmd.ir)
+study_cmd.app.command("scaling")(scaling_cmd.scaling)
 app.add_typer(study_cmd.app, name="study")
 
 

@@ -20,7 +20,7 @@ import typer
 from stackwars import runner
 from stackwars.cli.common import (DB_HELP, command, command_line, err, exit_code, interruptible, interruption, out,
                                   writable_dir, write_atomic)
-from stackwars.cli.study_cmd import _store, app
+from stackwars.cli.study_cmd import _store
 from stackwars.errors import SpecError, Unsupported
 from stackwars.harness import env as envmod
 from stackwars.records import Env
@@ -31,7 +31,6 @@ from stackwars.store.results import check_db
 LAUNCHERS = ("local", "external")
 
 
-@app.command("scaling")
 @command
 def scaling(
     workload: str = typer.Argument(..., help="gpt2 or mlp-mnist"),

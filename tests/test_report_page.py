@@ -108,3 +108,28 @@ def test_figures_must_be_pngs_with_plain_names():
     with pytest.raises(ValueError, match="letters, digits"):
         page.Figure("../x", b"\x89PNG\r\n\x1a\n", "c")
     assert build.COMPILED["jax-jit"] == "jax-eager"
+
+
+def test_published_claims_get_verdicts_from_the_data():
+    from stackwars.report import published
+
+    # S4: 0.0012 s an epoch needs more than the card can do, whatever we measured
+    (timing, accuracy) = published.s4([])
+    assert timing["verdict"] == "impossible" and "x the card's float32 peak" in timing["ours"]
+    assert published.mlp_epoch_flops() == 6 * (784 * 512 + 512 * 512 + 512 * 10) * 50_000
+    assert accuracy["verdict"] == published.NOT_MEASURED
+    rows = [{"status": "ok", "epoch": e, "backend": b, "batch_size": 64, "epoch_s": 2.0, "samples": 50_000,
+             "val_acc": acc} for b, acc in (("jax-jit", 0.975), ("torch-eager", 0.974)) for e in (1, 2)]
+    _, accuracy = published.s4(rows)
+    assert accuracy["verdict"] == "does not hold here" and "97.4%" in accuracy["why"]
+    # S3: a PyTorch second call far from its steady state, JAX's at it
+    def cell(backend, second, peak):
+        return {"status": "ok", "workload": "gpt2", "preset": "small", "phase": "train-step", "device": "cpu",
+                "dtype": "float32", "backend": backend, "second_call_s": second, "steady_median_s": 1.0,
+                "peak_memory_bytes": peak}
+    warm, memory = published.s3([cell("jax-jit", 1.1, 3e9), cell("torch-xla", 30.0, 2e9)])
+    assert warm["verdict"] == "holds here" and memory["verdict"] == "does not hold here"
+    warm, _ = published.s3([cell("jax-jit", 1.1, 3e9), cell("torch-xla", 1.2, 2e9)])
+    assert warm["verdict"] == "does not hold here"
+    (s5,) = published.s5([{"status": "ok", "s5_vs_ours": 3.0}, {"status": "ok", "s5_vs_ours": 1.1}])
+    assert s5["verdict"] == "does not hold here" and "1 of 2 cells" in s5["why"]

@@ -8,7 +8,7 @@ import typer
 
 from stackwars import __version__
 from stackwars.cli import (compare_cmd, describe_cmd, export_cmd, fidelity_cmd, ir_cmd, list_cmd, peaks_cmd,
-                           report_cmd, run_cmd, scaling_cmd, show_cmd, study_cmd, train_cmd)
+                           report_cmd, reproduce_cmd, run_cmd, scaling_cmd, show_cmd, study_cmd, train_cmd)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="JAX or PyTorch, which execution mode, for this workload, and why: honest measurements.")
@@ -34,6 +34,7 @@ app.command("runs")(show_cmd.runs)
 app.command("export")(export_cmd.export)
 app.command("compare")(compare_cmd.compare)
 app.command("report")(report_cmd.report)
+app.command("reproduce")(reproduce_cmd.reproduce)
 app.command("peaks")(peaks_cmd.peaks)
 app.command("fidelity")(fidelity_cmd.fidelity)
 app.command("train")(train_cmd.train)

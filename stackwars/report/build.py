@@ -191,20 +191,30 @@ def decision_guide(points: Sequence[Mapping[str, Any]], evens: Sequence[Mapping[
         if not rest:
             out.append((f"{table}: only {best['backend']} ran", anchor))
             continue
-        second = rest[0]
-        if second["significant"]:
+        faster = [p for p in rest if p["ratio"] < 1]  # measured faster, but on a busy machine
+        second = next((p for p in rest if p["ratio"] >= 1), None)
+        if second is None:
+            claim = f"{table}: {best['backend']} is the only backend measured cleanly"
+        elif second["significant"]:
             claim = (f"{table}: use {best['backend']}; the next, {second['backend']}, takes "
                      f"{second['ratio']:.2f}x its time")
         else:
             claim = (f"{table}: {best['backend']} and {second['backend']} cannot be told apart "
                      f"({second['ratio']:.2f}x, not significant)")
-        if best["doubtful"] or second["doubtful"]:
+        if faster:
+            claim += (f"; {', '.join(p['backend'] for p in faster)} measured faster while the machine was busy "
+                      f"(unreliable: measure again)")
+        elif best["doubtful"] or (second is not None and second["doubtful"]):
             claim += " (measured while the machine was busy: treat as provisional)"
         out.append((claim, anchor))
     for e in evens:
         anchor = _S(e["table"]).anchor
         if e["calls"] is None:
             out.append((f"{e['table']}: {e['compiled']} against {e['eager']}: {e['verdict']}", anchor))
+        elif e["extra_first_s"] <= 0:
+            out.append((f"{e['table']}: {e['compiled']} is ahead of {e['eager']} from the first call (its first "
+                        f"call {fmt.seconds(-e['extra_first_s'])} faster) and saves "
+                        f"{fmt.seconds(e['saving_per_call_s'])} a call after it", anchor))
         else:
             out.append((f"{e['table']}: {e['compiled']} pays for its first call ({fmt.seconds(e['extra_first_s'])} "
                         f"more than {e['eager']}) {e['verdict']}, saving {fmt.seconds(e['saving_per_call_s'])} "
@@ -320,6 +330,16 @@ def document(data: Mapping[str, Any], generated: str) -> Document:
             if errors:
                 s.blocks.append(Bullets(tuple(errors)))
             doc.sections.append(s)
+
+    from stackwars.report import published
+    pub = Section("The published studies beside ours")
+    pub.blocks.append(Para("Each claim of the studies in ../shared/STUDIES.md that these runs can answer, with our "
+                           "figures and a verdict computed from them. Machines differ: a verdict is about the "
+                           "claim's substance, not a comparison of raw times across machines."))
+    found = published.claims(cells, data["studies"])
+    pub.blocks.append(TableBlock(("study", "claim", "ours", "verdict", "why"),
+                                 tuple((c["study"], c["claim"], c["ours"], c["verdict"], c["why"]) for c in found)))
+    doc.sections.insert(3, pub)
 
     for info, rows in data["studies"].values():
         kind = info.kind

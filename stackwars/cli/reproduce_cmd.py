@@ -1,0 +1,92 @@
+"""stackwars reproduce: every published study at the device's sizes, resumable, then the report."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from stackwars.cli.common import command, err, out, writable_dir
+from stackwars.errors import SpecError
+
+OUTPUTS = ("mnist", "control-flow", "stream", "vmap", "scaling")  # steps whose command takes --out
+
+
+@command
+def reproduce(
+    device: str = typer.Option("cpu", "--device", help="cpu (small sizes) or cuda (the published sizes)"),
+    budget: Optional[float] = typer.Option(None, "--budget", help="minutes; steps that would start later are "
+                                                                  "left for the next invocation"),
+    out_dir: Path = typer.Option(Path("reproduce"), "--out", help="database, logs, study outputs and the report"),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="MNIST directory (default: STACKWARS_DATA_DIR "
+                                                                     "or download)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and what is already done; run nothing"),
+) -> None:
+    """Run every study of ../shared/STUDIES.md at the sizes that fit the device, into one
+    database (OUT/results.db), resumable (OUT/reproduce-state.json), then write the report
+    (OUT/report/) that sets the published figures beside ours."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from stackwars import reproduce as rp
+
+    if device not in ("cpu", "cuda"):
+        raise SpecError(f"unknown device {device!r}; allowed: cpu, cuda")
+    if budget is not None and not 0 < budget < float("inf"):
+        raise SpecError(f"--budget must be a positive number of minutes, got {budget}")
+    if data_dir is not None and not data_dir.is_dir():
+        raise SpecError(f"--data-dir {data_dir} is not a directory")
+    writable_dir(out_dir, "--out")
+    data = str(data_dir) if data_dir else os.environ.get("STACKWARS_DATA_DIR")
+    steps = rp.plan(device, data)
+    state_path = out_dir / "reproduce-state.json"
+    if dry_run:
+        state = rp.load_state(state_path)
+        for s in steps:
+            status = state.get(s.name, {}).get("status", "to do")
+            out.print(f"{s.name:>13}  ~{s.estimate_min:g} min  [{status}]  {s.answers}\n"
+                      f"               stackwars {' '.join(s.args)}", highlight=False, markup=False)
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "logs").mkdir(exist_ok=True)
+    db = out_dir / "results.db"
+
+    def run_step(step: rp.Step) -> tuple[int, float]:
+        args = list(step.args) + ["--db", str(db)]
+        if step.name in OUTPUTS:
+            args += ["--out", str(out_dir / "outputs" / step.name)]
+        t0 = time.monotonic()
+        with open(out_dir / "logs" / f"{step.name}.log", "w") as log:
+            log.write(f"$ stackwars {' '.join(args)}\n")
+            log.flush()
+            code = subprocess.run([sys.executable, "-m", "stackwars", *args], stdout=log, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "200"}).returncode
+        return code, time.monotonic() - t0
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=err) as progress:
+        task = progress.add_task("reproduce", total=len(steps))
+
+        def on_step(step: rp.Step, status: str) -> None:
+            if status == "running":
+                progress.update(task, description=f"{step.name}: {step.answers[:60]}")
+            else:
+                progress.advance(task)
+                progress.console.print(f"{step.name}: {status}", highlight=False, markup=False)
+
+        state = rp.execute(steps, state_path, budget * 60 if budget else None, run_step, on_step=on_step)
+    from stackwars.report import build, page
+    from stackwars.store.results import Store
+    if not db.exists():
+        raise SpecError("no step produced results; see the logs under " + str(out_dir / "logs"))
+    with Store(db, create=False) as store:
+        collected = build.collect(store)
+    html_path, _ = page.write(build.document(collected, datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+                              out_dir / "report")
+    left = [n for n, s in state.items() if s.get("exit_code") not in rp.FINISHED]
+    err.print(f"report: {html_path}" + (f"; not finished: {', '.join(left)} (run again to continue)" if left else ""))

@@ -1,0 +1,111 @@
+"""`stackwars reproduce`: every published study (../shared/STUDIES.md) at the sizes the device
+can run, into one database, then the report.
+
+    stackwars reproduce                          # CPU, small sizes
+    stackwars reproduce --device cuda --budget 60
+
+The plan is a list of steps, each one stackwars command (the same commands the README
+documents), run in order of importance as subprocesses writing to the same database. The
+steps done are recorded in ``OUT/reproduce-state.json`` (with their run ids, status and time),
+so running the command again continues where it stopped; a step that would start after the
+budget is left for the next invocation and listed as such. Each step's output goes to
+``OUT/logs/STEP.log``; the report is written last, from everything the database holds.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+
+FINISHED = (0, 1)  # exit codes of a command that ran to its end (1: some cell failed, and is recorded)
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    answers: str  # which study and question
+    args: tuple[str, ...]  # after `stackwars`
+    estimate_min: float  # on the device it is planned for, for the budget
+
+
+def plan(device: str, data_dir: str | None) -> list[Step]:
+    """The steps for the device, most important first. CPU: small sizes (the 2-core VM runs
+    each step in minutes); CUDA: the published (paper) sizes."""
+    size = "paper" if device == "cuda" else "small"
+    dev = ("--device", device)
+    steps = [
+        Step("peaks", "rooflines: the device's measured matmul and memory peaks", ("peaks", *dev), 1),
+        Step("micro-ops", "S3's micro-op table (GEMM, FFN, MHA), every backend, both phases",
+             ("run", "gemm", "ffn", "mha", "--preset", size, "--phase", "forward", "--phase", "train-step", *dev), 12),
+        Step("models", "S3's model table (the six models), forward",
+             ("run", "resnet50", "bert-base", "gpt2", "vit-b16", "gpt-neo-1.3b", "llama3-8b", "--preset",
+              size, "--phase", "forward", *dev) + (("--dtype", "bfloat16") if device == "cuda" else ()), 25),
+        Step("recompile", "S1/S2: what changing shapes recompiles",
+             ("study", "recompile", "mha", "--vary", "seq=16,32,48,64,96,128", *dev), 3),
+        Step("cache", "S1: compile caches, cold vs warm", ("study", "cache", "mha", *dev), 3),
+        Step("control-flow", "S1: loops and branches, the cliffs",
+             ("study", "control-flow", "rnn", "--vary", "n=10,30,100", "-p", "small", *dev), 12),
+        Step("stream", "S1: dynamic shapes over a stream of requests",
+             ("study", "stream", "mha", "--requests", "24", *dev), 5),
+        Step("vmap", "S5: per-example ops, loop vs vmap vs batched, S5's method beside ours",
+             ("study", "vmap", "--batch", "1,16,128", *dev), 8),
+        Step("scaling", "S1/S2: data parallelism, JAX sharding vs DDP/FSDP2",
+             ("study", "scaling", "gpt2", "--preset", "tiny" if device == "cpu" else "small", "--devices",
+              "1,2,4" if device == "cpu" else "1", *dev), 6),
+    ]
+    mnist = ("train", "mnist", "--lr", "0.01", "--batch-size", "64", "--batch-size", "256", "--batch-size", "1024",
+             "--epochs", "10" if device == "cuda" else "3", *dev)
+    steps.insert(3, Step("mnist", "S4: the MNIST MLP at S4's settings (SGD 0.01, batch 64/256/1024)",
+                         mnist + (("--data-dir", data_dir) if data_dir else ()), 10))
+    return steps
+
+
+def load_state(path: Path) -> dict[str, dict]:
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def execute(steps: Sequence[Step], state_path: Path, budget_s: float | None,
+            run_step: Callable[[Step], tuple[int, float]], clock: Callable[[], float] = time.monotonic,
+            on_step: Callable[[Step, str], None] | None = None) -> dict[str, dict]:
+    """Run the steps not yet done, in order, while the budget lasts; ``run_step`` returns (exit
+    code, seconds). A step is done when its command finished: exit 0, or 1 (it ran, and some
+    cell failed: that failure is a stored result). The state is rewritten after every step,
+    whole, so an interrupted reproduce loses at most the step it was in."""
+    state = load_state(state_path)
+    start = clock()
+
+    def save() -> None:
+        tmp = state_path.with_name(state_path.name + ".tmp")
+        tmp.write_text(json.dumps(state, indent=1))
+        tmp.replace(state_path)
+
+    for step in steps:
+        done = state.get(step.name, {})
+        if done.get("exit_code") in FINISHED:
+            if on_step:
+                on_step(step, "done before")
+            continue
+        if budget_s is not None and clock() - start >= budget_s:
+            state[step.name] = {**done, "status": "not reached (budget)"}
+            if on_step:
+                on_step(step, "not reached")
+            continue
+        if on_step:
+            on_step(step, "running")
+        code, seconds = run_step(step)
+        state[step.name] = {"exit_code": code, "seconds": round(seconds, 1), "args": list(step.args),
+                            "status": {0: "done", 1: "done, some cells failed"}.get(code, f"exit {code}")}
+        save()
+        if on_step:
+            on_step(step, state[step.name]["status"])
+    save()
+    return state

@@ -133,3 +133,19 @@ def test_published_claims_get_verdicts_from_the_data():
     assert warm["verdict"] == "does not hold here"
     (s5,) = published.s5([{"status": "ok", "s5_vs_ours": 3.0}, {"status": "ok", "s5_vs_ours": 1.1}])
     assert s5["verdict"] == "does not hold here" and "1 of 2 cells" in s5["why"]
+
+
+def test_ir_excerpts_are_quoted_as_text(tmp_path):
+    ir = tmp_path / "ir"
+    ir.mkdir()
+    (ir / "summary.json").write_text('{"cell": "mha/small/forward", "jax": {"stablehlo": {"n_ops": 12, '
+                                     '"ops": {"stablehlo.dot_general": 4}}}}')
+    (ir / "jax.stablehlo.mlir").write_text("func.func @main(%arg0: tensor<4x16xf32>) -> tensor<4x16xf32> {\n"
+                                           "  // </pre><script>alert(1)</script>\n" + "  op\n" * 100)
+    html, md = _report(_db(tmp_path / "r.db"), tmp_path / "out", "--ir", str(ir))
+    assert "tensor&lt;4x16xf32&gt;" in html and "<script>" not in html
+    assert "jax.stablehlo.mlir: the first 40 of 102 lines" in html
+    assert "stablehlo.dot_general 4" in md
+    bad = runner.invoke(app, ["report", "--db", str(tmp_path / "r.db"), "--ir", str(tmp_path), "--out",
+                              str(tmp_path / "o")])
+    assert bad.exit_code == 2 and "no summary.json" in bad.output

@@ -19,6 +19,8 @@ def report(
                                                              "measurement of each cell)"),
     out_dir: Path = typer.Option(Path("report"), "--out", help="directory for report.html, report.md, figures/"),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    ir: Optional[list[Path]] = typer.Option(None, "--ir", help="a `stackwars ir ... --out DIR` dump to excerpt "
+                                                               "(repeatable)"),
 ) -> None:
     """Write report.html (self-contained: plots embedded, no network) and report.md: the runs,
     the environment, a decision guide generated from the data, the cells in the published
@@ -26,11 +28,14 @@ def report(
     from stackwars.report import build, page
 
     writable_dir(out_dir, "--out")
+    for d in ir or ():
+        if not (d / "summary.json").is_file():
+            raise SpecError(f"--ir {d}: no summary.json there; give a directory written by `stackwars ir ... --out`")
     path = check_db(db, create=False)
     with Store(path, create=False) as store:
         data = build.collect(store, run_ids)
     if not data["runs"]:
         raise SpecError(f"{path} holds no runs; run `stackwars run ...` or a study first")
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    html_path, md_path = page.write(build.document(data, generated), out_dir)
+    html_path, md_path = page.write(build.document(data, generated, ir or ()), out_dir)
     err.print(f"wrote {html_path} and {md_path} ({len(data['runs'])} runs, {len(data['cells'])} cells)")

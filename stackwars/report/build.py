@@ -194,7 +194,7 @@ def decision_guide(points: Sequence[Mapping[str, Any]], evens: Sequence[Mapping[
         faster = [p for p in rest if p["ratio"] < 1]  # measured faster, but on a busy machine
         second = next((p for p in rest if p["ratio"] >= 1), None)
         if second is None:
-            claim = f"{table}: {best['backend']} is the only backend measured cleanly"
+            claim = f"{table}: {best['backend']} is the fastest of the backends measured cleanly"
         elif second["significant"]:
             claim = (f"{table}: use {best['backend']}; the next, {second['backend']}, takes "
                      f"{second['ratio']:.2f}x its time")
@@ -202,10 +202,10 @@ def decision_guide(points: Sequence[Mapping[str, Any]], evens: Sequence[Mapping[
             claim = (f"{table}: {best['backend']} and {second['backend']} cannot be told apart "
                      f"({second['ratio']:.2f}x, not significant)")
         if faster:
-            claim += (f"; {', '.join(p['backend'] for p in faster)} measured faster while the machine was busy "
-                      f"(unreliable: measure again)")
+            claim += (f"; {', '.join(p['backend'] for p in faster)} measured faster, but noisily (spread over "
+                      f"10%) or while the machine was busy: measure again")
         elif best["doubtful"] or (second is not None and second["doubtful"]):
-            claim += " (measured while the machine was busy: treat as provisional)"
+            claim += " (a noisy or busy-machine measurement is involved: treat as provisional)"
         out.append((claim, anchor))
     for e in evens:
         anchor = _S(e["table"]).anchor
@@ -260,7 +260,40 @@ def _study_figures(kind: str, rows: list[dict[str, Any]], config: Mapping[str, A
         return [(p.stem, p.read_bytes()) for p in paths]
 
 
-def document(data: Mapping[str, Any], generated: str) -> Document:
+IR_EXCERPT_LINES = 40
+IR_FILES = ("jax.jaxpr.txt", "jax.stablehlo.mlir", "torch.stablehlo.mlir", "jax.hlo.txt", "torch.hlo.txt")
+
+
+def ir_sections(dirs: Sequence[Path]) -> list[Section]:
+    """From `stackwars ir ... --out DIR` dumps: the statistics of every stage both frameworks
+    produced (summary.json), and the opening lines of the programs side by side."""
+    import json
+
+    out = []
+    for d in dirs:
+        summary = json.loads((d / "summary.json").read_text())
+        s = Section(f"IR: {summary.get('cell', d.name)}")
+        rows = []
+        for fw in ("jax", "torch"):
+            for stage, st in (summary.get(fw) or {}).items():
+                if isinstance(st, Mapping):
+                    ops = st.get("ops") or {}
+                    top = ", ".join(f"{k} {v}" for k, v in list(ops.items())[:6]) if isinstance(ops, Mapping) else ""
+                    rows.append((fw, stage, str(st.get("n_ops", "")), top))
+        if rows:
+            s.blocks.append(TableBlock(("framework", "stage", "ops", "most frequent"), tuple(rows),
+                                       f"from {d}/summary.json"))
+        for name in IR_FILES:
+            f = d / name
+            if f.exists():
+                lines = f.read_text(errors="replace").splitlines()
+                s.blocks.append(Pre("\n".join(lines[:IR_EXCERPT_LINES]),
+                                    f"{name}: the first {min(len(lines), IR_EXCERPT_LINES)} of {len(lines)} lines"))
+        out.append(s)
+    return out
+
+
+def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = ()) -> Document:
     from stackwars.report import studies as study_report
 
     runs, cells = data["runs"], data["cells"]
@@ -355,4 +388,5 @@ def document(data: Mapping[str, Any], generated: str) -> Document:
             s.blocks.append(Figure(f"{info.run_id}-{name}", png, f"{kind}: {name}"))
         s.blocks.append(Pre(_text(body), f"`stackwars show {info.run_id}` prints this table"))
         doc.sections.append(s)
+    doc.sections.extend(ir_sections(ir_dirs))
     return doc

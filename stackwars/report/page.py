@@ -84,8 +84,8 @@ body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max
 padding:0 1em;color:#1d1d1f;line-height:1.45}
 h1{font-size:1.7em;margin-bottom:.2em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
 .sub{color:#666}nav ol{columns:2}table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.86em}
-th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right;vertical-align:top}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}caption{caption-side:bottom;text-align:left;
+th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}
+th{background:#f3f3f3}caption{caption-side:bottom;text-align:left;
 color:#555;font-size:.9em;padding-top:.3em}figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eee}
 figcaption{color:#555;font-size:.9em}pre{background:#f7f7f7;border:1px solid #e3e3e3;padding:.6em;overflow-x:auto;
 font-size:.8em;line-height:1.3}

@@ -61,7 +61,7 @@ def test_the_report_renders_in_a_browser_with_every_figure_and_no_console_error(
     images = int(re.search(r'data-images="(\d+)"', dom).group(1))
     decoded = int(re.search(r'data-decoded="(\d+)"', dom).group(1))
     figures = len(list((tmp_path / "out" / "figures").glob("*.png")))
-    assert images == figures == decoded == 2
+    assert images == figures == decoded == 3
 
 
 def test_the_console_check_would_see_a_page_error(tmp_path):

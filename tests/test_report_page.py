@@ -68,7 +68,7 @@ def test_the_page_is_self_contained_and_escapes_what_it_quotes(tmp_path):
     assert "stackwars run gemm &lt;b&gt;" in html  # the command, as text
     assert not re.search(r"(src|href)=\"(https?:)?//", html)  # nothing fetched when viewed
     figures = re.findall(r'<img alt="[^"]*" src="data:image/png;base64,', html)
-    assert len(figures) == 2  # the heatmap and the memory bars, embedded
+    assert len(figures) == 3  # the heatmap, first call vs steady state, the memory bars: embedded
     assert "<script" not in md and "&lt;script&gt;" in md
     assert "(figures/speedup-heatmap.png)" in md
 

@@ -156,6 +156,29 @@ def break_even(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str
     return out
 
 
+def first_vs_steady_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> bytes | None:
+    """Per table, per backend: the first call (trace + compile + run) beside the steady-state
+    call, on one log axis: what compiling costs against what it saves per call."""
+    bars = [(_title(k), r["backend"], r.get("first_call_s"), r.get("steady_median_s"))
+            for k, rows in groups.items() for r in rows
+            if r["status"] == "ok" and r.get("first_call_s") and r.get("steady_median_s")]
+    if not bars:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(10, 0.9 + 0.3 * len(bars)))
+    ys = range(len(bars))
+    ax.barh([y - 0.2 for y in ys], [b[2] for b in bars], height=0.4, color="tab:red", label="first call")
+    ax.barh([y + 0.2 for y in ys], [b[3] for b in bars], height=0.4, color="tab:green", label="steady state (median)")
+    ax.set_yticks(list(ys), [f"{t} · {b}" for t, b, _, _ in bars], fontsize=6)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("seconds per call")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(alpha=0.3, axis="x")
+    fig.tight_layout()
+    return _png(fig)
+
+
 def memory_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> bytes | None:
     bars = [(_title(k), r["backend"], r.get("peak_memory_bytes"), r.get("peak_memory_counter"))
             for k, rows in groups.items() for r in rows if r["status"] == "ok" and r.get("peak_memory_bytes")]
@@ -333,11 +356,15 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
 
     if groups:
         png = heatmap(points)
-        heat = Section("Speed-up heatmap")
+        heat = Section("Speed-up and first call")
         if png:
             heat.blocks.append(Figure("speedup-heatmap", png, "steady-state time over the fastest backend of each "
                                                               "table; ~ marks a difference that is not significant"))
         doc.sections.append(heat)
+        first = first_vs_steady_figure(groups)
+        if first:
+            heat.blocks.append(Figure("first-vs-steady", first, "first call (trace + compile + run) beside the "
+                                                                "steady-state call, per table and backend"))
         be = Section("Compile break-even")
         be.blocks.append(TableBlock(("table", "compiled", "against", "extra first call", "saving per call",
                                      "pays"), tuple(

@@ -79,7 +79,7 @@ def test_the_decision_guide_follows_the_data(tmp_path):
     # 1.0 s more on the first call, 0.5 ms saved a call: paid back after 2,001 calls
     assert "torch-compile pays for its first call (1.00 s more than torch-eager) after 2,001 calls" in md
     assert "jax-jit pays for its first call (300.00 ms more than jax-eager) after 111 calls" in md
-    assert "torch-xla: error in 1 cell(s)" in md
+    assert "gemm · small · forward · cpu · float32: error for torch-xla" in md
     # the compiled step no faster than eager: the break-even claim becomes "never pays"
     _, md = _report(_db(tmp_path / "n.db", torch_compile_factor=1.5), tmp_path / "n")
     assert "torch-compile against torch-eager: never pays: its steady state is not faster" in md

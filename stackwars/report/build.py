@@ -242,15 +242,13 @@ def decision_guide(points: Sequence[Mapping[str, Any]], evens: Sequence[Mapping[
             out.append((f"{e['table']}: {e['compiled']} pays for its first call ({fmt.seconds(e['extra_first_s'])} "
                         f"more than {e['eager']}) {e['verdict']}, saving {fmt.seconds(e['saving_per_call_s'])} "
                         f"a call", anchor))
-    failed: OrderedDict[tuple, list[tuple[str, str]]] = OrderedDict()
+    failed: OrderedDict[tuple, list[str]] = OrderedDict()
     for key, rows in tables.group_rows(cells).items():
         for r in rows:
             if r["status"] in ("oom", "error", "timeout", "parity_fail"):
-                failed.setdefault((r["backend"], r["status"]), []).append((_title(key), _S(_title(key)).anchor))
-    for (backend, status), where in failed.items():
-        names = [t for t, _ in where]
-        out.append((f"{backend}: {status} in {len(where)} cell(s) ({'; '.join(names[:6])}"
-                    f"{'...' if len(names) > 6 else ''})", where[0][1]))
+                failed.setdefault((_title(key), r["status"]), []).append(r["backend"])
+    for (table, status), backends in failed.items():
+        out.append((f"{table}: {status} for {', '.join(backends)}", _S(table).anchor))
     return out
 
 

@@ -30,7 +30,7 @@ def test_faulty_cells_get_their_status_and_the_run_goes_on(plugins_env, tmp_path
     specs = runner.plan_cells(["fault"], ["crash", "ok", "hang", "oom", "alloc", "raise"], ["forward"],
                               ["torch-eager"])
     specs.insert(2, runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["jax-jit"])[0])
-    config = MeasureConfig(warmup=1, min_samples=3, min_time_s=0.0, timeout_s=25.0,
+    config = MeasureConfig(warmup=1, min_samples=3, min_time_s=0.0, timeout_s=15.0,
                            memory_limit_bytes=int(1.5 * 2**30))
     probe = runner.probe_machine()
     env = envmod.fingerprint(None, probe)
@@ -43,7 +43,7 @@ def test_faulty_cells_get_their_status_and_the_run_goes_on(plugins_env, tmp_path
     assert status["crash"].status == "error" and "SIGSEGV" in status["crash"].error
     assert status["ok"].status == "ok"
     assert status["gemm"].status == "ok"
-    assert status["hang"].status == "timeout" and "25 s" in status["hang"].error
+    assert status["hang"].status == "timeout" and "15 s" in status["hang"].error
     # the record says where the worker was when it was killed
     assert "during the first call" in status["hang"].error and status["hang"].settings["stage"] == "first call"
     assert status["oom"].status == "oom" and "MemoryError" in status["oom"].error

@@ -59,6 +59,9 @@ def test_plan_splits_the_global_batch_for_strong_and_keeps_it_per_device_for_wea
     weak = {i["devices"]: (i["global_batch"], i["per_device_batch"]) for i in items if i["scaling"] == "weak"}
     assert strong == {1: (16, 16), 2: (16, 8), 4: (16, 4)}
     assert weak == {1: (4, 4), 2: (8, 4), 4: (16, 4)}
+    with pytest.raises(SpecError, match="which 2 device"):  # 3 x 1 examples cannot split over 2
+        scaling.plan("mlp-mnist", "tiny", [1, 2, 3], ["dp"], ["jax"], ["strong"], 1)
+    assert len(scaling.plan("mlp-mnist", "tiny", [1, 2, 3], ["dp"], ["jax"], ["weak"], 1)) == 3
     with pytest.raises(SpecError, match="multiple of the host count"):
         scaling.plan("gpt2", "tiny", [1, 2], ["dp"], ["jax"], ["strong"], None, hosts=2)
     with pytest.raises(SpecError, match="allowed: dp, fsdp, shard_map, pmap"):
@@ -196,9 +199,11 @@ def test_the_study_runs_from_the_cli(tmp_path):
         assert len(r["step_samples_s"]) == 3
     assert rows["torch", "dp", 2]["collectives"]["all-reduce"]["bytes"] == 4 * P  # DDP's buckets: the gradients
     assert (tmp_path / "out" / "scaling-mlp-mnist-tiny.png").read_bytes()[:4] == b"\x89PNG"
-    shown = subprocess.run([sys.executable, "-m", "stackwars", "show", "--db", str(tmp_path / "s.db")],
-                           capture_output=True, text=True, timeout=120, env=env)
-    assert shown.returncode == 0 and "collectives per step" in shown.stdout
+    from typer.testing import CliRunner
+
+    from stackwars.cli import app
+    shown = CliRunner().invoke(app, ["show", "--db", str(tmp_path / "s.db")])
+    assert shown.exit_code == 0 and "collectives per step" in shown.output
 
 
 def test_an_existing_process_group_is_used_and_rank_0_stores_one_run(tmp_path):

@@ -73,6 +73,12 @@ def plan(model: str, preset: str, devices: Sequence[int], strategies: Sequence[s
     per = per_device_batch or models.default_batch(model, preset)
     if per < 1:
         raise SpecError(f"--per-device-batch must be positive, got {per}")
+    if "strong" in scalings:  # one global batch, split evenly on every device count
+        uneven = [n for n in devices if (per * max(devices)) % n]
+        if uneven:
+            raise SpecError(f"strong scaling splits a global batch of {per * max(devices)} (per-device batch x "
+                            f"{max(devices)}) evenly, which {', '.join(map(str, uneven))} device(s) cannot; give "
+                            f"device counts that divide {max(devices)}, or --scaling weak")
     items = []
     for scaling in scalings:
         for framework in frameworks:

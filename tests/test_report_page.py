@@ -149,3 +149,24 @@ def test_ir_excerpts_are_quoted_as_text(tmp_path):
     bad = runner.invoke(app, ["report", "--db", str(tmp_path / "r.db"), "--ir", str(tmp_path), "--out",
                               str(tmp_path / "o")])
     assert bad.exit_code == 2 and "no summary.json" in bad.output
+
+
+def test_s3_table_and_call_overhead_beside_ours():
+    from stackwars.report import published
+
+    cells = [{"workload": "gpt2", "backend": "jax-jit", "phase": "forward", "status": "ok", "preset": "small",
+              "device": "cpu", "dtype": "float32", "first_call_s": 1.3, "second_call_s": 0.14,
+              "steady_median_s": 0.133},
+             {"workload": "gpt2", "backend": "torch-xla", "phase": "forward", "status": "oom", "preset": "small",
+              "device": "cpu", "dtype": "float32"}]
+    rows = {r[0]: r for r in published.s3_table(cells)}
+    assert rows["gpt2"] == ("gpt2", "2128.44 / 1.061 / 0.708", "3545.75 / 3256.95 / 27.896", "1.3e+03 / 140 / 133",
+                            "oom", "small, cpu, float32")
+    assert rows["vit-b16"][2] == "OOM" and rows["mha"][3] == "not measured"
+    def r(backend, impl, t):
+        return {"status": "ok", "batch": 1, "op": "dot", "backend": backend, "impl": impl, "steady_median_s": t,
+                "label": f"{backend} {impl}"}
+    (claim,) = published.s2_overhead([r("jax-jit", "batched", 9e-6), r("torch-eager", "batched", 3e-6)])
+    assert claim["verdict"] == "does not hold here" and "9.0 µs" in claim["ours"]
+    (claim,) = published.s2_overhead([])
+    assert claim["verdict"] == published.NOT_MEASURED

@@ -397,6 +397,12 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
     found = published.claims(cells, data["studies"])
     pub.blocks.append(TableBlock(("study", "claim", "ours", "verdict", "why"),
                                  tuple((c["study"], c["claim"], c["ours"], c["verdict"], c["why"]) for c in found)))
+    pub.blocks.append(TableBlock(("workload", "S3 JAX (TPU)", "S3 PyTorch/XLA (TPU)", "ours jax-jit", "ours torch-xla",
+                                  "ours at"), tuple(published.s3_table(cells)),
+                                 "S3's table (TPU v6e-1, ms: first / second / steady state) beside the same pair of "
+                                 "backends here, forward; the sizes and machines differ, so compare the shape of a "
+                                 "row (how far the second call is from the steady state, which side runs out of "
+                                 "memory), not its numbers"))
     doc.sections.insert(3, pub)
 
     for info, rows in data["studies"].values():

@@ -25,6 +25,42 @@ S4_ACCURACY = (0.0671, 0.1557)  # the range of S4's final validation accuracies
 RTX_5060_FP32_FLOPS = 19.2e12  # NVIDIA's published FP32 peak for the GeForce RTX 5060
 
 
+# S3's table (TPU v6e-1): workload -> (JAX, PyTorch/torch_xla) as (first, second, steady) in ms, or None for OOM
+S3_TABLE = {
+    "gemm": ((41.243, 0.451, 0.192), (0.198, 0.086, 0.055)),
+    "ffn": ((1081.837, 0.474, 0.225), (256.368, 2.729, 0.347)),
+    "mha": ((1118.373, 0.619, 0.363), (987.797, 15.758, 0.946)),
+    "resnet50": ((7328.458, 1.442, 0.931), (7659.820, 7271.575, 10.562)),
+    "bert-base": ((9103.082, 1.351, 0.913), (4098.641, 3774.402, 21.723)),
+    "gpt2": ((2128.444, 1.061, 0.708), (3545.754, 3256.955, 27.896)),
+    "vit-b16": ((36453.13, 2.313, 1.836), None),
+    "gpt-neo-1.3b": ((8011.992, 4.596, 4.883), None),
+    "llama3-8b": (None, None),
+}
+
+
+def s3_table(cells: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
+    """S3's rows beside ours: the same workload's jax-jit and torch-xla forward cells (the
+    same-compiler pair S3 compared), first / second / steady, or what happened instead."""
+    def fmt3(t):
+        return "OOM" if t is None else " / ".join(f"{v:g}" for v in t)
+
+    def ours(r):
+        if r is None:
+            return "not measured"
+        if r["status"] != "ok":
+            return r["status"]
+        return " / ".join(f"{1e3 * r[k]:.3g}" for k in ("first_call_s", "second_call_s", "steady_median_s"))
+
+    by = {(r["workload"], r["backend"]): r for r in cells if r.get("phase") == "forward"}
+    out = []
+    for wl, (jx, pt) in S3_TABLE.items():
+        j, t = by.get((wl, "jax-jit")), by.get((wl, "torch-xla"))
+        where = next((f"{r['preset']}, {r['device']}, {r['dtype']}" for r in (j, t) if r), "")
+        out.append((wl, fmt3(jx), fmt3(pt), ours(j), ours(t), where))
+    return out
+
+
 def _claim(study: str, claim: str, ours: str, verdict: str, why: str) -> dict[str, str]:
     return {"study": study, "claim": claim, "ours": ours, "verdict": verdict, "why": why}
 
@@ -167,9 +203,25 @@ def s2(scaling_rows: Sequence[Mapping[str, Any]], recompile_rows: Sequence[Mappi
     return out
 
 
+def s2_overhead(vmap_rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """Per-call CPU overhead: at batch 1 a per-example dot product is microseconds of work, so
+    its steady-state time is the cost of one call through each stack."""
+    one = {(r["backend"], r["impl"]): r for r in vmap_rows if r.get("status") == "ok" and r.get("batch") == 1
+           and r.get("op") == "dot" and r.get("steady_median_s") and not r.get("contended")}
+    j, t = one.get(("jax-jit", "batched")) or one.get(("jax-jit", "vmap")), one.get(("torch-eager", "batched"))
+    if not (j and t):
+        return [_claim("S2", "JAX has low CPU overhead", "", NOT_MEASURED, "run `stackwars study vmap` (batch 1)")]
+    verdict = "holds here" if j["steady_median_s"] < t["steady_median_s"] else "does not hold here"
+    return [_claim("S2", "JAX has low CPU overhead", f"one call of a batch-1 dot product: {j['label']} "
+                   f"{fmt.seconds(j['steady_median_s'])}, {t['label']} {fmt.seconds(t['steady_median_s'])}",
+                   verdict, "at this size the call is almost all overhead: a compiled JAX call (argument "
+                            "checks, dispatch to the XLA executable) against one PyTorch eager operator")]
+
+
 def claims(cells: Sequence[Mapping[str, Any]], studies: Mapping[str, tuple[Any, list]]) -> list[dict[str, str]]:
     rows_of: dict[str, list] = {}
     for info, rows in studies.values():
         rows_of.setdefault(info.kind, []).extend(rows)
     return (s3(cells) + s4(rows_of.get("train:mnist", [])) + s5(rows_of.get("study:vmap", []))
-            + s2(rows_of.get("study:scaling", []), rows_of.get("study:recompile", [])))
+            + s2(rows_of.get("study:scaling", []), rows_of.get("study:recompile", []))
+            + s2_overhead(rows_of.get("study:vmap", [])))

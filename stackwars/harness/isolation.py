@@ -57,7 +57,7 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def _tail(path: str) -> str:
+def log_tail(path: str) -> str:
     try:
         with open(path, errors="replace") as f:
             text = f.read()
@@ -123,7 +123,7 @@ def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | N
             _kill_group(proc.pid)  # stragglers left by a worker that exited (compile pools)
         relay()
         wall = time.perf_counter() - start
-        tail = _tail(log_path)
+        tail = log_tail(log_path)
         if killed:
             return Outcome(killed[0], None, f"{killed[1]}\n\n--- worker output (tail) ---\n{tail}", wall, peak or None,
                            stage[0])

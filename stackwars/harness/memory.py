@@ -22,7 +22,7 @@ def current_rss() -> int:
     return psutil.Process().memory_info().rss
 
 
-def _read_hwm() -> int | None:
+def read_hwm() -> int | None:
     try:
         with open(_STATUS) as f:
             for line in f:
@@ -48,7 +48,7 @@ class PeakRSS:
 
     @staticmethod
     def _try_reset_hwm() -> bool:
-        if _read_hwm() is None:
+        if read_hwm() is None:
             return False
         try:
             with open(_CLEAR_REFS, "w") as f:
@@ -75,7 +75,7 @@ class PeakRSS:
 
     def peak(self) -> int:
         if self._use_hwm:
-            return _read_hwm() or 0
+            return read_hwm() or 0
         return max(self._max, current_rss())
 
     def stop(self) -> None:

@@ -23,7 +23,8 @@ from stackwars import stats
 from stackwars.records import Env
 from stackwars.report import format as fmt
 from stackwars.report import tables
-from stackwars.report.page import Bullets, Document, Figure, Para, Pre, Section, TableBlock
+from stackwars.report.page import Bullets, Document, Figure, Para, Pre, Section, TableBlock, anchor
+from stackwars.report.plots import plt_agg
 
 COMPILED = {"jax-jit": "jax-eager", "torch-compile": "torch-eager", "torch-compile-max-autotune": "torch-eager",
             "torch-cudagraphs": "torch-eager", "torch-xla": "torch-eager"}
@@ -66,20 +67,8 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
 def _png(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})  # no version stamp: same data, same bytes
-    import matplotlib.pyplot as plt
-    plt.close(fig)
+    plt_agg().close(fig)
     return buf.getvalue()
-
-
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
-
-def _title(key: tuple) -> str:
-    return tables._title(key)
 
 
 def speedups(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str, Any]]:
@@ -87,15 +76,15 @@ def speedups(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str, 
     difference is significant (bootstrap of the two sets of samples)."""
     out = []
     for key, rows in groups.items():
-        f = tables._formatted(list(rows))
+        f = tables.formatted(list(rows))
         ok = [x["row"] for x in f if x["row"]["status"] == "ok" and x["row"].get("steady_median_s")]
         clean = [r for r in ok if not (r.get("noisy") or r.get("contended"))] or ok
         if not clean:
             continue
         best = min(clean, key=lambda r: r["steady_median_s"])
         for r in ok:
-            c = stats.compare(tables._compared(best), tables._compared(r)) if r is not best else None
-            out.append({"table": _title(key), "backend": r["backend"], "ratio": c.ratio if c else 1.0,
+            c = stats.compare(tables.compared(best), tables.compared(r)) if r is not best else None
+            out.append({"table": tables.title(key), "backend": r["backend"], "ratio": c.ratio if c else 1.0,
                         "significant": bool(c.significant) if c else True, "fastest": r is best,
                         "doubtful": bool(r.get("noisy") or r.get("contended"))})
     return out
@@ -104,7 +93,7 @@ def speedups(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str, 
 def heatmap(points: Sequence[Mapping[str, Any]]) -> bytes | None:
     if not points:
         return None
-    plt = _plt()
+    plt = plt_agg()
     import numpy as np
     rows = list(dict.fromkeys(p["table"] for p in points))
     cols = list(dict.fromkeys(p["backend"] for p in points))
@@ -139,7 +128,7 @@ def break_even(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str
             c, e = by.get(compiled), by.get(eager)
             if not c or not e or c.get("first_call_s") is None or e.get("first_call_s") is None:
                 continue
-            cmp = stats.compare(tables._compared(e), tables._compared(c))
+            cmp = stats.compare(tables.compared(e), tables.compared(c))
             saving = e["steady_median_s"] - c["steady_median_s"]
             extra = c["first_call_s"] - e["first_call_s"]
             if saving <= 0 or not cmp.significant:
@@ -150,7 +139,7 @@ def break_even(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str
             else:
                 calls = math.ceil(extra / saving) + 1
                 verdict = f"after {calls:,} calls"
-            out.append({"table": _title(key), "compiled": compiled, "eager": eager, "extra_first_s": extra,
+            out.append({"table": tables.title(key), "compiled": compiled, "eager": eager, "extra_first_s": extra,
                         "saving_per_call_s": saving, "calls": calls, "verdict": verdict,
                         "doubtful": bool(c.get("contended") or e.get("contended"))})
     return out
@@ -159,12 +148,12 @@ def break_even(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str
 def first_vs_steady_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> bytes | None:
     """Per table, per backend: the first call (trace + compile + run) beside the steady-state
     call, on one log axis: what compiling costs against what it saves per call."""
-    bars = [(_title(k), r["backend"], r.get("first_call_s"), r.get("steady_median_s"))
+    bars = [(tables.title(k), r["backend"], r.get("first_call_s"), r.get("steady_median_s"))
             for k, rows in groups.items() for r in rows
             if r["status"] == "ok" and r.get("first_call_s") and r.get("steady_median_s")]
     if not bars:
         return None
-    plt = _plt()
+    plt = plt_agg()
     fig, ax = plt.subplots(figsize=(10, 0.9 + 0.3 * len(bars)))
     ys = range(len(bars))
     ax.barh([y - 0.2 for y in ys], [b[2] for b in bars], height=0.4, color="tab:red", label="first call")
@@ -180,11 +169,11 @@ def first_vs_steady_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> b
 
 
 def memory_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> bytes | None:
-    bars = [(_title(k), r["backend"], r.get("peak_memory_bytes"), r.get("peak_memory_counter"))
+    bars = [(tables.title(k), r["backend"], r.get("peak_memory_bytes"), r.get("peak_memory_counter"))
             for k, rows in groups.items() for r in rows if r["status"] == "ok" and r.get("peak_memory_bytes")]
     if not bars:
         return None
-    plt = _plt()
+    plt = plt_agg()
     fig, ax = plt.subplots(figsize=(10, 0.9 + 0.22 * len(bars)))
     labels = [f"{t} · {b}" for t, b, _, _ in bars]
     ax.barh(range(len(bars)), [m / 2**20 for _, _, m, _ in bars], color="tab:blue")
@@ -202,17 +191,16 @@ def memory_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> bytes | No
 def decision_guide(points: Sequence[Mapping[str, Any]], evens: Sequence[Mapping[str, Any]],
                    cells: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """(claim, anchor of the table it rests on) pairs, generated from the data."""
-    from stackwars.report.page import Section as _S
     out = []
     by_table: OrderedDict[str, list[Mapping[str, Any]]] = OrderedDict()
     for p in points:
         by_table.setdefault(p["table"], []).append(p)
     for table, ps in by_table.items():
-        anchor = _S(table).anchor
+        link = anchor(table)
         best = next(p for p in ps if p["fastest"])
         rest = sorted((p for p in ps if not p["fastest"]), key=lambda p: p["ratio"])
         if not rest:
-            out.append((f"{table}: only {best['backend']} ran", anchor))
+            out.append((f"{table}: only {best['backend']} ran", link))
             continue
         faster = [p for p in rest if p["ratio"] < 1]  # measured faster, but on a busy machine
         second = next((p for p in rest if p["ratio"] >= 1), None)
@@ -229,26 +217,26 @@ def decision_guide(points: Sequence[Mapping[str, Any]], evens: Sequence[Mapping[
                       f"10%) or while the machine was busy: measure again")
         elif best["doubtful"] or (second is not None and second["doubtful"]):
             claim += " (a noisy or busy-machine measurement is involved: treat as provisional)"
-        out.append((claim, anchor))
+        out.append((claim, link))
     for e in evens:
-        anchor = _S(e["table"]).anchor
+        link = anchor(e["table"])
         if e["calls"] is None:
-            out.append((f"{e['table']}: {e['compiled']} against {e['eager']}: {e['verdict']}", anchor))
+            out.append((f"{e['table']}: {e['compiled']} against {e['eager']}: {e['verdict']}", link))
         elif e["extra_first_s"] <= 0:
             out.append((f"{e['table']}: {e['compiled']} is ahead of {e['eager']} from the first call (its first "
                         f"call {fmt.seconds(-e['extra_first_s'])} faster) and saves "
-                        f"{fmt.seconds(e['saving_per_call_s'])} a call after it", anchor))
+                        f"{fmt.seconds(e['saving_per_call_s'])} a call after it", link))
         else:
             out.append((f"{e['table']}: {e['compiled']} pays for its first call ({fmt.seconds(e['extra_first_s'])} "
                         f"more than {e['eager']}) {e['verdict']}, saving {fmt.seconds(e['saving_per_call_s'])} "
-                        f"a call", anchor))
+                        f"a call", link))
     failed: OrderedDict[tuple, list[str]] = OrderedDict()
     for key, rows in tables.group_rows(cells).items():
         for r in rows:
             if r["status"] in ("oom", "error", "timeout", "parity_fail"):
-                failed.setdefault((_title(key), r["status"]), []).append(r["backend"])
+                failed.setdefault((tables.title(key), r["status"]), []).append(r["backend"])
     for (table, status), backends in failed.items():
-        out.append((f"{table}: {status} for {', '.join(backends)}", _S(table).anchor))
+        out.append((f"{table}: {status} for {', '.join(backends)}", anchor(table)))
     return out
 
 
@@ -378,8 +366,8 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
                                                   "allocator on a GPU, RSS high-water mark on a CPU)"))
             doc.sections.append(m)
         for key, rows in groups.items():
-            s = Section(_title(key))
-            f = tables._formatted(list(rows))
+            s = Section(tables.title(key))
+            f = tables.formatted(list(rows))
             s.blocks.append(TableBlock(tables.COLUMNS, tuple(tuple(str(x[c].plain if hasattr(x[c], "plain")
                                                                        else x[c]) for c in tables.COLUMNS)
                                                              for x in f)))

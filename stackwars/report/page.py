@@ -58,6 +58,11 @@ class Pre:
 Block = Union[Para, Bullets, TableBlock, Figure, Pre]
 
 
+def anchor(title: str) -> str:
+    """The id of a section with this title: what a claim links to."""
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "section"
+
+
 @dataclass
 class Section:
     title: str
@@ -66,7 +71,7 @@ class Section:
 
     def __post_init__(self) -> None:
         if not self.anchor:
-            self.anchor = re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-") or "section"
+            self.anchor = anchor(self.title)
 
 
 @dataclass

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 
-def _plt():
+def plt_agg():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -17,12 +17,20 @@ STYLE = {"torch-eager": ("tab:red", "--"), "torch-compile": ("tab:orange", "-"),
          "jax-eager": ("tab:cyan", "--"), "jax-jit": ("tab:blue", "-")}
 
 
+def save(fig, path: Path) -> Path:
+    """Lay out, write and close a figure (the same bytes for the same data)."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt_agg().close(fig)
+    return path
+
+
 def control_flow(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> list[Path]:
     """One PNG per workload: first call, steady state and memory against n (log-log), a line
     per backend x impl (x remat), forward and train-step in two rows."""
     from stackwars.studies.control_flow import series
 
-    plt = _plt()
+    plt = plt_agg()
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for workload in dict.fromkeys(r["workload"] for r in rows):
@@ -50,18 +58,14 @@ def control_flow(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> list[Path]
                 ax.set_title(f"{workload} {phase}: {what}", fontsize=9)
                 ax.grid(alpha=0.3, which="both")
         axes[0][0].legend(fontsize=6)
-        fig.tight_layout()
-        path = out_dir / f"control-flow-{workload}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        written.append(path)
+        written.append(save(fig, out_dir / f"control-flow-{workload}.png"))
     return written
 
 
 def vmap(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> list[Path]:
     """One PNG per op: time per call against batch size (log-log), a line per way of
     batching; S5's reading of the same cells dotted."""
-    plt = _plt()
+    plt = plt_agg()
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for op in dict.fromkeys(r["op"] for r in rows):
@@ -87,17 +91,13 @@ def vmap(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> list[Path]:
             a.set_title(f"{op}: {title}", fontsize=9)
             a.grid(alpha=0.3, which="both")
             a.legend(fontsize=6)
-        fig.tight_layout()
-        path = out_dir / f"vmap-{op}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        written.append(path)
+        written.append(save(fig, out_dir / f"vmap-{op}.png"))
     return written
 
 
 def stream(rows: Sequence[Mapping[str, Any]], out_dir: Path, name: str) -> Path:
     """Cumulative time over the requests, a line per backend x policy; compiling requests marked."""
-    plt = _plt()
+    plt = plt_agg()
     out_dir.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(9, 5))
     for key in dict.fromkeys((r["backend"], r["policy"]) for r in rows):
@@ -120,17 +120,13 @@ def stream(rows: Sequence[Mapping[str, Any]], out_dir: Path, name: str) -> Path:
     ax.set_title(f"{name}: serving a stream of variable-length requests", fontsize=10)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = out_dir / f"stream-{name}.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save(fig, out_dir / f"stream-{name}.png")
 
 
 def scaling(rows: Sequence[Mapping[str, Any]], out_dir: Path, name: str) -> Path:
     """Throughput against device count (a line per framework and strategy, the ideal dashed)
     and the bytes of parameters and optimizer state per device, per scaling."""
-    plt = _plt()
+    plt = plt_agg()
     out_dir.mkdir(parents=True, exist_ok=True)
     scalings = list(dict.fromkeys(r["scaling"] for r in rows))
     fig, axes = plt.subplots(1, len(scalings) + 1, figsize=(6 * (len(scalings) + 1), 4.5), squeeze=False)
@@ -167,8 +163,4 @@ def scaling(rows: Sequence[Mapping[str, Any]], out_dir: Path, name: str) -> Path
     ax.set_title("parameters + optimizer state per device (measured)", fontsize=9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = out_dir / f"scaling-{name}.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save(fig, out_dir / f"scaling-{name}.png")

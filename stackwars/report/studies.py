@@ -12,6 +12,13 @@ from rich.text import Text
 from stackwars.report import format as fmt
 
 
+def _with_findings(parts: list[Any], notes: Sequence[str]) -> Group:
+    if notes:
+        parts.append(Text("Findings:", style="bold"))
+        parts.extend(Text(f"- {n}") for n in notes)
+    return Group(*parts)
+
+
 def recompile_table(rows: Sequence[Mapping[str, Any]], title: str) -> Group:
     columns: OrderedDict[tuple[str, str], list[Mapping[str, Any]]] = OrderedDict()
     for r in rows:
@@ -192,10 +199,7 @@ def vmap_table(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequence[st
                       "synchronisation, psutil's RSS read after each call, first call excluded; †: other "
                       "processes took over 5% of the CPUs while the cell was timed (left out of the findings).",
                       style="dim"))
-    if notes:
-        parts.append(Text("Findings:", style="bold"))
-        parts.extend(Text(f"- {n}") for n in notes)
-    return Group(*parts)
+    return _with_findings(parts, notes)
 
 
 def stream_table(summary: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], title: str) -> Group:
@@ -290,10 +294,7 @@ def scaling_tables(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequenc
                       "parameters (p) and Adam first moments, 0.1 x the averaged gradient (g), against the same "
                       "framework's single-device step on the global batch, max|a-b|/max|b| per tensor.",
                       style="dim"))
-    if notes:
-        parts.append(Text("Findings:", style="bold"))
-        parts.extend(Text(f"- {n}") for n in notes)
-    return Group(*parts)
+    return _with_findings(parts, notes)
 
 
 def study_view(kind: str, rows: list[dict[str, Any]], config: Mapping[str, Any], env: Mapping[str, Any],

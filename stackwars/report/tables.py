@@ -74,7 +74,7 @@ def _parity(row: Mapping[str, Any]) -> str:
     return f"{err:.1e} {'✓' if tol is not None and err <= tol else '✗'}" + (" peer" if peer else "")
 
 
-def _compared(row: Mapping[str, Any]) -> list[float]:
+def compared(row: Mapping[str, Any]) -> list[float]:
     return row.get("process_medians") or row.get("steady_samples") or []
 
 
@@ -82,12 +82,12 @@ def _vs_best(row: Mapping[str, Any], best: Mapping[str, Any] | None, shadowed: b
     """Ratio to the fastest cleanly measured row. ``?``: a noisy or contended row is involved
     (this one, the reference, or, for the reference itself, a noisy or contended row with a
     lower median that might really be faster)."""
-    if best is None or not _compared(row) or row["status"] != "ok":
+    if best is None or not compared(row) or row["status"] != "ok":
         return fmt.DASH
     doubtful = any(r.get("noisy") or r.get("contended") for r in (row, best))
     if row is best:
         return "fastest" + (" ?" if doubtful or shadowed else "")
-    c = stats.compare(_compared(best), _compared(row))
+    c = stats.compare(compared(best), compared(row))
     return f"{c.ratio:.2f}x" + ("" if c.significant else " ~") + (" ?" if doubtful else "")
 
 
@@ -141,7 +141,7 @@ def group_rows(rows: Iterable[Mapping[str, Any]]) -> "OrderedDict[tuple, list[Ma
     return groups
 
 
-def _title(key: tuple) -> str:
+def title(key: tuple) -> str:
     workload, preset, phase, device, dtype, over = key
     return f"{workload} · {preset} · {phase} · {device} · {dtype}" + (f" · {over}" if over else "")
 
@@ -162,7 +162,7 @@ def _roofline(row: Mapping[str, Any]) -> str:
     return fmt.DASH if f is None else (f"⚠ {fmt.fraction(f)}" if f > 1.0 else fmt.fraction(f))
 
 
-def _formatted(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def formatted(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Every table cell of every row as text, whichever layout shows them."""
     rows = combine_repeats(rows)
     ok = [r for r in rows if r["status"] == "ok" and r.get("steady_median_s")]
@@ -185,18 +185,18 @@ def _formatted(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def cell_table(key: tuple, rows: list[Mapping[str, Any]]) -> Table:
-    table = Table(title=_title(key), title_justify="left", show_lines=False)
+    table = Table(title=title(key), title_justify="left", show_lines=False)
     for c in COLUMNS:
         table.add_column(c, justify="left" if c in ("backend", "status", "parity") else "right", no_wrap=c == "backend")
-    for f in _formatted(rows):
+    for f in formatted(rows):
         table.add_row(*[f[c] for c in COLUMNS])
     return table
 
 
 def cell_stack(key: tuple, rows: list[Mapping[str, Any]]) -> Group:
     """The same content for a narrow terminal: a block of short lines per backend."""
-    lines: list[Any] = [Text(_title(key), style="bold")]
-    for f in _formatted(rows):
+    lines: list[Any] = [Text(title(key), style="bold")]
+    for f in formatted(rows):
         head = Text(f"  {f['backend']}  ")
         head.append_text(f["status"])
         lines.append(head)
@@ -211,10 +211,10 @@ def markdown(rows: list[Mapping[str, Any]], env_summary: str | None = None) -> s
     """The tables as GitHub-flavoured Markdown: every column, nothing cut."""
     parts = []
     for key, group in group_rows(rows).items():
-        parts.append(f"**{_title(key)}**\n")
+        parts.append(f"**{title(key)}**\n")
         parts.append("| " + " | ".join(COLUMNS) + " |")
         parts.append("|" + "|".join("---" for _ in COLUMNS) + "|")
-        for f in _formatted(group):
+        for f in formatted(group):
             parts.append("| " + " | ".join(str(f[c]).replace("|", "\\|") for c in COLUMNS) + " |")
         parts.append("")
     for line in _notes(rows, env_summary):

@@ -18,6 +18,13 @@ def positive_ints(values: str, flag: str, what: str) -> list[int]:
     return out
 
 
+def one_of(values, allowed, what: str) -> None:
+    """Refuse the first value that is not allowed, naming what is."""
+    for v in values:
+        if v not in allowed:
+            raise SpecError(f"unknown {what} {v!r}; allowed: {', '.join(allowed)}")
+
+
 @dataclass(frozen=True)
 class StudyInfo:
     name: str

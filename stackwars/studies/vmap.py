@@ -46,16 +46,13 @@ def parse_batches(text: str) -> list[int]:
 def plan(ops: Sequence[str], impls: Sequence[str] | None, batches: Sequence[int], backends: Sequence[str],
          preset: str, device: str, dtype: str) -> list[CellSpec]:
     from stackwars import runner
+    from stackwars.studies import one_of
 
-    for op in ops:
-        if op not in OPS:
-            raise SpecError(f"unknown op {op!r}; allowed: {', '.join(OPS)}")
+    one_of(ops, OPS, "op")
     for b in backends:
         if b not in BACKENDS:
             raise SpecError(f"the vmap study compares {', '.join(BACKENDS)}; got {b!r}")
-    for i in impls or ():
-        if i not in IMPLS:
-            raise SpecError(f"unknown impl {i!r}; allowed: {', '.join(IMPLS)}")
+    one_of(impls or (), IMPLS, "impl")
     specs = []
     for op in ops:
         for impl in impls or IMPLS:

@@ -46,15 +46,6 @@ NO_TORCH = {"shard_map": "PyTorch has no shard_map; its explicit per-device prog
             "pmap": "PyTorch has no pmap; its one-process-per-device data parallelism is DDP (strategy dp)"}
 
 
-def check_strategies(strategies: Sequence[str], frameworks: Sequence[str]) -> None:
-    for s in strategies:
-        if s not in STRATEGIES:
-            raise SpecError(f"unknown strategy {s!r}; allowed: {', '.join(STRATEGIES)}")
-    for f in frameworks:
-        if f not in FRAMEWORKS:
-            raise SpecError(f"unknown framework {f!r}; allowed: {', '.join(FRAMEWORKS)}")
-
-
 def plan(model: str, preset: str, devices: Sequence[int], strategies: Sequence[str], frameworks: Sequence[str],
          scalings: Sequence[str], per_device_batch: int | None, hosts: int = 1) -> list[dict[str, Any]]:
     """The cells, N = 1 first (efficiency is measured against it). Strong scaling splits the
@@ -62,11 +53,12 @@ def plan(model: str, preset: str, devices: Sequence[int], strategies: Sequence[s
     per_device examples."""
     from stackwars.studies.scaling import models
 
+    from stackwars.studies import one_of
+
     models.check(model, preset)
-    check_strategies(strategies, frameworks)
-    for s in scalings:
-        if s not in SCALINGS:
-            raise SpecError(f"unknown scaling {s!r}; allowed: {', '.join(SCALINGS)}")
+    one_of(strategies, STRATEGIES, "strategy")
+    one_of(frameworks, FRAMEWORKS, "framework")
+    one_of(scalings, SCALINGS, "scaling")
     if hosts < 1 or any(n % hosts for n in devices):
         raise SpecError(f"--hosts {hosts}: every device count must be a multiple of the host count, got "
                         f"{', '.join(map(str, devices))}")

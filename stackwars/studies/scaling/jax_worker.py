@@ -20,7 +20,6 @@ Strategies, each at the ``jit`` boundary as JAX's documentation writes them:
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any, Mapping
 
@@ -87,6 +86,7 @@ def run_cell(item: Mapping[str, Any]) -> dict[str, Any]:
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
     from stackwars.backends.jax_common import make_optimizer
+    from stackwars.harness.settings import available_cpus
     from stackwars.ir.stats import collectives
     from stackwars.studies import scaling
     from stackwars.studies.scaling import models
@@ -212,7 +212,7 @@ def run_cell(item: Mapping[str, Any]) -> dict[str, Any]:
             "per_rank": per_process, "collectives": collectives(hlo), "state_bytes_per_device": state_bytes,
             "peak_device_bytes": peak, "peak_counter": counter,
             "memory_plan": plan, "comm_source": "compiled HLO (per device, static count)", "parity": parity,
-            "threads": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+            "threads": len(available_cpus()),
             "device_kind": devices[0].device_kind, "framework_version": jax.__version__,
             "implementation": scaling.LABELS[("jax", strategy)], "matmul_precision": "highest (float32)"}
 

@@ -19,7 +19,7 @@ import tempfile
 import time
 from typing import Any, Mapping
 
-from stackwars.harness.isolation import Outcome, _tail
+from stackwars.harness.isolation import Outcome, log_tail
 from stackwars.harness.settings import available_cpus
 
 
@@ -63,7 +63,7 @@ def run_group(commands: list[list[str]], env: Mapping[str, str], timeout_s: floa
 
 
 def _outcome(result_path: str, problem: str | None, logs: list[str], wall: float) -> Outcome:
-    tails = "\n".join(f"--- {os.path.basename(log)} (tail) ---\n{_tail(log)[-3000:]}" for log in logs)
+    tails = "\n".join(f"--- {os.path.basename(log)} (tail) ---\n{log_tail(log)[-3000:]}" for log in logs)
     if os.path.exists(result_path):
         with open(result_path) as f:
             result = json.load(f)

@@ -90,7 +90,6 @@ def jax_model(pb: Problem, device) -> tuple[Any, Any, Any]:
     the arrays the loss takes). Parameters are a pytree, the loss pure: sharding happens at
     the jit boundary."""
     import jax
-    import jax.numpy as jnp
 
     from stackwars.backends.jax_common import to_device_array
     if pb.model == "mlp-mnist":
@@ -115,7 +114,6 @@ def jax_model(pb: Problem, device) -> tuple[Any, Any, Any]:
     def loss(params, batch):
         return twin.loss_and_state(static, params, rest, batch)[0]
 
-    del jnp
     return params, loss, lambda b: {k: np.asarray(v, np.int32) for k, v in b.items()}
 
 

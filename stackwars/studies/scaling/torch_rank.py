@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
+from stackwars.harness.worker import write_atomic
 
 COLLECTIVE_OPS = {  # c10d operator (profiler event) -> the collective, and which argument is its result
     "c10d::allreduce_": ("all-reduce", 0), "c10d::allreduce_coalesced_": ("all-reduce", 0),
@@ -112,7 +112,7 @@ def run_item(item: dict[str, Any], result_path: str, device) -> None:
         if rank == 0:
             import traceback
             from stackwars.harness.worker import classify
-            _write(result_path, {"status": classify(exc), "error": f"{type(exc).__name__}: {exc}\n\n"
+            write_atomic(result_path, {"status": classify(exc), "error": f"{type(exc).__name__}: {exc}\n\n"
                                                                   f"{traceback.format_exc()}"})
         raise
 
@@ -138,7 +138,7 @@ def _run(item, result_path, rank, world, device) -> None:
     from torch.profiler import ProfilerActivity, profile
 
     from stackwars.backends.torch_common import make_optimizer
-    from stackwars.harness.memory import _read_hwm as read_hwm
+    from stackwars.harness.memory import read_hwm
     from stackwars.harness.memory import current_rss
     from stackwars.studies import scaling
     from stackwars.studies.scaling import models
@@ -217,7 +217,7 @@ def _run(item, result_path, rank, world, device) -> None:
                                        models.torch_canonical(pb, {k: ref_opt.state[p]["exp_avg"]
                                                                    for k, p in ref_named.items()}), pb.tolerance)
         result_parity["loss_rel_err"] = abs(first_loss - ref_loss) / max(abs(ref_loss), 1e-30)
-        _write(result_path, {
+        write_atomic(result_path, {
             "status": "ok" if result_parity["ok"] else "parity_fail", "complete": True, "hosts": item.get("hosts", 1),
             "process_count": world, "first_step_s": max(first_all), "step_samples_s": scaling.slowest(everyone),
             "per_rank": everyone, "collectives": comm, "comm_source": "c10d operators of one profiled step (rank 0)",
@@ -229,13 +229,6 @@ def _run(item, result_path, rank, world, device) -> None:
             "framework_version": torch.__version__, "implementation": scaling.LABELS[("torch", item["strategy"])],
             "matmul_precision": "highest (float32)"})
     dist.barrier()
-
-
-def _write(path: str, payload: dict[str, Any]) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(payload, f, default=lambda o: o.item() if isinstance(o, np.generic) else str(o))
-    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

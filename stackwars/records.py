@@ -96,6 +96,8 @@ class MeasureConfig:
     seed: int = 0
     memory_limit_bytes: int | None = None  # RSS watchdog on the worker; None = no limit
     parity_mode: str = "auto"  # auto: float64 reference where it fits, else a peer; reference; peer
+    profile_steps: int = 0  # > 0: after everything timed, this many steps under the framework's profiler
+    profile_dir: str | None = None  # where the traces go (a folder per run)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import os
 import shutil
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -158,6 +159,8 @@ def validate_config(config: MeasureConfig) -> None:
                f"min-time ({config.min_time_s:g} s) must be shorter than the per-cell timeout ({config.timeout_s:g} s): "
                "the steady state alone would outlast it"),
               (config.threads is None or config.threads >= 1, "threads must be >= 1"),
+              (0 <= config.profile_steps <= 100, f"profile steps must be between 0 and 100, got {config.profile_steps}"),
+              (not config.profile_steps or bool(config.profile_dir), "profiling needs a folder for the traces"),
               (0 <= config.seed < 2**63, f"seed must be a non-negative integer below 2**63, got {config.seed}")]
     for ok, msg in checks:
         if not ok:
@@ -244,9 +247,10 @@ def preflight(spec: CellSpec, host_available: int | None = None, device_free: in
 
 
 def measure_one(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any], peak: Mapping[str, Any] | None,
-                inline: bool = False, reference_dir: str | None = None) -> Measurement:
+                inline: bool = False, reference_dir: str | None = None, run_id: str | None = None) -> Measurement:
     """One cell in a fresh worker. ``reference_dir``: the run's shared reference cache (see
-    harness/reference.py); without one the cell computes its own reference."""
+    harness/reference.py); without one the cell computes its own reference. With
+    ``config.profile_steps``, the trace goes to ``config.profile_dir``/``run_id``."""
     bspec = registry.backend(spec.backend)
     ok, reason = bspec.availability(probe, spec.device, dict(spec.options))
     if ok:
@@ -266,7 +270,7 @@ def measure_one(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any],
             "target": "stackwars.harness.measure:measure_cell",
             "kwargs": {"spec": spec.to_dict(), "config": config.to_dict(), "peak": dict(peak or {}),
                        "cache": {"source": "fresh per cell" if cold else "shared directory", "dir": cache_dir},
-                       "reference_dir": reference_dir},
+                       "reference_dir": reference_dir, "profile_to": profile_folder(config, run_id)},
             "process": {"threads": config.threads, "device": spec.device, "cache_dir": cache_dir,
                         "env": bspec.process_env(dict(spec.options), spec.device)},
         }
@@ -275,6 +279,12 @@ def measure_one(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any],
         if cold:
             shutil.rmtree(cache_dir, ignore_errors=True)
     return _measurement(spec, bspec.framework, outcome)
+
+
+def profile_folder(config: MeasureConfig, run_id: str | None) -> str | None:
+    if not config.profile_steps or not config.profile_dir:
+        return None
+    return os.path.join(config.profile_dir, run_id or "no-run")
 
 
 def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: MeasureConfig, env: Mapping[str, Any],
@@ -290,7 +300,7 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
             if on_start:
                 on_start(spec)
             peak = store.latest_peak(envmod.device_key(env, spec.device), spec.dtype, config.matmul_precision)
-            m = measure_one(spec, config, probe, peak, inline, reference_dir=references)
+            m = measure_one(spec, config, probe, peak, inline, reference_dir=references, run_id=run_id)
             store.add_cell(run_id, session, m)
             done.append(m)
             if on_done:

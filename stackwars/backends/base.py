@@ -14,6 +14,7 @@ loaded only inside workers. The harness uses it like this:
     prepared.parity_outputs(out)               # numpy outputs comparable to the reference
     prepared.compile_stats()                   # read at the end: recompiles count too
     prepared.observe()                         # untimed, after the steady state: what actually ran
+    backend.profile(prepared, steps, path)     # untimed, after everything timed: a trace of N steps
     backend.device_peak_memory()
 
 ``spec.availability(probe, device)`` says, from a probe of the machine, whether the
@@ -28,7 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from stackwars.errors import SpecError
+from stackwars.errors import SpecError, Unsupported
 from stackwars.records import CompileStats
 
 
@@ -118,3 +119,9 @@ class Backend:
 
     def device_peak_memory(self, device: str) -> tuple[int | None, str | None]:
         return None, None
+
+    def profile(self, prepared: Prepared, steps: int, path: str) -> dict[str, Any]:
+        """Run ``steps`` more steps under the framework's profiler, each wrapped in a
+        ``stackwars.step`` annotation and synchronised inside it; write the Chrome trace to
+        ``path`` (gzipped JSON). Returns what profiled it (harness/profile.py summarises)."""
+        raise Unsupported(f"{self.name} has no profiler hook")

@@ -171,6 +171,38 @@ class JaxProgram:
     notes: dict[str, Any]
 
 
+def trace_jax(prepared: Prepared, steps: int, path: str, cuda: bool) -> dict[str, Any]:
+    """``steps`` steps under jax.profiler, each in a ``stackwars.step`` StepTraceAnnotation,
+    its Perfetto (Chrome JSON) trace copied to ``path``. On a GPU, XLA turns command buffers
+    (its CUDA graphs) off while profiling unless --xla_enable_command_buffers_during_profiling
+    is set: the profiled step then launches kernels one by one where the timed one replayed
+    graphs. The record says which held."""
+    import glob
+    import shutil
+    import tempfile
+
+    where = tempfile.mkdtemp(prefix="stackwars-jax-trace-")
+    try:
+        with jax.profiler.trace(where, create_perfetto_trace=True):
+            for i in range(steps):
+                with jax.profiler.StepTraceAnnotation("stackwars.step", step_num=i):
+                    prepared.sync([prepared.call()])
+        found = sorted(glob.glob(os.path.join(where, "**", "perfetto_trace.json.gz"), recursive=True))
+        if not found:
+            raise RuntimeError(f"jax.profiler wrote no perfetto_trace.json.gz under {where}")
+        shutil.copyfile(found[-1], path)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    info: dict[str, Any] = {"profiler": "jax.profiler (perfetto trace)", "format": "jax", "jax": jax.__version__}
+    if cuda:
+        flag = xla_flags_in_effect(os.environ.get("XLA_FLAGS", ""))["xla_enable_command_buffers_during_profiling"]
+        info["command_buffers_while_profiling"] = flag["value"] == "true"
+        info["note"] = ("XLA disabled command buffers (CUDA graphs) for the profiled steps: their launch gaps are "
+                        "larger than the timed steps'" if flag["value"] != "true" else
+                        "command buffers stayed on while profiling (XLA_FLAGS)")
+    return info
+
+
 class JaxBackend(Backend):
     framework = "jax"
 
@@ -300,6 +332,9 @@ class JaxBackend(Backend):
         """Chained calls (train-step): each step consumes (and may donate) the previous
         state, so the newest state depends on every earlier step; waiting on it waits on all."""
         jax.block_until_ready(outs[-1])
+
+    def profile(self, prepared: Prepared, steps: int, path: str) -> dict[str, Any]:
+        return trace_jax(prepared, steps, path, self.device.platform == "gpu")
 
     def device_peak_memory(self, device: str) -> tuple[int | None, str | None]:
         stats = self.device.memory_stats() if device == "cuda" else None

@@ -89,6 +89,33 @@ def init_torch_device(device: str) -> dict[str, Any]:
     return steps
 
 
+def trace_torch(prepared: Prepared, steps: int, path: str, cuda: bool) -> dict[str, Any]:
+    """``steps`` steps under torch.profiler (CPU operators; on CUDA also CUPTI's kernels and
+    copies), each in a ``stackwars.step#i`` record_function, written as gzipped Chrome JSON."""
+    import gzip
+    import os
+    import shutil
+    import tempfile
+
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities) as prof:
+        for i in range(steps):
+            with record_function(f"stackwars.step#{i}"):
+                prepared.sync([prepared.call()])
+    fd, raw = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(raw)
+        with open(raw, "rb") as src, gzip.open(path, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    finally:
+        os.unlink(raw)
+    return {"profiler": f"torch.profiler ({', '.join(a.name for a in activities)})", "format": "torch",
+            "torch": torch.__version__}
+
+
 class TorchBackend(Backend):
     framework = "torch"
 
@@ -200,6 +227,9 @@ class TorchBackend(Backend):
         # CPU tensors are computed when the op returns; CUDA work is queued on streams.
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
+
+    def profile(self, prepared: Prepared, steps: int, path: str) -> dict[str, Any]:
+        return trace_torch(prepared, steps, path, self.device.type == "cuda")
 
     def device_peak_memory(self, device: str) -> tuple[int | None, str | None]:
         if device != "cuda":

@@ -123,6 +123,11 @@ class TorchXla(Backend):
         return Prepared(call, parity, lambda outs: jax.block_until_ready(outs[-1]), compile_stats=self._stats,
                         memory_analysis=self._memory, notes={**notes, "parameters": len(names)})
 
+    def profile(self, prepared: Prepared, steps: int, path: str) -> dict[str, Any]:
+        from stackwars.backends.jax_common import trace_jax
+        # XLA runs the program through JAX's client: JAX's profiler sees its ops
+        return trace_jax(prepared, steps, path, self.device.platform == "gpu")
+
     def _stats(self) -> CompileStats | None:
         times = self.stages.get("times")
         if times is None:

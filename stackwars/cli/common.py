@@ -176,6 +176,21 @@ def seed(value: int, flag: str = "--seed") -> int:
     return value
 
 
+PROFILE_HELP = ("after each cell's timed calls, run N more steps under the framework's profiler (torch.profiler / "
+                "jax.profiler), keep the trace and summarise it (`stackwars show --profile`); 0 = off")
+PROFILE_DIR_HELP = "where the traces go, a folder per run (default: profiles/ beside the database)"
+
+
+def profile_settings(steps: int, folder: Path | None, db_path: Path) -> dict[str, object]:
+    """MeasureConfig fields for --profile N [--profile-dir DIR], checked before anything runs."""
+    if not 0 <= steps <= 100:
+        raise SpecError(f"--profile takes 0 (off) to 100 steps, got {steps}")
+    if not steps:
+        return {"profile_steps": 0, "profile_dir": None}
+    folder = writable_dir(folder if folder is not None else db_path.resolve().parent / "profiles", "--profile-dir")
+    return {"profile_steps": steps, "profile_dir": str(folder.resolve())}
+
+
 def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)

@@ -10,9 +10,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from stackwars import registry, runner
-from stackwars.cli.common import (DB_HELP, command, command_line, err, exit_code, interruptible, interruption, number,
-                                  out, parse_assignments, seed as check_seed, table_width, writable_dir, writable_file,
-                                  write_atomic)
+from stackwars.cli.common import (DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP, command, command_line, err, exit_code,
+                                  interruptible, interruption, number, out, parse_assignments, profile_settings,
+                                  seed as check_seed, table_width, writable_dir, writable_file, write_atomic)
 from stackwars.errors import SpecError
 from stackwars.harness import env as envmod
 from stackwars.records import Env, MeasureConfig, Measurement
@@ -73,6 +73,8 @@ def run(
                                help="auto: the float64 reference (computed once per run) where it fits, else the "
                                     "other framework's outputs; reference: always the float64 reference; peer: "
                                     "always compare backends with each other"),
+    profile: int = typer.Option(0, "--profile", help=PROFILE_HELP, metavar="N"),
+    profile_dir: Optional[Path] = typer.Option(None, "--profile-dir", help=PROFILE_DIR_HELP),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the cells as a JSON list to this file"),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     resume: Optional[str] = typer.Option(None, "--resume", help="measure only the cells run RUN_ID still lacks"),
@@ -93,7 +95,10 @@ def run(
         number(memory_limit, "--memory-limit (GiB)", low=0)
     check_seed(seed)
     path = check_db(db)
+    profiling = profile_settings(profile, profile_dir, path)
     if resume is not None:
+        if profile or profile_dir is not None:
+            raise SpecError("--resume profiles as the stored run did; give no --profile or --profile-dir")
         if workloads or backend or set_ or compile_mode or fullgraph is not None or stablehlo or repeat != 1 \
                 or xla_autotune_level is not None:
             raise SpecError("--resume takes the cells from the stored run; give no workloads, backends or options")
@@ -108,7 +113,7 @@ def run(
             min_block_s=min_block_time, timeout_s=timeout,
             threads=threads, matmul_precision=matmul_precision, cache_dir=str(warm_cache) if warm_cache else None,
             seed=seed, memory_limit_bytes=int(memory_limit * 2**30) if memory_limit else runner.default_memory_limit(),
-            parity_mode=parity)
+            parity_mode=parity, **profiling)
         runner.validate_config(config)
         options = {}
         if compile_mode is not None:

@@ -25,6 +25,8 @@ def show(
     run_id: Optional[str] = typer.Argument(None, help="run to show (default: the latest run of cells, else the "
                                                      "latest run of any kind; `stackwars runs` lists them)"),
     format: str = typer.Option("table", "--format", "-f", help="table, markdown, csv or json"),
+    profile: bool = typer.Option(False, "--profile", help="the profiles of the run's cells (`run --profile N`): "
+                                                          "busy time, gaps, top kernels and host operators"),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Print a stored run: cells as the seed-style tables, trainings and studies as theirs."""
@@ -40,9 +42,14 @@ def show(
             result = rows(store, run_id)
             missing = len(store.missing(run_id))
             measured = [m for _, m in store.cells(run_id)]
+        elif profile:
+            measured = [m for _, m in store.cells(run_id)]
         else:
             result = study_rows(store, run_id)
             missing = 0
+    if profile:
+        _show_profiles(run_id, measured, format)
+        return
     if format in ("csv", "json"):
         from stackwars.cli.export_cmd import to_csv
         sys.stdout.write(to_csv(result) if format == "csv" else json.dumps(result, indent=1, default=str) + "\n")
@@ -63,6 +70,34 @@ def show(
         out.print(f"{missing} planned cell(s) not measured yet: `stackwars run --resume {run_id}`")
 
 
+def _plain(body) -> str:
+    """Rich tables as plain text (for Markdown code blocks)."""
+    import io
+
+    from rich.console import Console
+    console = Console(width=table_width(), record=True, color_system=None, file=io.StringIO())
+    console.print(body)
+    return console.export_text()
+
+
+def _show_profiles(run_id: str, measured, format: str) -> None:
+    from stackwars.report.profiles import profile_rows, profile_tables
+
+    found = profile_rows(measured)
+    if not found:
+        raise SpecError(f"run {run_id} has no profiled cells; measure with `stackwars run ... --profile N`")
+    if format == "json":
+        print(json.dumps(found, indent=1, default=str))
+        return
+    if format == "csv":
+        raise SpecError("--profile prints tables, markdown or json (its top-kernel lists do not fit a CSV)")
+    body = profile_tables(found, f"profiles · run {run_id}")
+    if format == "markdown":
+        print(f"```\n{_plain(body)}```")
+        return
+    out.print(body, width=table_width())
+
+
 def _show_study(info, result: list[dict[str, Any]], header: str, format: str) -> None:
     from stackwars.report import studies
 
@@ -71,12 +106,7 @@ def _show_study(info, result: list[dict[str, Any]], header: str, format: str) ->
                                      if k not in ("checksums", "data", "measure"))
     body = studies.study_view(kind, result, config, info.env, title)[0]
     if format == "markdown":  # the study tables as text; their rows in full: --format csv
-        import io
-
-        from rich.console import Console
-        console = Console(width=table_width(), record=True, color_system=None, file=io.StringIO())
-        console.print(body)
-        print(f"{header}\n\n```\n{console.export_text()}```")
+        print(f"{header}\n\n```\n{_plain(body)}```")
         return
     out.print(header, highlight=False)
     out.print(body, width=table_width())

@@ -10,8 +10,9 @@ from typing import Optional
 import typer
 
 from stackwars import runner
-from stackwars.cli.common import (DB_HELP, command, command_line, err, exit_code, interruptible, interruption, number,
-                                  out, writable_dir, writable_file, write_atomic)
+from stackwars.cli.common import (DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP, command, command_line, err, exit_code,
+                                  interruptible, interruption, number, out, profile_settings, writable_dir,
+                                  writable_file, write_atomic)
 from stackwars.errors import SpecError, Unsupported
 from stackwars.harness import env as envmod
 from stackwars.harness.isolation import run_inline, run_task
@@ -214,6 +215,8 @@ def control_flow(
     timeout: float = typer.Option(600.0, help="per cell, seconds"),
     out_dir: Path = typer.Option(Path("study-results") / "control-flow", "--out", help="PNG plots and rows.json"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="one row per cell"),
+    profile: int = typer.Option(0, "--profile", help=PROFILE_HELP, metavar="N"),
+    profile_dir: Optional[Path] = typer.Option(None, "--profile-dir", help=PROFILE_DIR_HELP),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     inline: bool = typer.Option(False, "--inline"),
 ) -> None:
@@ -231,7 +234,8 @@ def control_flow(
     specs = study.plan(workloads or list(study.WORKLOADS), impl, ns, phase, backend or list(study.BACKENDS),
                        preset, remat, device, dtype)
     config = MeasureConfig(warmup=1, min_samples=5, min_time_s=min_time, timeout_s=timeout,
-                           memory_limit_bytes=runner.default_memory_limit())
+                           memory_limit_bytes=runner.default_memory_limit(),
+                           **profile_settings(profile, profile_dir, path))
     runner.validate_config(config)
     probe = runner.probe_machine(inline)
     env = envmod.fingerprint(None, probe)
@@ -275,6 +279,8 @@ def vmap(
     min_time: float = typer.Option(1.0, "--min-time", help="steady state: seconds of sampling per cell"),
     timeout: float = typer.Option(600.0, help="per cell, seconds"),
     out_dir: Path = typer.Option(Path("study-results") / "vmap", "--out", help="PNG plots and the rows as JSON"),
+    profile: int = typer.Option(0, "--profile", help=PROFILE_HELP, metavar="N"),
+    profile_dir: Optional[Path] = typer.Option(None, "--profile-dir", help=PROFILE_DIR_HELP),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     inline: bool = typer.Option(False, "--inline"),
 ) -> None:
@@ -289,7 +295,8 @@ def vmap(
     specs = study.plan(op or list(study.OPS), impl, study.parse_batches(batch), backend or list(study.BACKENDS),
                        preset, device, dtype)
     config = MeasureConfig(warmup=3, min_samples=10, min_time_s=min_time, timeout_s=timeout,
-                           memory_limit_bytes=runner.default_memory_limit())
+                           memory_limit_bytes=runner.default_memory_limit(),
+                           **profile_settings(profile, profile_dir, path))
     runner.validate_config(config)
     probe = runner.probe_machine(inline)
     env = envmod.fingerprint(None, probe)
@@ -310,7 +317,7 @@ def vmap(
         session = store.start_session(run_id, env)
 
         def measure(spec):
-            m = runner.measure_one(spec, config, probe, None, inline, reference_dir=references)
+            m = runner.measure_one(spec, config, probe, None, inline, reference_dir=references, run_id=run_id)
             store.add_cell(run_id, session, m)
             return m
 

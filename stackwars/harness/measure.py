@@ -15,7 +15,9 @@ Order of events, each phase kept apart and its wall time kept in ``timeline``:
    the CPU time other processes took on the worker's CPUs while the samples were taken
    (``contention``);
 7. memory peaks, compile statistics (recompiles during the steady state count), and what
-   actually ran (``observe``: one extra untimed step where that needs a profiler);
+   actually ran (``observe``: one extra untimed step where that needs a profiler); with
+   ``profile_steps``, that many more steps under the framework's profiler, the trace
+   written to ``profile_to`` and summarised (harness/profile.py);
 8. parity: against the float64 reference, computed once per run and shared by its cells
    (``reference.py``), or against another backend's outputs where no reference fits. A
    mismatch is status ``parity_fail``; timings are kept.
@@ -28,6 +30,7 @@ reference computed for it.
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -144,8 +147,30 @@ def prepare_cell(spec: Mapping[str, Any], config: Mapping[str, Any],
                         timeline)
 
 
+def trace_name(cell: CellSpec) -> str:
+    """A file name for the cell's trace: its key with anything but [A-Za-z0-9._=-] made '_'."""
+    return re.sub(r"[^A-Za-z0-9._=-]", "_", cell.key) + ".trace.json.gz"
+
+
+def profile_cell(backend: Any, prepared: Prepared, cell: CellSpec, steps: int, folder: str) -> dict[str, Any]:
+    """``steps`` profiled steps after every timed one (the profiler never touches the timed
+    numbers), the trace kept and summarised. A profiler that fails is recorded, not fatal."""
+    from stackwars.harness import profile as profmod
+
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, trace_name(cell))
+    try:
+        info = backend.profile(prepared, steps, path)
+        summary = profmod.summarize_file(path, info["format"], cell.device)
+    except Exception as exc:  # noqa: BLE001 - the timed cell stands; the profile says why it is missing
+        return {"error": f"{type(exc).__name__}: {exc}", "trace": path if os.path.exists(path) else None}
+    return {**info, "trace": path, "trace_bytes": os.path.getsize(path), "steps": steps,
+            "after": "the timed calls, the memory readings and the observation step", "summary": summary}
+
+
 def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mapping[str, Any] | None = None,
-                 cache: Mapping[str, Any] | None = None, reference_dir: str | None = None) -> dict[str, Any]:
+                 cache: Mapping[str, Any] | None = None, reference_dir: str | None = None,
+                 profile_to: str | None = None) -> dict[str, Any]:
     pc = prepare_cell(spec, config, cache)
     cell, cfg_m, workload, cfg, backend, prepared = pc.cell, pc.config, pc.workload, pc.cfg, pc.backend, pc.prepared
     params, batch, settings, timeline = pc.params, pc.batch, pc.settings, pc.timeline
@@ -188,6 +213,11 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     settings["observed"] = prepared.observe()
     timeline["observe_s"] = time.perf_counter() - t0
     settings["cache"]["contents_after"] = cache_contents(settings["cache"].get("dir"))
+    if cfg_m.profile_steps and profile_to:
+        stage("profile")
+        t0 = time.perf_counter()
+        settings["profile"] = profile_cell(backend, prepared, cell, cfg_m.profile_steps, profile_to)
+        timeline["profile_s"] = time.perf_counter() - t0
 
     # the measured program is released before the reference may need the device
     del pc, prepared, timer

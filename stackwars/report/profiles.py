@@ -1,0 +1,88 @@
+"""Profiles of a run's cells (``stackwars run --profile N``): where each step's time went.
+
+One row per profiled cell: the profiled steps' median wall time beside the timed median
+(the profiler's own cost shows as their ratio), device-busy time, the gap (host, dispatch
+and launch time with no kernel running: before the first kernel, between kernels, after
+the last), kernels per step, copies, and the trace file. Then per cell the top kernels
+and the host's top operators. The summaries come from harness/profile.py, computed in
+the worker from the kept trace.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from stackwars.records import Measurement
+from stackwars.report import format as fmt
+
+TOP_SHOWN = 5
+
+
+def profile_rows(measurements: Iterable[Measurement]) -> list[dict[str, Any]]:
+    rows = []
+    for m in measurements:
+        prof = (m.settings or {}).get("profile")
+        if not prof:
+            continue
+        row: dict[str, Any] = {"cell": m.spec.key, "backend": m.spec.backend, "status": m.status,
+                               "profiler": prof.get("profiler"), "trace": prof.get("trace"),
+                               "error": prof.get("error"), "note": prof.get("note"),
+                               "timed_median_s": m.to_row()["steady_median_s"]}
+        summary = prof.get("summary")
+        if summary:
+            med = summary["median"]
+            row.update(steps=summary["steps"], kernel_kind=summary["kernel_kind"], **{k: med[k] for k in med},
+                       busy_fraction=med["busy_s"] / med["wall_s"] if med["wall_s"] else None,
+                       top_kernels=summary["top_kernels"], top_host=summary["top_host"], copies=summary["copies"],
+                       distinct_kernels=summary["distinct_kernels"])
+            if row["timed_median_s"]:
+                row["profiled_vs_timed"] = med["wall_s"] / row["timed_median_s"]
+        rows.append(row)
+    return rows
+
+
+def _copies(copies: Mapping[str, Any] | None) -> str:
+    if not copies:
+        return "none"
+    return ", ".join(f"{d} {fmt.nbytes(c['bytes_per_step'])} ({c['count_per_step']:g}×)" for d, c in copies.items())
+
+
+def profile_tables(rows: list[dict[str, Any]], title: str) -> Group:
+    main = Table(title=title, title_justify="left", caption=(
+        "profiled steps ran after every timed call; wall: median profiled step (× timed: its ratio to the timed "
+        "median, the profiler's own cost); busy: union of kernel intervals; gap = wall - busy (host, dispatch, "
+        "launch: before the first kernel / between / after the last); kernels: per step, of the kind named below"),
+        caption_justify="left")
+    for c in ("cell", "wall", "× timed", "busy", "gap", "before / between / after", "kernels", "copies", "trace"):
+        main.add_column(c, overflow="fold")
+    details = []
+    for r in rows:
+        if r.get("error") or "wall_s" not in r:
+            main.add_row(Text(r["cell"]), fmt.DASH, fmt.DASH, fmt.DASH, fmt.DASH, fmt.DASH, fmt.DASH, fmt.DASH,
+                         Text(f"profile failed: {r.get('error')}", style="red"))
+            continue
+        ratio = f"{r['profiled_vs_timed']:.2f}×" if r.get("profiled_vs_timed") else fmt.DASH
+        main.add_row(Text(r["cell"]), fmt.seconds(r["wall_s"]), ratio,
+                     f"{fmt.seconds(r['busy_s'])} ({fmt.fraction(r['busy_fraction'])})", fmt.seconds(r["gap_s"]),
+                     " / ".join(fmt.seconds(r[k]) for k in ("gap_before_s", "gap_between_s", "gap_after_s")),
+                     f"{r['kernels']:g}", _copies(r.get("copies")), Text(r.get("trace") or fmt.DASH))
+        kt = Table(title=Text(f"{r['cell']} · top kernels ({r['kernel_kind']}; {r['distinct_kernels']} distinct)"),
+                   title_justify="left")
+        for c in ("kernel", "per step", "time / step", "share"):
+            kt.add_column(c, overflow="fold")
+        for k in r["top_kernels"][:TOP_SHOWN]:
+            kt.add_row(Text(k["name"]), f"{k['count_per_step']:g}", fmt.seconds(k["time_per_step_s"]), fmt.fraction(k["share"]))
+        ht = Table(title=Text(f"{r['cell']} · host: top operators by self time ({r['profiler']})"),
+                   title_justify="left")
+        for c in ("host event", "per step", "self time / step"):
+            ht.add_column(c, overflow="fold")
+        for h in r["top_host"][:TOP_SHOWN]:
+            ht.add_row(Text(h["name"]), f"{h['count_per_step']:g}", fmt.seconds(h["self_per_step_s"]))
+        details += [kt, ht]
+        if r.get("note"):
+            details.append(Text(f"{r['cell']}: {r['note']}"))
+    return Group(main, *details)

@@ -1,0 +1,95 @@
+"""Profiles (`run --profile N`): the trace summary's arithmetic on hand-made traces, then real
+tiny cells profiled by torch.profiler and jax.profiler after their timed calls."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from stackwars.harness import profile as prof
+from stackwars.harness.measure import measure_cell
+from stackwars.records import Measurement, MeasureConfig
+
+
+def _x(name, ts, dur, **kw):
+    return {"ph": "X", "name": name, "ts": ts, "dur": dur, "pid": kw.pop("pid", 1), "tid": kw.pop("tid", 1), **kw}
+
+
+def test_gap_is_wall_minus_the_union_of_kernel_intervals_split_before_between_after():
+    # one torch CUDA step of 100 µs: kernels [10,30) and [20,40) overlap (union 30 µs), [60,70);
+    # a copy HtoD of 4096 bytes [70,75); a kernel after the step is not the step's
+    events = [_x("stackwars.step#0", 0, 100, cat="user_annotation"),
+              _x("stackwars.step#0", 0, 100, cat="gpu_user_annotation", pid=0, tid=7),
+              _x("gemm", 10, 20, cat="kernel", pid=0, tid=7), _x("gemm", 20, 20, cat="kernel", pid=0, tid=8),
+              _x("relu", 60, 10, cat="kernel", pid=0, tid=7),
+              _x("Memcpy HtoD (Pageable -> Device)", 70, 5, cat="gpu_memcpy", pid=0, tid=7, args={"bytes": 4096}),
+              _x("late", 150, 10, cat="kernel", pid=0, tid=7),
+              _x("aten::mm", 5, 50, cat="cpu_op"), _x("aten::empty", 10, 10, cat="cpu_op")]
+    s = prof.summarize(events, "torch", "cuda")
+    med = s["median"]
+    assert s["steps"] == 1
+    assert med["wall_s"] == pytest.approx(100e-6)
+    assert med["busy_s"] == pytest.approx(45e-6)  # [10,40) + [60,75)
+    assert med["gap_s"] == pytest.approx(med["wall_s"] - med["busy_s"])
+    assert (med["gap_before_s"], med["gap_between_s"], med["gap_after_s"]) == pytest.approx((10e-6, 20e-6, 25e-6))
+    assert med["kernels"] == 4  # two gemms, relu, the copy
+    assert s["top_kernels"][0]["name"] == "gemm" and s["top_kernels"][0]["share"] == pytest.approx(40 / 55)
+    assert s["copies"] == {"h2d": pytest.approx({"count_per_step": 1, "bytes_per_step": 4096, "time_per_step_s": 5e-6})}
+    host = {h["name"]: h["self_per_step_s"] for h in s["top_host"]}
+    assert host == pytest.approx({"aten::mm": 40e-6, "aten::empty": 10e-6})  # self time: mm minus its child
+
+
+def test_jax_gpu_trace_kernels_come_from_the_stream_lines_and_copy_sizes_from_their_details():
+    meta = [{"ph": "M", "name": "process_name", "pid": 9, "args": {"name": "/device:GPU:0"}},
+            {"ph": "M", "name": "thread_name", "pid": 9, "tid": 1, "args": {"name": "Stream #14(Compute)"}},
+            {"ph": "M", "name": "thread_name", "pid": 9, "tid": 2, "args": {"name": "XLA Ops"}},
+            {"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "/host:CPU"}}]
+    events = meta + [_x("stackwars.step", 0, 50, pid=2, args={"step_num": 0}),
+                     _x("stackwars.step", 50, 50, pid=2, args={"step_num": 1}),
+                     _x("fusion_1", 5, 10, pid=9, tid=1), _x("fusion_1", 55, 30, pid=9, tid=1),
+                     _x("fusion_1", 55, 30, pid=9, tid=2),  # the derived "XLA Ops" line: not a second kernel
+                     _x("MemcpyD2H", 40, 5, pid=9, tid=1, args={"memcpy_details": "kind_src:device size:128"})]
+    s = prof.summarize(events, "jax", "cuda")
+    assert s["steps"] == 2
+    assert [p["kernels"] for p in s["per_step"]] == [2, 1]
+    assert [p["busy_s"] for p in s["per_step"]] == pytest.approx([15e-6, 30e-6])
+    assert s["copies"]["d2h"]["bytes_per_step"] == 64  # 128 bytes over two steps
+
+
+def test_a_trace_without_step_annotations_is_refused():
+    with pytest.raises(ValueError, match="stackwars.step"):
+        prof.summarize([_x("aten::mm", 0, 1, cat="cpu_op")], "torch", "cpu")
+
+
+CONFIG = MeasureConfig(warmup=0, min_samples=2, min_time_s=0.0, timeout_s=120, profile_steps=3)
+
+
+@pytest.mark.parametrize("workload,backend,kernels,top", [
+    ("gemm", "torch-eager", 1, "aten::matmul"),  # x @ w: one top-level operator
+    # the twin's calls: 4 linear, 4 view, 4 transpose, 1 sdpa; contiguous() adds none (the CPU flash kernel
+    # returns its output laid out [B, T, H, hd], so the transposed view is contiguous already)
+    ("mha", "torch-eager", 13, "aten::linear"),
+    ("gemm", "jax-jit", 1, None),  # one XLA op: the dot
+])
+def test_a_profiled_tiny_cell_has_its_known_operators_and_gap_equals_wall_minus_busy(tmp_path, workload, backend,
+                                                                                     kernels, top):
+    spec = {"workload": workload, "preset": "tiny", "phase": "forward", "backend": backend}
+    m = Measurement.from_dict(measure_cell(spec, CONFIG.to_dict(), profile_to=str(tmp_path)))
+    assert m.status == "ok"
+    p = m.settings["profile"]
+    assert "error" not in p
+    s = p["summary"]
+    assert s["steps"] == 3  # only the profiled steps ran under the profiler, none of the timed ones
+    for step in s["per_step"]:
+        assert step["kernels"] == kernels
+        assert 0 < step["busy_s"] <= step["wall_s"]
+        assert step["gap_s"] == pytest.approx(step["wall_s"] - step["busy_s"], abs=1e-12)
+        assert step["gap_before_s"] + step["gap_between_s"] + step["gap_after_s"] == pytest.approx(step["gap_s"])
+    if top:
+        assert s["top_kernels"][0]["name"] == top
+    with gzip.open(p["trace"], "rt") as f:  # the kept trace is Chrome JSON that loads in Perfetto
+        assert json.load(f)
+    assert m.timeline["profile_s"] > 0
+    assert len(m.samples) >= 2

@@ -93,3 +93,41 @@ def test_a_profiled_tiny_cell_has_its_known_operators_and_gap_equals_wall_minus_
         assert json.load(f)
     assert m.timeline["profile_s"] > 0
     assert len(m.samples) >= 2
+
+
+def test_memory_anatomy_of_a_train_step_adds_up_in_both_frameworks(tmp_path):
+    """gpt2 tiny AdamW step: parameters and inputs equal their exact sizes in both frameworks,
+    Adam's two moments are twice the parameters, PyTorch's categorised parts add up to the
+    allocator's peak within the stated margin, and JAX's live arrays are exactly what XLA's
+    memory analysis says the compiled step takes as arguments."""
+    from stackwars import registry
+
+    wl = registry.workload("gpt2")
+    cfg = wl.config("tiny", {})
+    params, batch = wl.init(cfg, 0)
+    param_bytes = sum(v.size for v in params.values()) * 4
+    got = {}
+    for backend in ("torch-eager", "jax-jit"):
+        spec = {"workload": "gpt2", "preset": "tiny", "phase": "train-step", "backend": backend}
+        m = Measurement.from_dict(measure_cell(spec, {**CONFIG.to_dict(), "profile_steps": 1},
+                                               profile_to=str(tmp_path)))
+        assert m.status == "ok"
+        got[backend] = an = m.settings["memory_anatomy"]
+        parts = {k: v["bytes"] for k, v in an["parts"].items()}
+        assert an["sum_bytes"] == sum(parts.values())
+        assert parts["parameters"] == param_bytes
+        # token ids: int64 in torch, int32 in JAX; the profiler counts tensors derived from inputs as inputs too
+        tokens = sum(v.size for v in batch.values())
+        assert parts["inputs"] == 4 * tokens if backend == "jax-jit" else parts["inputs"] >= 8 * tokens
+        assert 2 * param_bytes <= parts["optimizer_state"] <= 2 * param_bytes + 8 * len(params) + 8
+        assert all(v["how"] in ("measured", "analytical", "derived") for v in an["parts"].values())
+    torch_an, jax_an = got["torch-eager"], got["jax-jit"]
+    # torch ties the output projection to the token embedding: one tensor, counted once, as JAX does
+    assert torch_an["parts"]["parameters"]["bytes"] == jax_an["parts"]["parameters"]["bytes"]
+    assert torch_an["parts"]["activations"]["bytes"] > 0 and torch_an["parts"]["activations"]["how"] == "measured"
+    peak = torch_an["peak"]
+    assert peak["within_margin"] and abs(peak["relative_gap"]) <= peak["margin"] == 0.05
+    assert jax_an["compiled"]["arguments_from_parts"] == jax_an["compiled"]["arguments"]
+    assert jax_an["compiled"]["plan_bytes"] == jax_an["sum_bytes"]
+    assert jax_an["parts"]["gradients"] == {"bytes": jax_an["parts"]["parameters"]["bytes"], "how": "analytical",
+                                            "source": "one per parameter; inside XLA's temporaries"}

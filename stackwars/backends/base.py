@@ -14,6 +14,7 @@ loaded only inside workers. The harness uses it like this:
     prepared.parity_outputs(out)               # numpy outputs comparable to the reference
     prepared.compile_stats()                   # read at the end: recompiles count too
     prepared.observe()                         # untimed, after the steady state: what actually ran
+    prepared.anatomy(profile_step)             # train steps: memory by part (untimed)
     backend.profile(prepared, steps, path)     # untimed, after everything timed: a trace of N steps
     backend.device_peak_memory()
 
@@ -42,6 +43,8 @@ class Prepared:
     compile_stats: Callable[[], CompileStats | None] = lambda: None  # read at the end of the cell
     memory_analysis: Callable[[], dict[str, int]] = dict
     observe: Callable[[], dict[str, Any]] = dict  # after the timed calls: what actually ran (untimed)
+    # train steps: memory by part (harness/anatomy.py); True = one more step may be profiled to measure it
+    anatomy: Callable[[bool], dict[str, Any]] = lambda profile_step: {}
     notes: dict[str, Any] = field(default_factory=dict)  # what ran, recorded with the cell
 
 

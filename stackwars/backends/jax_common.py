@@ -203,6 +203,44 @@ def trace_jax(prepared: Prepared, steps: int, path: str, cuda: bool) -> dict[str
     return info
 
 
+GPU_ANATOMY_MARGIN = 0.10  # the compiled plan vs the allocator's peak (other live buffers, fragmentation)
+
+
+def jax_anatomy(state: Sequence[Any], batch: Any, analysis: Mapping[str, int], device_peak: int | None) -> dict[str, Any]:
+    """The train step's memory by part: parameters, BatchNorm-style state, optimizer state and
+    inputs measured from the live arrays; with a compiled program (jit), XLA's memory analysis
+    of it: the arguments (checked against those parts), the temporaries (gradients,
+    analytical, and the rest: activations and temporaries, derived) and the outputs not
+    written into donated buffers. Their sum is XLA's plan for the step; on a GPU the
+    allocator's peak is set beside it."""
+    from stackwars.harness import anatomy as an
+
+    live = "live arrays after the timed steps"
+    leaves = [jax.tree.leaves(x) for x in (state[0], state[1], state[2], batch)]
+    params, rest, opt_state, inputs = (an.nbytes(x) for x in leaves)
+    parts = {"parameters": an.part(params, an.MEASURED, live), "optimizer_state": an.part(opt_state, an.MEASURED, live),
+             "inputs": an.part(inputs, an.MEASURED, live),
+             "gradients": an.part(params, an.ANALYTICAL, "one per parameter; inside XLA's temporaries" if analysis
+                                  else "one per parameter")}
+    if rest:
+        parts["state"] = an.part(rest, an.MEASURED, live)
+    if not analysis:
+        return an.assemble(parts, "live arrays; no compiled program (eager dispatches op by op)",
+                           not_measured=["activations", "temporaries"])
+    xla = "XLA memory_analysis() of the compiled step"
+    args, temp = analysis["argument_size_in_bytes"], analysis["temp_size_in_bytes"]
+    fresh_out = analysis["output_size_in_bytes"] - analysis.get("alias_size_in_bytes", 0)
+    parts["activations_and_temporaries"] = an.part(max(0, temp - params), an.DERIVED,
+                                                   f"{xla}: temporaries ({temp} B) minus the gradients")
+    parts["outputs"] = an.part(fresh_out, an.MEASURED, f"{xla}: outputs not aliased to donated arguments")
+    out = an.assemble(parts, f"{live} and {xla}", device_peak,
+                      "jax Device.memory_stats()['peak_bytes_in_use'] since worker start" if device_peak else None,
+                      GPU_ANATOMY_MARGIN if device_peak else None)
+    out["compiled"] = {"arguments": args, "arguments_from_parts": params + rest + opt_state + inputs,
+                       "plan_bytes": args + temp + fresh_out, "temporaries": temp}
+    return out
+
+
 class JaxBackend(Backend):
     framework = "jax"
 
@@ -319,8 +357,11 @@ class JaxBackend(Backend):
                 result[f"update.{k}"] = to_numpy(v) - np.asarray(initial[k], dtype=np.float64)  # exact
             return result
 
-        return Prepared(call, parity, self.sync_latest, after_first_call=self.events.mark, observe=observe,
-                        notes=prog.notes)
+        prepared = Prepared(call, parity, self.sync_latest, after_first_call=self.events.mark, observe=observe,
+                            notes=prog.notes)
+        prepared.anatomy = lambda profile_step: jax_anatomy(state, jbatch, prepared.memory_analysis(),
+                                                            self.device_peak_memory(device)[0])
+        return prepared
 
     @staticmethod
     def sync_all(outs: Sequence[Any]) -> None:

@@ -116,6 +116,81 @@ def trace_torch(prepared: Prepared, steps: int, path: str, cuda: bool) -> dict[s
             "torch": torch.__version__}
 
 
+# torch.profiler's memory categories -> the anatomy's parts (harness/anatomy.py)
+MEMORY_CATEGORIES = {"PARAMETER": "parameters", "GRADIENT": "gradients", "OPTIMIZER_STATE": "optimizer_state",
+                     "INPUT": "inputs", "ACTIVATION": "activations", "AUTOGRAD_DETAIL": "activations",
+                     "TEMPORARY": "temporaries", None: "unattributed"}
+CUDA_ANATOMY_MARGIN = 0.10  # allocator rounding, cuBLAS/cuDNN workspaces: the parts vs the allocator's peak
+CPU_ANATOMY_MARGIN = 0.05  # the categorised peak vs the allocator's own count: they should agree closely
+
+
+def torch_anatomy(prepared: Prepared, model: torch.nn.Module, opt: torch.optim.Optimizer,
+                  batch: Mapping[str, torch.Tensor], device: torch.device, profile_step: bool) -> dict[str, Any]:
+    """The train step's memory by part. Without ``profile_step``: parameters, optimizer state
+    and inputs measured from the live tensors, gradients analytical (set to None between
+    steps), activations not measured. With it: one more step under torch.profiler's memory
+    profile, every tensor categorised by the profiler, the parts read at the step's peak;
+    on CUDA the allocator's peak over that step is set beside their sum."""
+    from stackwars.harness import anatomy as an
+
+    live = "live tensors after the timed steps"
+    params = an.nbytes(model.parameters())
+    opt_state = an.nbytes(t for st in opt.state.values() for t in st.values() if isinstance(t, torch.Tensor))
+    if not profile_step:
+        return an.assemble({"parameters": an.part(params, an.MEASURED, live),
+                            "gradients": an.part(params, an.ANALYTICAL, "one per parameter, in its dtype"),
+                            "optimizer_state": an.part(opt_state, an.MEASURED, live),
+                            "inputs": an.part(an.nbytes(batch.values()), an.MEASURED, live)},
+                           "live tensors; activations need a profiled step (--profile N)",
+                           not_measured=["activations", "temporaries"])
+    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler._memory_profiler import _CATEGORY_TO_INDEX, MemoryProfileTimeline
+
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities, profile_memory=True, record_shapes=True, with_stack=True) as prof:
+        prepared.sync([prepared.call()])
+    # private API (torch >= 2.1): the profiler's own categorisation of every tensor over the step
+    _, sizes = MemoryProfileTimeline(prof._memory_profile())._coalesce_timeline(str(device))
+    at_peak = max(sizes, key=sum)
+    parts: dict[str, int] = {}
+    for category, index in _CATEGORY_TO_INDEX.items():
+        name = MEMORY_CATEGORIES[category.name if category is not None else None]
+        parts[name] = parts.get(name, 0) + int(at_peak[index + 1])
+    source = "torch.profiler memory profile of one more step, at its peak"
+    if cuda:
+        peak, how = int(torch.cuda.max_memory_allocated(device)), "torch.cuda.max_memory_allocated over that step"
+    else:  # the allocator's own running total (its [memory] events) on top of what existed before the step
+        peak = sum(sizes[0]) + allocator_high_water(prof)
+        how = ("tensors alive before the step + the CPU allocator's high-water mark during it (the profiler's "
+               "[memory] events)")
+    return an.assemble({k: an.part(v, an.MEASURED, source) for k, v in parts.items()}, source, peak, how,
+                       CUDA_ANATOMY_MARGIN if cuda else CPU_ANATOMY_MARGIN)
+
+
+def allocator_high_water(prof) -> int:
+    """The largest 'Total Allocated' of the CPU allocator's [memory] events in a profile: bytes
+    allocated during the profiled region beyond what it started with."""
+    import json
+    import os
+    import tempfile
+
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    finally:
+        os.unlink(path)
+    totals = [e["args"].get("Total Allocated", 0) for e in events
+              if e.get("name") == "[memory]" and (e.get("args") or {}).get("Device Type") == 0]
+    return int(max(totals, default=0))
+
+
 class TorchBackend(Backend):
     framework = "torch"
 
@@ -221,7 +296,9 @@ class TorchBackend(Backend):
                 out[f"update.{k}"] = to_numpy(v) - to_numpy(initial[k])  # exact in float64
             return out
 
-        return Prepared(call, parity, self.sync, observe=self.observer(choice, call), notes=notes)
+        prepared = Prepared(call, parity, self.sync, observe=self.observer(choice, call), notes=notes)
+        prepared.anatomy = lambda profile_step: torch_anatomy(prepared, model, opt, tbatch, self.device, profile_step)
+        return prepared
 
     def sync(self, outs: Sequence[Any]) -> None:
         # CPU tensors are computed when the op returns; CUDA work is queued on streams.

@@ -81,17 +81,22 @@ def _plain(body) -> str:
 
 
 def _show_profiles(run_id: str, measured, format: str) -> None:
-    from stackwars.report.profiles import profile_rows, profile_tables
+    from stackwars.report.profiles import anatomy_rows, anatomy_table, profile_rows, profile_tables
 
-    found = profile_rows(measured)
-    if not found:
-        raise SpecError(f"run {run_id} has no profiled cells; measure with `stackwars run ... --profile N`")
+    found, anatomy = profile_rows(measured), anatomy_rows(measured)
+    if not found and not anatomy:
+        raise SpecError(f"run {run_id} has no profiled cells and no train-step memory anatomy; measure with "
+                        "`stackwars run ... --profile N` (train steps add their memory anatomy)")
     if format == "json":
-        print(json.dumps(found, indent=1, default=str))
+        print(json.dumps({"profiles": found, "memory_anatomy": anatomy}, indent=1, default=str))
         return
     if format == "csv":
         raise SpecError("--profile prints tables, markdown or json (its top-kernel lists do not fit a CSV)")
-    body = profile_tables(found, f"profiles · run {run_id}")
+    parts = [profile_tables(found, f"profiles · run {run_id}")] if found else []
+    if anatomy:
+        parts.append(anatomy_table(anatomy, f"memory anatomy of the train steps · run {run_id}"))
+    from rich.console import Group
+    body = Group(*parts)
     if format == "markdown":
         print(f"```\n{_plain(body)}```")
         return

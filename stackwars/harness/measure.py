@@ -213,6 +213,14 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     settings["observed"] = prepared.observe()
     timeline["observe_s"] = time.perf_counter() - t0
     settings["cache"]["contents_after"] = cache_contents(settings["cache"].get("dir"))
+    if cell.phase == "train-step":
+        stage("memory anatomy")
+        t0 = time.perf_counter()
+        try:
+            settings["memory_anatomy"] = prepared.anatomy(bool(cfg_m.profile_steps))
+        except Exception as exc:  # noqa: BLE001 - the timed cell stands; the record says why this is missing
+            settings["memory_anatomy"] = {"error": f"{type(exc).__name__}: {exc}"}
+        timeline["anatomy_s"] = time.perf_counter() - t0
     if cfg_m.profile_steps and profile_to:
         stage("profile")
         t0 = time.perf_counter()

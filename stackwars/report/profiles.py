@@ -86,3 +86,52 @@ def profile_tables(rows: list[dict[str, Any]], title: str) -> Group:
         if r.get("note"):
             details.append(Text(f"{r['cell']}: {r['note']}"))
     return Group(main, *details)
+
+
+HOW_MARK = {"measured": "", "analytical": " (a)", "derived": " (d)"}
+ANATOMY_PARTS = ("parameters", "gradients", "optimizer_state", "state", "inputs", "activations", "temporaries",
+                 "activations_and_temporaries", "outputs", "unattributed")
+
+
+def anatomy_rows(measurements: Iterable[Measurement]) -> list[dict[str, Any]]:
+    """One row per train-step cell with a memory anatomy (harness/anatomy.py)."""
+    rows = []
+    for m in measurements:
+        an = (m.settings or {}).get("memory_anatomy")
+        if not an:
+            continue
+        rows.append({"cell": m.spec.key, "backend": m.spec.backend, "error": an.get("error"),
+                     "source": an.get("source"), "parts": an.get("parts") or {}, "sum_bytes": an.get("sum_bytes"),
+                     "peak": an.get("peak"), "not_measured": an.get("not_measured") or [],
+                     "peak_memory_bytes": m.to_row()["peak_memory_bytes"],
+                     "peak_memory_counter": m.to_row()["peak_memory_counter"]})
+    return rows
+
+
+def anatomy_table(rows: list[dict[str, Any]], title: str) -> Table:
+    present = [p for p in ANATOMY_PARTS if any(p in r["parts"] for r in rows)]
+    table = Table(title=title, title_justify="left", caption=(
+        "bytes per part of the train step; (a) analytical, (d) derived (a measured total minus analytical parts), "
+        "unmarked: measured; PyTorch's parts are the profiler's categories at the step's peak (with --profile), "
+        "JAX's come from the live arrays and XLA's memory analysis of the compiled step; sum vs peak: the parts' "
+        "sum beside an independent peak (allocator or compiler) and the margin it is held to"),
+        caption_justify="left")
+    for c in ("cell", *(p.replace("_", " ") for p in present), "sum", "vs peak", "not measured"):
+        table.add_column(c, overflow="fold")
+    for r in rows:
+        if r.get("error"):
+            table.add_row(Text(r["cell"]), *[fmt.DASH] * (len(present) + 1), fmt.DASH,
+                          Text(f"failed: {r['error']}", style="red"))
+            continue
+        cells = []
+        for p in present:
+            part = r["parts"].get(p)
+            cells.append(fmt.DASH if part is None else fmt.nbytes(part["bytes"]) + HOW_MARK.get(part["how"], ""))
+        peak = r.get("peak")
+        check = fmt.DASH
+        if peak:
+            verdict = "" if peak.get("within_margin") is None else (" ok" if peak["within_margin"] else " OUTSIDE")
+            check = (f"{fmt.nbytes(peak['bytes'])} ({peak['relative_gap']:+.1%}, margin ±{peak['margin']:.0%}"
+                     f"{verdict})")
+        table.add_row(Text(r["cell"]), *cells, fmt.nbytes(r["sum_bytes"]), check, ", ".join(r["not_measured"]) or "")
+    return table

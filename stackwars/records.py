@@ -98,6 +98,8 @@ class MeasureConfig:
     parity_mode: str = "auto"  # auto: float64 reference where it fits, else a peer; reference; peer
     profile_steps: int = 0  # > 0: after everything timed, this many steps under the framework's profiler
     profile_dir: str | None = None  # where the traces go (a folder per run)
+    flush_cache: bool = False  # write a buffer larger than the last-level cache before every timed call
+    cuda_graph_replay: bool = False  # CUDA: time the steady state as replays of one captured call (torch forward)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -298,6 +300,9 @@ class Measurement:
             "measured_s": self.measured_s,
             "reference_computed_s": (self.timeline or {}).get("reference_s"),
             "reference_source": ((self.settings or {}).get("reference") or {}).get("source"),
+            # how the steady state was timed: caches flushed before each call, CUDA graph replays
+            "flushed": bool((self.settings or {}).get("flush")),
+            "graph_replayed": bool(((self.settings or {}).get("graph_replay") or {}).get("replayed")),
         }
         row.update(roofline(self.flops, self.bytes_moved, median, self.peak))
         return row

@@ -138,3 +138,16 @@ def test_bad_input_exits_2_says_why_and_writes_nothing(case, tmp_path, monkeypat
 
 def test_there_are_at_least_29_cases():
     assert len(CASES) >= 29
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "gemm", "-p", "tiny", "--cuda-graph-replay"], "needs --device cuda"),
+    (["run", "gemm", "-p", "tiny", "--profile", "101"], "0 (off) to 100 steps"),
+    (["run", "gemm", "-p", "tiny", "--profile", "2", "--profile-dir", "/proc/x"], "--profile-dir"),
+])
+def test_bad_timing_and_profile_options_exit_2_and_write_nothing(tmp_path, args, message):
+    db = tmp_path / "r.db"
+    r = CliRunner().invoke(app, [*args, "--db", str(db)])
+    assert r.exit_code == 2, r.output
+    assert message in r.output
+    assert not db.exists()

@@ -131,3 +131,36 @@ def test_memory_anatomy_of_a_train_step_adds_up_in_both_frameworks(tmp_path):
     assert jax_an["compiled"]["plan_bytes"] == jax_an["sum_bytes"]
     assert jax_an["parts"]["gradients"] == {"bytes": jax_an["parts"]["parameters"]["bytes"], "how": "analytical",
                                             "source": "one per parameter; inside XLA's temporaries"}
+
+
+def test_flushing_the_cpu_cache_is_recorded_with_the_cell(tmp_path):
+    from stackwars.harness.flush import llc_bytes
+
+    spec = {"workload": "gemm", "preset": "tiny", "phase": "forward", "backend": "torch-eager"}
+    m = Measurement.from_dict(measure_cell(spec, {**CONFIG.to_dict(), "profile_steps": 0, "flush_cache": True}))
+    assert m.status == "ok" and m.number == 1 and m.to_row()["flushed"]
+    llc, _ = llc_bytes()
+    assert m.settings["flush"]["bytes"] == (2 * llc if llc else 256 * 2**20)
+
+
+def test_run_profile_then_show_profile_end_to_end(tmp_path):
+    from typer.testing import CliRunner
+
+    from stackwars.cli import app
+
+    db = str(tmp_path / "r.db")
+    common = ["--db", db, "--inline", "-p", "tiny", "--min-time", "0", "--min-samples", "2", "--warmup", "0"]
+    r = CliRunner().invoke(app, ["run", "gemm", "-b", "torch-eager", *common])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["show", "--profile", "--db", db])
+    assert r.exit_code == 2 and "has no profiled cells" in r.output  # a run without profiles says how to get one
+    r = CliRunner().invoke(app, ["run", "gemm", "-b", "torch-eager", "--profile", "2", *common])
+    assert r.exit_code == 0, r.output
+    traces = list((tmp_path / "profiles").rglob("*.trace.json.gz"))
+    assert len(traces) == 1  # beside the database, a folder per run
+    r = CliRunner().invoke(app, ["show", "--profile", "--db", db, "-f", "json"])
+    found = json.loads(r.output)["profiles"]
+    assert [(f["cell"], f["kernels"], f["steps"]) for f in found] == [("gemm/tiny/forward/torch-eager/cpu/float32", 1, 2)]
+    assert found[0]["trace"] == str(traces[0])
+    r = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["show", "--profile", "--db", db])
+    assert r.exit_code == 0 and "aten::matmul" in r.output and "aten::mm" in r.output  # kernels, host ops

@@ -116,3 +116,27 @@ def test_before_steady_runs_between_warmup_and_the_first_sample():
                                       fallback_estimate_s=1.0, before_steady=lambda: seen.append(dev.calls))
     assert seen == [2]  # both warm-up calls done, no steady call yet
     assert len(warm) == 2 and len(st.samples) == 3 and dev.calls == 5
+
+
+def test_a_flush_between_calls_runs_before_every_timed_call_and_stays_off_the_clock():
+    """--flush-l2: the flush takes 1 s of fake time before each call; no sample contains it,
+    and calls of 1 µs that would be blocked 1000 to a sample are each their own sample."""
+    dev = FakeDevice([1e-6])
+    order = []
+
+    def flush():
+        order.append("flush")
+        dev.now += 1.0
+
+    def fn():
+        order.append("call")
+        return dev.fn()
+
+    t = Timer(fn, dev.sync, dev.clock, between=flush)
+    first, _ = t.once()
+    warm, steady = t.warm_then_steady(2, 5, 0.0, 5, min_block_s=1e-3, fallback_estimate_s=1e-6)
+    assert first == pytest.approx(1e-6) and warm == pytest.approx([1e-6, 1e-6])
+    assert steady.number == 1 and steady.samples == pytest.approx((1e-6,) * 5)
+    assert order == ["flush", "call"] * 8
+    with pytest.raises(ValueError, match="number=1"):
+        t.steady(1, 0.0, 1, number=10)

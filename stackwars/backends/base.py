@@ -45,6 +45,8 @@ class Prepared:
     observe: Callable[[], dict[str, Any]] = dict  # after the timed calls: what actually ran (untimed)
     # train steps: memory by part (harness/anatomy.py); True = one more step may be profiled to measure it
     anatomy: Callable[[bool], dict[str, Any]] = lambda profile_step: {}
+    # CUDA: capture one call into a CUDA graph and return its replay (None: this cell cannot be replayed)
+    graph_replay: Callable[[], Callable[[], Any]] | None = None
     notes: dict[str, Any] = field(default_factory=dict)  # what ran, recorded with the cell
 
 
@@ -122,6 +124,13 @@ class Backend:
 
     def device_peak_memory(self, device: str) -> tuple[int | None, str | None]:
         return None, None
+
+    def cache_flusher(self, device: str) -> tuple[Callable[[], None], dict[str, Any]]:
+        """What ``--flush-l2`` runs before every timed call (harness/flush.py), and its record."""
+        if device == "cpu":
+            from stackwars.harness.flush import cpu_flusher
+            return cpu_flusher()
+        raise Unsupported(f"{self.name} cannot flush the caches of {device}")
 
     def profile(self, prepared: Prepared, steps: int, path: str) -> dict[str, Any]:
         """Run ``steps`` more steps under the framework's profiler, each wrapped in a

@@ -203,6 +203,25 @@ def trace_jax(prepared: Prepared, steps: int, path: str, cuda: bool) -> dict[str
     return info
 
 
+def jax_cache_flusher(backend: Backend, device: str) -> tuple[Callable[[], None], dict[str, Any]]:
+    """On a GPU: a 256 MiB device buffer rewritten by a donated jitted increment, synchronised;
+    on the CPU: harness/flush.py's host buffer."""
+    if device != "cuda":
+        return Backend.cache_flusher(backend, device)
+    from stackwars.harness.flush import GPU_FLUSH_BYTES
+
+    buf = [jax.device_put(np.zeros(GPU_FLUSH_BYTES // 4, np.int32), backend.device)]
+    bump = jax.jit(lambda b: b + 1, donate_argnums=0)
+
+    def flush() -> None:
+        buf[0] = bump(buf[0])
+        buf[0].block_until_ready()
+
+    return flush, {"bytes": GPU_FLUSH_BYTES, "cache_bytes": None, "cache": "L2 (size not exposed by JAX)",
+                   "how": "a donated jitted increment of a 256 MiB device buffer before every timed call, "
+                          "synchronised (triton.testing.do_bench's size)"}
+
+
 GPU_ANATOMY_MARGIN = 0.10  # the compiled plan vs the allocator's peak (other live buffers, fragmentation)
 
 
@@ -376,6 +395,9 @@ class JaxBackend(Backend):
 
     def profile(self, prepared: Prepared, steps: int, path: str) -> dict[str, Any]:
         return trace_jax(prepared, steps, path, self.device.platform == "gpu")
+
+    def cache_flusher(self, device: str) -> tuple[Callable[[], None], dict[str, Any]]:
+        return jax_cache_flusher(self, device)
 
     def device_peak_memory(self, device: str) -> tuple[int | None, str | None]:
         stats = self.device.memory_stats() if device == "cuda" else None

@@ -116,6 +116,27 @@ def trace_torch(prepared: Prepared, steps: int, path: str, cuda: bool) -> dict[s
             "torch": torch.__version__}
 
 
+def capture_graph(call: Callable[[], Any], device: torch.device) -> Callable[[], Any]:
+    """One call captured into a CUDA graph (after three calls on a side stream, as PyTorch's
+    CUDA-graph recipe asks), and its replay: the launch cost of every kernel is gone, what
+    remains is the kernels' time (triton.testing.do_bench_cudagraph's view of an op)."""
+    stream = torch.cuda.Stream(device)
+    stream.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            call()
+    torch.cuda.current_stream(device).wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = call()
+
+    def replay() -> Any:
+        graph.replay()
+        return out
+
+    return replay
+
+
 # torch.profiler's memory categories -> the anatomy's parts (harness/anatomy.py)
 MEMORY_CATEGORIES = {"PARAMETER": "parameters", "GRADIENT": "gradients", "OPTIMIZER_STATE": "optimizer_state",
                      "INPUT": "inputs", "ACTIVATION": "activations", "AUTOGRAD_DETAIL": "activations",
@@ -267,7 +288,10 @@ class TorchBackend(Backend):
             def parity(out):
                 return {"out": to_numpy(out)}
 
-            return Prepared(call, parity, self.sync, observe=self.observer(choice, call), notes=notes)
+            prepared = Prepared(call, parity, self.sync, observe=self.observer(choice, call), notes=notes)
+            if self.device.type == "cuda":
+                prepared.graph_replay = lambda: capture_graph(call, self.device)
+            return prepared
 
         model.train()
         spec = workload.optimizer(cfg)
@@ -307,6 +331,22 @@ class TorchBackend(Backend):
 
     def profile(self, prepared: Prepared, steps: int, path: str) -> dict[str, Any]:
         return trace_torch(prepared, steps, path, self.device.type == "cuda")
+
+    def cache_flusher(self, device: str) -> tuple[Callable[[], None], dict[str, Any]]:
+        if device != "cuda":
+            return super().cache_flusher(device)
+        from stackwars.harness.flush import GPU_FLUSH_BYTES
+
+        buf = torch.empty(GPU_FLUSH_BYTES // 4, dtype=torch.int32, device=self.device)
+
+        def flush() -> None:
+            buf.zero_()
+            torch.cuda.synchronize(self.device)
+
+        return flush, {"bytes": GPU_FLUSH_BYTES, "cache_bytes": torch.cuda.get_device_properties(self.device).L2_cache_size,
+                       "cache": "L2 (torch.cuda.get_device_properties)",
+                       "how": "zero_() of a 256 MiB device buffer before every timed call, synchronised "
+                              "(triton.testing.do_bench's method)"}
 
     def device_peak_memory(self, device: str) -> tuple[int | None, str | None]:
         if device != "cuda":

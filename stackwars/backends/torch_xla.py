@@ -123,6 +123,10 @@ class TorchXla(Backend):
         return Prepared(call, parity, lambda outs: jax.block_until_ready(outs[-1]), compile_stats=self._stats,
                         memory_analysis=self._memory, notes={**notes, "parameters": len(names)})
 
+    def cache_flusher(self, device: str):
+        from stackwars.backends.jax_common import jax_cache_flusher
+        return jax_cache_flusher(self, device)  # the program runs on XLA's device buffers
+
     def profile(self, prepared: Prepared, steps: int, path: str) -> dict[str, Any]:
         from stackwars.backends.jax_common import trace_jax
         # XLA runs the program through JAX's client: JAX's profiler sees its ops

@@ -73,6 +73,12 @@ def run(
                                help="auto: the float64 reference (computed once per run) where it fits, else the "
                                     "other framework's outputs; reference: always the float64 reference; peer: "
                                     "always compare backends with each other"),
+    flush_l2: bool = typer.Option(False, "--flush-l2",
+                                  help="write a buffer larger than the last-level cache (GPU: 256 MiB; CPU: twice "
+                                       "the LLC) before every timed call, outside the clock; one call per sample"),
+    cuda_graph_replay: bool = typer.Option(False, "--cuda-graph-replay",
+                                           help="CUDA: time warm-up and steady state as replays of one forward call "
+                                                "captured into a CUDA graph (PyTorch backends; XLA uses its own)"),
     profile: int = typer.Option(0, "--profile", help=PROFILE_HELP, metavar="N"),
     profile_dir: Optional[Path] = typer.Option(None, "--profile-dir", help=PROFILE_DIR_HELP),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the cells as a JSON list to this file"),
@@ -97,8 +103,9 @@ def run(
     path = check_db(db)
     profiling = profile_settings(profile, profile_dir, path)
     if resume is not None:
-        if profile or profile_dir is not None:
-            raise SpecError("--resume profiles as the stored run did; give no --profile or --profile-dir")
+        if profile or profile_dir is not None or flush_l2 or cuda_graph_replay:
+            raise SpecError("--resume measures as the stored run did; give no --profile, --profile-dir, --flush-l2 "
+                            "or --cuda-graph-replay")
         if workloads or backend or set_ or compile_mode or fullgraph is not None or stablehlo or repeat != 1 \
                 or xla_autotune_level is not None:
             raise SpecError("--resume takes the cells from the stored run; give no workloads, backends or options")
@@ -113,7 +120,10 @@ def run(
             min_block_s=min_block_time, timeout_s=timeout,
             threads=threads, matmul_precision=matmul_precision, cache_dir=str(warm_cache) if warm_cache else None,
             seed=seed, memory_limit_bytes=int(memory_limit * 2**30) if memory_limit else runner.default_memory_limit(),
-            parity_mode=parity, **profiling)
+            parity_mode=parity, flush_cache=flush_l2, cuda_graph_replay=cuda_graph_replay, **profiling)
+        if cuda_graph_replay and set(device) != {"cuda"}:
+            raise SpecError(f"--cuda-graph-replay replays CUDA graphs: it needs --device cuda alone, got "
+                            f"{', '.join(device)}")
         runner.validate_config(config)
         options = {}
         if compile_mode is not None:

@@ -147,6 +147,24 @@ def prepare_cell(spec: Mapping[str, Any], config: Mapping[str, Any],
                         timeline)
 
 
+def graph_replay(prepared: Prepared, cell: CellSpec) -> tuple[Any, dict[str, Any]]:
+    """With ``cuda_graph_replay``: the warm-up and steady state replay one call captured (after
+    the second call) into a CUDA graph, where the cell allows it; the record says what was timed."""
+    if cell.backend.startswith("jax") or cell.backend == "torch-xla":
+        return None, {"replayed": False, "why": "XLA replays its own command buffers (CUDA graphs) on GPUs by "
+                                                "default (xla_gpu_enable_command_buffer); timed as calls"}
+    if cell.backend == "torch-cudagraphs":
+        return None, {"replayed": False, "why": "torch.compile(mode='reduce-overhead') already replays CUDA graphs"}
+    if prepared.graph_replay is None:
+        return None, {"replayed": False, "why": f"{cell.phase} cells are timed as calls (only forward calls on "
+                                                f"CUDA are captured)"}
+    t0 = time.perf_counter()
+    replay = prepared.graph_replay()
+    return replay, {"replayed": True, "capture_s": time.perf_counter() - t0,
+                    "what": "warm-up and steady state: replays of one call captured into a torch.cuda.CUDAGraph "
+                            "after the second call; first and second call are ordinary calls"}
+
+
 def trace_name(cell: CellSpec) -> str:
     """A file name for the cell's trace: its key with anything but [A-Za-z0-9._=-] made '_'."""
     return re.sub(r"[^A-Za-z0-9._=-]", "_", cell.key) + ".trace.json.gz"
@@ -176,7 +194,10 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     params, batch, settings, timeline = pc.params, pc.batch, pc.settings, pc.timeline
     pdtype = param_dtype(cell.dtype, cell.phase)
 
-    timer = Timer(prepared.call, prepared.sync)
+    between = None
+    if cfg_m.flush_cache:
+        between, settings["flush"] = backend.cache_flusher(cell.device)
+    timer = Timer(prepared.call, prepared.sync, between=between)
     steal_before = getattr(psutil.cpu_times(), "steal", None)
     rss = PeakRSS()
     baseline = current_rss()
@@ -194,6 +215,11 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     stage("second call, warm-up and steady state")
     second_s, out = timer.once()
     del out
+    if cfg_m.cuda_graph_replay:
+        stage("CUDA graph capture")
+        replay, settings["graph_replay"] = graph_replay(prepared, cell)
+        if replay is not None:
+            timer = Timer(replay, prepared.sync, between=between)
     others = ForeignLoad()  # what other processes did on our CPUs while the samples were taken
     warm, steady = timer.warm_then_steady(cfg_m.warmup, cfg_m.min_samples, cfg_m.min_time_s, cfg_m.max_samples,
                                           cfg_m.min_block_s, second_s, before_steady=others.start)

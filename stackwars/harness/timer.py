@@ -38,14 +38,21 @@ class SteadyState:
 
 
 class Timer:
-    def __init__(self, fn: Callable[[], Any], sync: Sync, clock: Clock = time.perf_counter):
+    """``between``: run (and synchronised by itself) before every timed call, outside the
+    clock: a cache flush (harness/flush.py). With it every call is its own sample."""
+
+    def __init__(self, fn: Callable[[], Any], sync: Sync, clock: Clock = time.perf_counter,
+                 between: Callable[[], None] | None = None):
         self._fn = fn
         self._sync = sync
         self._clock = clock
+        self._between = between
 
     def once(self) -> tuple[float, Any]:
         """Time one call, synchronised on its whole output."""
         fn, sync, clock = self._fn, self._sync, self._clock
+        if self._between is not None:
+            self._between()
         t0 = clock()
         out = fn()
         sync((out,))
@@ -68,12 +75,16 @@ class Timer:
     def steady(self, min_samples: int, min_time_s: float, max_samples: int, number: int = 1) -> SteadyState:
         if min_samples < 1 or max_samples < min_samples or number < 1:
             raise ValueError("need 1 <= min_samples <= max_samples and number >= 1")
-        fn, sync, clock = self._fn, self._sync, self._clock
+        fn, sync, clock, between = self._fn, self._sync, self._clock, self._between
+        if between is not None and number != 1:
+            raise ValueError("a flush between calls needs one call per sample (number=1)")
         samples: list[float] = []
         append = samples.append
         start = clock()
         if number == 1:
             while True:
+                if between is not None:
+                    between()
                 t0 = clock()
                 out = fn()
                 sync((out,))
@@ -105,7 +116,8 @@ class Timer:
         ``before_steady`` runs between the two, untimed (e.g. to open a monitoring window)."""
         warm = self.warmup(warmup)
         estimate = statistics.median(warm) if warm else fallback_estimate_s
-        number = self.choose_number(estimate, min_block_s)
+        # a flush between calls cannot sit inside a block: every call is then its own sample
+        number = 1 if self._between is not None else self.choose_number(estimate, min_block_s)
         if before_steady is not None:
             before_steady()
         return warm, self.steady(min_samples, min_time_s, max_samples, number)

@@ -52,6 +52,10 @@ def _label(row: Mapping[str, Any]) -> str:
         label += f" [{', '.join(f'{k}={v}' for k, v in sorted(opts.items()))}]"
     if row.get("attention"):  # the attention implementation that ran (observed where possible)
         label += f" · {row['attention']}"
+    if row.get("graph_replayed"):  # steady state timed as CUDA graph replays
+        label += " · graph replay"
+    if row.get("flushed"):  # caches flushed before every timed call
+        label += " · flushed"
     return label
 
 

@@ -8,5 +8,6 @@ PYTHON=${PYTHON:-python3}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-# the mlir extra (torch-mlir: PyTorch -> StableHLO) is optional for users; the tests exercise it
-.venv/bin/python -m pip install --quiet "$TORCH_SPEC" -e ".[test,mlir]"
+# the mlir (torch-mlir: PyTorch -> StableHLO) and kernels (Triton, interpreted on the CPU)
+# extras are optional for users; the tests exercise both
+.venv/bin/python -m pip install --quiet "$TORCH_SPEC" -e ".[test,mlir,kernels]"

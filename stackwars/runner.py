@@ -71,7 +71,8 @@ def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequenc
                devices: Sequence[str] = ("cpu",), dtypes: Sequence[str] = ("float32",),
                overrides: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None,
                repeats: int = 1) -> list[CellSpec]:
-    """The cross product of the request, validated. ``options`` go to the backends that
+    """The cross product of the request, validated. ``overrides`` may sweep a parameter
+    (``KEY: "V1,V2"``, see ``expand_overrides``). ``options`` go to the backends that
     accept them; an option no selected backend accepts is an error. With ``repeats`` > 1
     every cell is planned that many times, round after round, so that slow phases of the
     machine spread over all cells instead of landing on one."""
@@ -84,7 +85,7 @@ def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequenc
                         f"name one with --backend; known: {', '.join(registry.backends())}")
     _choose("device", devices, DEVICES)
     _choose("dtype", dtypes, DTYPES)
-    overrides = dict(overrides or {})
+    sweep = expand_overrides(overrides or {})
     options = dict(options or {})
     bspecs = [registry.backend(b) for b in backends]
     for opt in options:
@@ -93,20 +94,36 @@ def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequenc
             raise SpecError(f"option {opt!r} applies to {', '.join(takers) or 'no backend'}; "
                             f"none of the selected backends ({', '.join(backends)}) takes it")
     specs = []
-    for w in workloads:
-        wl = registry.workload(w)
-        for preset in presets:
-            wl.config(preset, overrides)  # validates preset and overrides (heads | d_model, sizes > 0)
-        for phase in phases:
-            wl.check_phase(phase)
-        if overrides:
-            for preset, phase, device, dtype in itertools.product(presets, phases, devices, dtypes):
-                check_fits_machine(wl, wl.config(preset, overrides), preset, phase, device, dtype)
-    for w, preset, phase, b, device, dtype in itertools.product(workloads, presets, phases, bspecs, devices, dtypes):
-        mine = {k: v for k, v in options.items() if k in b.option_defaults}
-        b.resolve_options(mine)  # validates values
-        specs.append(CellSpec(w, preset, phase, b.name, device, dtype, tuple(overrides.items()), tuple(mine.items())))
+    for over in sweep:
+        for w in workloads:
+            wl = registry.workload(w)
+            for preset in presets:
+                wl.config(preset, over)  # validates preset and overrides (heads | d_model, sizes > 0)
+            for phase in phases:
+                wl.check_phase(phase)
+            if over:
+                for preset, phase, device, dtype in itertools.product(presets, phases, devices, dtypes):
+                    check_fits_machine(wl, wl.config(preset, over), preset, phase, device, dtype)
+        for w, preset, phase, b, device, dtype in itertools.product(workloads, presets, phases, bspecs, devices,
+                                                                    dtypes):
+            mine = {k: v for k, v in options.items() if k in b.option_defaults}
+            b.resolve_options(mine)  # validates values
+            specs.append(CellSpec(w, preset, phase, b.name, device, dtype, tuple(over.items()), tuple(mine.items())))
     return [replace(s, repeat=r) for r in range(repeats) for s in specs]
+
+
+def expand_overrides(overrides: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``--set KEY=V1,V2`` sweeps: the cross product of every comma-separated value list
+    (``{"impl": "framework,custom", "rows": "64"}`` -> two override sets). No override: one empty set."""
+    keys = list(overrides)
+    values = []
+    for k in keys:
+        v = overrides[k]
+        parts = [p.strip() for p in v.split(",")] if isinstance(v, str) else [v]
+        if any(p == "" for p in parts):
+            raise SpecError(f"--set {k}={v}: an empty value in the list; give KEY=V1,V2,...")
+        values.append(list(dict.fromkeys(parts)))
+    return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
 
 
 @functools.lru_cache(maxsize=1)

@@ -40,8 +40,23 @@ CAPTION = ("Avg Steady State: median seconds per call over the steady-state samp
            "was timed; peak mem (+x): the increase over the worker's baseline before the first call.")
 
 
+def variant(row: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
+    """The row's implementation variant: overrides that choose *how* the same function is
+    computed (a custom kernel or the framework's operator) are a row of the table, labelled,
+    not a table of their own (``Workload.variant_params``)."""
+    from stackwars import registry
+    from stackwars.errors import SpecError
+
+    try:
+        wl = registry.workload(row["workload"])
+    except SpecError:  # a plugin workload not importable here
+        return (), None
+    return tuple(wl.variant_params), wl.variant_label(row.get("overrides") or {}, row.get("framework"))
+
+
 def _group_key(row: Mapping[str, Any]) -> tuple:
-    over = ",".join(f"{k}={v}" for k, v in sorted((row.get("overrides") or {}).items()))
+    keys, _ = variant(row)
+    over = ",".join(f"{k}={v}" for k, v in sorted((row.get("overrides") or {}).items()) if k not in keys)
     return (row["workload"], row["preset"], row["phase"], row["device"], row["dtype"], over)
 
 
@@ -50,6 +65,9 @@ def _label(row: Mapping[str, Any]) -> str:
     label = row["backend"]
     if opts:
         label += f" [{', '.join(f'{k}={v}' for k, v in sorted(opts.items()))}]"
+    _, what = variant(row)
+    if what:  # a custom kernel in place of the framework's operator
+        label += f" · {what}"
     if row.get("attention"):  # the attention implementation that ran (observed where possible)
         label += f" · {row['attention']}"
     if row.get("graph_replayed"):  # steady state timed as CUDA graph replays

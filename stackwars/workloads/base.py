@@ -100,6 +100,13 @@ class Workload:
     # config fields that only change array shapes (the same program, traced again): what a
     # recompilation study may vary under one compiled function
     shape_params: ClassVar[tuple[str, ...]] = ()
+    # config fields that choose how the same function is computed (a custom kernel or the
+    # framework's operator): the tables show them as labelled rows of one table
+    variant_params: ClassVar[tuple[str, ...]] = ()
+
+    def variant_label(self, overrides: Mapping[str, Any], framework: str | None) -> str | None:
+        """A row label for a non-default variant (``variant_params``), or None."""
+        return None
 
     # ---- configuration --------------------------------------------------------------
     def config(self, preset: str, overrides: Mapping[str, Any] | None = None) -> Config:

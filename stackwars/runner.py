@@ -289,7 +289,8 @@ def measure_one(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any],
                        "cache": {"source": "fresh per cell" if cold else "shared directory", "dir": cache_dir},
                        "reference_dir": reference_dir, "profile_to": profile_folder(config, run_id)},
             "process": {"threads": config.threads, "device": spec.device, "cache_dir": cache_dir,
-                        "env": bspec.process_env(dict(spec.options), spec.device)},
+                        "env": {**bspec.process_env(dict(spec.options), spec.device),
+                                **wl.process_env(wl.config(spec.preset, dict(spec.overrides)), spec.device)}},
         }
         outcome = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
     finally:

@@ -7,25 +7,29 @@ from stackwars.backends.torch_xla_spec import TorchXlaSpec
 from stackwars.registry import register_backend
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-_COMPILE_CHOICES = {"mode": COMPILE_MODES, "fullgraph": (True, False)}
+# torch backends' optimizer_impl (torch_common.make_optimizer): PyTorch's default or one it names
+OPTIMIZER_IMPLS = ("default", "for-loop", "foreach", "fused")
+_OPT = {"optimizer_impl": "default"}
+_COMPILE_CHOICES = {"mode": COMPILE_MODES, "fullgraph": (True, False), "optimizer_impl": OPTIMIZER_IMPLS}
 
 register_backend(BackendSpec(
     "torch-eager", "torch", "stackwars.backends.torch_eager:TorchEager",
-    "PyTorch eager mode (op by op)"))
+    "PyTorch eager mode (op by op; option optimizer_impl)", option_defaults=_OPT,
+    option_choices={"optimizer_impl": OPTIMIZER_IMPLS}))
 register_backend(BackendSpec(
     "torch-compile", "torch", "stackwars.backends.torch_compile:TorchCompile",
     "torch.compile: Dynamo + AOTAutograd + Inductor (options: mode, fullgraph)",
-    option_defaults={"mode": "default", "fullgraph": False}, option_choices=_COMPILE_CHOICES))
+    option_defaults={"mode": "default", "fullgraph": False, **_OPT}, option_choices=_COMPILE_CHOICES))
 register_backend(BackendSpec(
     "torch-compile-max-autotune", "torch", "stackwars.backends.torch_compile:TorchCompile",
     "torch.compile(mode='max-autotune'): autotuned GEMM templates; slow to compile", default=False,
-    option_defaults={"mode": "max-autotune", "fullgraph": False}, option_choices=_COMPILE_CHOICES))
+    option_defaults={"mode": "max-autotune", "fullgraph": False, **_OPT}, option_choices=_COMPILE_CHOICES))
 # default on CUDA (the only device it runs on): XLA replays command buffers (CUDA graphs) by
 # default on GPUs, so the like-for-like PyTorch row is always in a GPU table
 register_backend(BackendSpec(
     "torch-cudagraphs", "torch", "stackwars.backends.torch_compile:TorchCompile",
     "torch.compile(mode='reduce-overhead'): Inductor + CUDA graphs (default on CUDA)", devices=("cuda",),
-    option_defaults={"mode": "reduce-overhead", "fullgraph": False}, option_choices=_COMPILE_CHOICES))
+    option_defaults={"mode": "reduce-overhead", "fullgraph": False, **_OPT}, option_choices=_COMPILE_CHOICES))
 _JAX_OPTIONS = {"xla_autotune_level": None}
 register_backend(JaxSpec(
     "jax-eager", "jax", "stackwars.backends.jax_eager:JaxEager",

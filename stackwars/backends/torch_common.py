@@ -39,12 +39,33 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
     return t.detach().to(device="cpu", dtype=torch.float64).numpy()
 
 
-def make_optimizer(spec: Any, parameters) -> torch.optim.Optimizer:
+def make_optimizer(spec: Any, parameters, impl: str = "default") -> torch.optim.Optimizer:
+    """``impl``: PyTorch's own default (the per-tensor for-loop on the CPU, foreach on CUDA),
+    or one of its implementations named: for-loop, foreach (multi-tensor ops), fused (one kernel)."""
+    kwargs = {"for-loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True},
+              "default": {}}[impl]
     if spec.name == "sgd":
-        return torch.optim.SGD(parameters, lr=spec.lr)
+        return torch.optim.SGD(parameters, lr=spec.lr, **kwargs)
     if spec.name == "adamw":
-        return torch.optim.AdamW(parameters, lr=spec.lr, weight_decay=spec.weight_decay)
+        return torch.optim.AdamW(parameters, lr=spec.lr, weight_decay=spec.weight_decay, **kwargs)
     raise ValueError(f"unknown optimizer {spec.name!r}")
+
+
+def optimizer_ran(opt: torch.optim.Optimizer) -> str:
+    """Which implementation the optimizer's step runs: as set, or as PyTorch's default rule
+    resolves it for these parameters (torch.optim.optimizer._default_to_fused_or_foreach)."""
+    if opt.defaults.get("fused"):
+        return "fused"
+    if opt.defaults.get("foreach") is not None:
+        return "foreach" if opt.defaults["foreach"] else "for-loop"
+    try:
+        from torch.optim.optimizer import _default_to_fused_or_foreach
+
+        params = [p for g in opt.param_groups for p in g["params"]]
+        fused, foreach = _default_to_fused_or_foreach(params, differentiable=False, use_fused=False)
+        return "default: " + ("fused" if fused else "foreach" if foreach else "for-loop")
+    except Exception:  # noqa: BLE001 - a private helper; the record then says only "default"
+        return "default"
 
 
 def configure_torch(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -295,12 +316,12 @@ class TorchBackend(Backend):
 
         model.train()
         spec = workload.optimizer(cfg)
-        opt = make_optimizer(spec, model.parameters())
+        opt = make_optimizer(spec, model.parameters(), self.options.get("optimizer_impl", "default"))
         loss_fn = self.wrap(twin.loss)
         mixed = pdtype != dtype
         autocast = (torch.autocast(device_type=self.device.type, dtype=TORCH_DTYPES[dtype])
                     if mixed else contextlib.nullcontext())
-        notes.update(optimizer=f"torch.optim.{type(opt).__name__}(lr={spec.lr})",
+        notes.update(optimizer=f"torch.optim.{type(opt).__name__}(lr={spec.lr})", optimizer_impl=optimizer_ran(opt),
                      mixed_precision="torch.autocast" if mixed else None)
         # in the parameters' own dtype: a float64 copy of a large model would double the host memory
         initial = {k: v.detach().to("cpu", copy=True) for k, v in twin.canonical(model).items()}

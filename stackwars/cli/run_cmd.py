@@ -44,6 +44,10 @@ def run(
     compile_mode: Optional[str] = typer.Option(None, "--compile-mode",
                                                help="torch.compile mode: default, reduce-overhead, max-autotune, ..."),
     fullgraph: Optional[bool] = typer.Option(None, "--fullgraph/--no-fullgraph", help="torch.compile fullgraph"),
+    torch_optimizer: Optional[str] = typer.Option(None, "--torch-optimizer",
+                                                  help="train steps on PyTorch backends: the optimizer's "
+                                                       "implementation: default (PyTorch's: for-loop on the CPU, "
+                                                       "foreach on CUDA), for-loop, foreach or fused"),
     xla_autotune_level: Optional[int] = typer.Option(None, "--xla-autotune-level",
                                                      help="JAX backends: XLA's GPU autotuning level 0-4 "
                                                           "(default: XLA's, 4; 0 = off)"),
@@ -107,7 +111,7 @@ def run(
             raise SpecError("--resume measures as the stored run did; give no --profile, --profile-dir, --flush-l2 "
                             "or --cuda-graph-replay")
         if workloads or backend or set_ or compile_mode or fullgraph is not None or stablehlo or repeat != 1 \
-                or xla_autotune_level is not None:
+                or xla_autotune_level is not None or torch_optimizer is not None:
             raise SpecError("--resume takes the cells from the stored run; give no workloads, backends or options")
         if not path.exists():
             raise SpecError(f"--resume {resume}: no results database at {path}")
@@ -132,6 +136,8 @@ def run(
             options["fullgraph"] = fullgraph
         if xla_autotune_level is not None:
             options["xla_autotune_level"] = xla_autotune_level
+        if torch_optimizer is not None:
+            options["optimizer_impl"] = torch_optimizer
         if stablehlo is not None:
             options["stablehlo"] = str(stablehlo.resolve())
         overrides = parse_assignments(set_ or [], "--set")

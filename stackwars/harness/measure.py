@@ -182,8 +182,12 @@ def profile_cell(backend: Any, prepared: Prepared, cell: CellSpec, steps: int, f
         summary = profmod.summarize_file(path, info["format"], cell.device)
     except Exception as exc:  # noqa: BLE001 - the timed cell stands; the profile says why it is missing
         return {"error": f"{type(exc).__name__}: {exc}", "trace": path if os.path.exists(path) else None}
-    return {**info, "trace": path, "trace_bytes": os.path.getsize(path), "steps": steps,
-            "after": "the timed calls, the memory readings and the observation step", "summary": summary}
+    out = {**info, "trace": path, "trace_bytes": os.path.getsize(path), "steps": steps,
+           "after": "the timed calls, the memory readings and the observation step", "summary": summary}
+    if summary["steps"] != steps:  # the trace converter drops events past its limits (very long eager steps)
+        out["warning"] = (f"the trace holds {summary['steps']} of the {steps} profiled steps; the summary covers "
+                          "those (profile fewer steps, or a smaller preset, to see them all)")
+    return out
 
 
 def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mapping[str, Any] | None = None,

@@ -17,8 +17,9 @@ Per step:
 * ``gap_s`` = ``wall_s - busy_s``: the host's share (Python, dispatch, launch, the
   framework's bookkeeping) during which no kernel ran, split into before the first kernel,
   between kernels and after the last;
-* kernels per step, the top kernels by time with their share, host<->device copies
-  (bytes and time), and the host's top operators by self time.
+* kernels per step, the top kernels by time with their share (XLA's numbered instructions
+  grouped by name), host<->device copies (bytes and time), the host's top operators by
+  self time, and the framework's named regions (PyTorch's ``Optimizer.step#...``).
 
 Pure Python: no framework is imported; the report and the tests read the same summary.
 """
@@ -159,7 +160,20 @@ def classify(events: list[dict[str, Any]], framework: str, device: str) -> dict[
         host = [e for e in xs if "hlo_op" not in (e.get("args") or {}) and not STEP.match(str(e.get("name", "")))
                 and not str(e.get("name", "")).startswith("end: ")]
         kind = "XLA ops run by the CPU runtime (jax.profiler, events with hlo_op)"
-    return {"steps": steps, "kernels": kernels, "copies": copies, "host": host, "kernel_kind": kind}
+    if framework == "jax":
+        # JAX's Python tracer records every Python thread; a thread the trace does not name is not
+        # the framework's (the worker's heartbeat sleeping): only the stepping thread and named ones count
+        stepping = {(s.get("pid"), s.get("tid")) for s in steps}
+        host = [e for e in host if (e.get("pid"), e.get("tid")) in threads or (e.get("pid"), e.get("tid")) in stepping]
+    regions = [e for e in xs if e.get("cat") == "user_annotation" and not STEP.match(str(e.get("name", "")))]
+    return {"steps": steps, "kernels": kernels, "copies": copies, "host": host, "regions": regions,
+            "kernel_kind": kind}
+
+
+def kernel_name(name: str, framework: str) -> str:
+    """XLA numbers every instruction (``fusion.330``): JAX's kernels are grouped by their
+    name without the number, so a table shows kinds of kernels, not 1,955 singletons."""
+    return re.sub(r"\.\d+$", "", name) if framework == "jax" else name
 
 
 def _inside(e: Mapping[str, Any], start: float, end: float) -> bool:
@@ -185,6 +199,7 @@ def summarize(events: list[dict[str, Any]], framework: str, device: str, top: in
     host_self = _self_times(parts["host"])
     host_time: dict[str, float] = defaultdict(float)
     host_count: dict[str, int] = defaultdict(int)
+    region_time: dict[str, float] = defaultdict(float)
     for s in steps:
         start, end = float(s["ts"]), float(s["ts"] + s["dur"])
         ks = [k for k in parts["kernels"] if _inside(k, start, end)]
@@ -197,8 +212,11 @@ def summarize(events: list[dict[str, Any]], framework: str, device: str, top: in
                          "gap_between_s": max(0.0, wall - busy - before - after) * US,
                          "kernels": len(ks), "kernel_s": sum(k["dur"] for k in ks) * US})
         for k in ks:
-            kernel_time[str(k.get("name"))] += k["dur"] * US
-            kernel_count[str(k.get("name"))] += 1
+            kernel_time[kernel_name(str(k.get("name")), framework)] += k["dur"] * US
+            kernel_count[kernel_name(str(k.get("name")), framework)] += 1
+        for r in parts["regions"]:
+            if _inside(r, start, end):
+                region_time[str(r.get("name"))] += r["dur"] * US
         for c in parts["copies"]:
             if _inside(c, start, end):
                 d = copy_stats.setdefault(copy_direction(str(c.get("name", ""))) or "other",
@@ -223,9 +241,13 @@ def summarize(events: list[dict[str, Any]], framework: str, device: str, top: in
     copies = {d: {"count_per_step": v["count"] / n, "bytes_per_step": v["bytes"] / n if v["bytes_known"] else None,
                   "time_per_step_s": v["time_s"] / n} for d, v in sorted(copy_stats.items())}
     median = {key: statistics.median(p[key] for p in per_step) for key in per_step[0]}
+    wall = sum(p["wall_s"] for p in per_step)
+    # the framework's own named regions (torch: Optimizer.step#AdamW.step, zero_grad): their share of the steps
+    regions = [{"name": name, "time_per_step_s": t / n, "share": t / wall if wall else None}
+               for name, t in sorted(region_time.items(), key=lambda kv: (-kv[1], kv[0]))[:top]]
     return {"steps": n, "kernel_kind": parts["kernel_kind"], "median": median, "per_step": per_step,
             "distinct_kernels": len(kernel_time), "top_kernels": top_kernels, "top_host": top_host,
-            "copies": copies}
+            "copies": copies, "regions": regions}
 
 
 def summarize_file(path: str, framework: str, device: str) -> dict[str, Any]:

@@ -30,7 +30,8 @@ def profile_rows(measurements: Iterable[Measurement]) -> list[dict[str, Any]]:
             continue
         row: dict[str, Any] = {"cell": m.spec.key, "backend": m.spec.backend, "status": m.status,
                                "profiler": prof.get("profiler"), "trace": prof.get("trace"),
-                               "error": prof.get("error"), "note": prof.get("note"),
+                               "error": prof.get("error"),
+                               "note": " ".join(filter(None, (prof.get("note"), prof.get("warning")))) or None,
                                "timed_median_s": m.to_row()["steady_median_s"]}
         summary = prof.get("summary")
         if summary:
@@ -38,6 +39,7 @@ def profile_rows(measurements: Iterable[Measurement]) -> list[dict[str, Any]]:
             row.update(steps=summary["steps"], kernel_kind=summary["kernel_kind"], **{k: med[k] for k in med},
                        busy_fraction=med["busy_s"] / med["wall_s"] if med["wall_s"] else None,
                        top_kernels=summary["top_kernels"], top_host=summary["top_host"], copies=summary["copies"],
+                       regions=summary.get("regions") or [],
                        distinct_kernels=summary["distinct_kernels"])
             if row["timed_median_s"]:
                 row["profiled_vs_timed"] = med["wall_s"] / row["timed_median_s"]
@@ -83,6 +85,13 @@ def profile_tables(rows: list[dict[str, Any]], title: str) -> Group:
         for h in r["top_host"][:TOP_SHOWN]:
             ht.add_row(Text(h["name"]), f"{h['count_per_step']:g}", fmt.seconds(h["self_per_step_s"]))
         details += [kt, ht]
+        if r.get("regions"):
+            rt = Table(title=Text(f"{r['cell']} · the framework's named regions"), title_justify="left")
+            for c in ("region", "time / step", "share of the step"):
+                rt.add_column(c, overflow="fold")
+            for g in r["regions"][:TOP_SHOWN]:
+                rt.add_row(Text(g["name"]), fmt.seconds(g["time_per_step_s"]), fmt.fraction(g["share"]))
+            details.append(rt)
         if r.get("note"):
             details.append(Text(f"{r['cell']}: {r['note']}"))
     return Group(main, *details)

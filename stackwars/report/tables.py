@@ -211,7 +211,8 @@ def cell_table(key: tuple, rows: list[Mapping[str, Any]]) -> Table:
     for c in COLUMNS:
         table.add_column(c, justify="left" if c in ("backend", "status", "parity") else "right", no_wrap=c == "backend")
     for f in formatted(rows):
-        table.add_row(*[f[c] for c in COLUMNS])
+        # Text, not markup: a label like "torch-eager [mode=max-autotune]" is not a style tag
+        table.add_row(*[Text(f[c]) if isinstance(f[c], str) else f[c] for c in COLUMNS])
     return table
 
 

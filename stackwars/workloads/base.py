@@ -108,6 +108,10 @@ class Workload:
         """A row label for a non-default variant (``variant_params``), or None."""
         return None
 
+    def process_env(self, cfg: Config, device: str) -> dict[str, str]:
+        """Environment the worker sets before importing anything (as a backend's)."""
+        return {}
+
     # ---- configuration --------------------------------------------------------------
     def config(self, preset: str, overrides: Mapping[str, Any] | None = None) -> Config:
         if preset not in self.presets:

@@ -73,6 +73,11 @@ class RowOp(Workload):
             return "impl=custom needs Triton (pip install triton; TRITON_INTERPRET=1 runs it on the CPU)"
         return None
 
+    def process_env(self, cfg: RowConfig, device: str) -> dict[str, str]:
+        # Triton decides at import which of its functions (tl.max, tl.sum, ours) are
+        # interpreted: the worker must start with the interpreter on
+        return {"TRITON_INTERPRET": "1"} if cfg.impl == "custom" and device == "cpu" else {}
+
     def pad_exact(self, cfg, key, phase):
         return key == "rows"  # rows are independent
 

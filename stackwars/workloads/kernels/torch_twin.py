@@ -3,6 +3,7 @@
 
 import importlib
 import os
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -12,17 +13,18 @@ _KERNELS = {}
 
 
 def kernels(device_type: str):
-    """The Triton kernel module; for CPU tensors interpreted: TRITON_INTERPRET=1 is set before
-    the kernels are decorated and stays set (Triton reads it again at launch). Every cell runs
-    in its own worker, so no compiled-Triton work shares the process."""
+    """The Triton kernel module. For CPU tensors Triton must interpret, and it decides that
+    when it is imported (its own tl.max and tl.sum are kernels too): the worker starts with
+    TRITON_INTERPRET=1 (``Workload.process_env``); a process that imported Triton without
+    it cannot interpret and is told so."""
     if device_type not in _KERNELS:
-        name = "stackwars.workloads.kernels.triton_kernels"
-        if device_type == "cpu":
+        if device_type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+            if "triton" in sys.modules:
+                raise RuntimeError("Triton was imported without TRITON_INTERPRET=1, so it cannot run on the CPU; "
+                                   "measure the cell in a worker (the default, not --inline) or start the process "
+                                   "with TRITON_INTERPRET=1")
             os.environ["TRITON_INTERPRET"] = "1"
-        module = importlib.import_module(name)
-        if device_type == "cpu" and type(module.softmax_rows).__name__ != "InterpretedFunction":
-            module = importlib.reload(module)  # decorated earlier without the interpreter: decorate again
-        _KERNELS[device_type] = module
+        _KERNELS[device_type] = importlib.import_module("stackwars.workloads.kernels.triton_kernels")
     return _KERNELS[device_type]
 
 

@@ -120,7 +120,7 @@ def test_memory_anatomy_of_a_train_step_adds_up_in_both_frameworks(tmp_path):
         tokens = sum(v.size for v in batch.values())
         assert parts["inputs"] == 4 * tokens if backend == "jax-jit" else parts["inputs"] >= 8 * tokens
         assert 2 * param_bytes <= parts["optimizer_state"] <= 2 * param_bytes + 8 * len(params) + 8
-        assert all(v["how"] in ("measured", "analytical", "derived") for v in an["parts"].values())
+        assert all(v["how"] in ("measured", "analytical") for v in an["parts"].values())
     torch_an, jax_an = got["torch-eager"], got["jax-jit"]
     # torch ties the output projection to the token embedding: one tensor, counted once, as JAX does
     assert torch_an["parts"]["parameters"]["bytes"] == jax_an["parts"]["parameters"]["bytes"]
@@ -129,8 +129,8 @@ def test_memory_anatomy_of_a_train_step_adds_up_in_both_frameworks(tmp_path):
     assert peak["within_margin"] and abs(peak["relative_gap"]) <= peak["margin"] == 0.05
     assert jax_an["compiled"]["arguments_from_parts"] == jax_an["compiled"]["arguments"]
     assert jax_an["compiled"]["plan_bytes"] == jax_an["sum_bytes"]
-    assert jax_an["parts"]["gradients"] == {"bytes": jax_an["parts"]["parameters"]["bytes"], "how": "analytical",
-                                            "source": "one per parameter; inside XLA's temporaries"}
+    assert jax_an["parts"]["temporaries"]["bytes"] == jax_an["compiled"]["temporaries"] > 0
+    assert "gradients" not in jax_an["parts"]  # inside XLA's temporaries, as its buffer assignment packs them
 
 
 def test_flushing_the_cpu_cache_is_recorded_with_the_cell(tmp_path):

@@ -227,36 +227,36 @@ GPU_ANATOMY_MARGIN = 0.10  # the compiled plan vs the allocator's peak (other li
 
 def jax_anatomy(state: Sequence[Any], batch: Any, analysis: Mapping[str, int], device_peak: int | None) -> dict[str, Any]:
     """The train step's memory by part: parameters, BatchNorm-style state, optimizer state and
-    inputs measured from the live arrays; with a compiled program (jit), XLA's memory analysis
-    of it: the arguments (checked against those parts), the temporaries (gradients,
-    analytical, and the rest: activations and temporaries, derived) and the outputs not
-    written into donated buffers. Their sum is XLA's plan for the step; on a GPU the
-    allocator's peak is set beside it."""
+    inputs measured from the live arrays. With a compiled program (jit), XLA's memory
+    analysis of it adds the temporaries (activations, gradients and workspace, as XLA's
+    buffer assignment packs them: it need not hold every gradient at once, so they are not
+    split out) and the outputs not written into donated buffers; the arguments are checked
+    against the live arrays. Their sum is XLA's plan for the step; on a GPU the allocator's
+    peak is set beside it. Eager JAX materialises every gradient (analytical here)."""
     from stackwars.harness import anatomy as an
 
     live = "live arrays after the timed steps"
     leaves = [jax.tree.leaves(x) for x in (state[0], state[1], state[2], batch)]
     params, rest, opt_state, inputs = (an.nbytes(x) for x in leaves)
     parts = {"parameters": an.part(params, an.MEASURED, live), "optimizer_state": an.part(opt_state, an.MEASURED, live),
-             "inputs": an.part(inputs, an.MEASURED, live),
-             "gradients": an.part(params, an.ANALYTICAL, "one per parameter; inside XLA's temporaries" if analysis
-                                  else "one per parameter")}
+             "inputs": an.part(inputs, an.MEASURED, live)}
     if rest:
         parts["state"] = an.part(rest, an.MEASURED, live)
     if not analysis:
+        parts["gradients"] = an.part(params, an.ANALYTICAL, "one per parameter, all returned by value_and_grad")
         return an.assemble(parts, "live arrays; no compiled program (eager dispatches op by op)",
                            not_measured=["activations", "temporaries"])
     xla = "XLA memory_analysis() of the compiled step"
     args, temp = analysis["argument_size_in_bytes"], analysis["temp_size_in_bytes"]
     fresh_out = analysis["output_size_in_bytes"] - analysis.get("alias_size_in_bytes", 0)
-    parts["activations_and_temporaries"] = an.part(max(0, temp - params), an.DERIVED,
-                                                   f"{xla}: temporaries ({temp} B) minus the gradients")
+    parts["temporaries"] = an.part(temp, an.MEASURED, f"{xla}: activations, gradients and workspace")
     parts["outputs"] = an.part(fresh_out, an.MEASURED, f"{xla}: outputs not aliased to donated arguments")
     out = an.assemble(parts, f"{live} and {xla}", device_peak,
                       "jax Device.memory_stats()['peak_bytes_in_use'] since worker start" if device_peak else None,
                       GPU_ANATOMY_MARGIN if device_peak else None)
     out["compiled"] = {"arguments": args, "arguments_from_parts": params + rest + opt_state + inputs,
-                       "plan_bytes": args + temp + fresh_out, "temporaries": temp}
+                       "plan_bytes": args + temp + fresh_out, "temporaries": temp,
+                       "full_gradients_bytes": params}  # analytical: what holding every gradient would take
     return out
 
 

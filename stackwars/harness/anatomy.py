@@ -2,8 +2,8 @@
 activations and temporaries, each with how it was obtained.
 
 Every part says ``how``: ``measured`` (bytes of live arrays, a compiler's memory analysis,
-or the PyTorch profiler's categorised memory timeline), ``analytical`` (from the shapes:
-one gradient per parameter) or ``derived`` (a measured total minus analytical parts). The
+or the PyTorch profiler's categorised memory timeline) or ``analytical`` (from the shapes:
+one gradient per parameter). The
 parts add up to ``sum_bytes``; where an independent peak exists (a device allocator's
 peak, a compiler's total) it is set beside the sum with the relative gap and the margin
 the gap is held to. The framework code lives in the backends; this module only
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-ORDER = ("parameters", "gradients", "optimizer_state", "state", "inputs", "activations", "temporaries",
-         "activations_and_temporaries", "outputs", "unattributed")
+ORDER = ("parameters", "gradients", "optimizer_state", "state", "inputs", "activations", "temporaries", "outputs",
+         "unattributed")
 
-MEASURED, ANALYTICAL, DERIVED = "measured", "analytical", "derived"
+MEASURED, ANALYTICAL = "measured", "analytical"
 
 
 def part(nbytes: int | float, how: str, source: str) -> dict[str, Any]:

@@ -44,6 +44,7 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
             raise SpecError(f"no run {', '.join(missing)} in {store.path}; `stackwars runs` lists them")
         runs = [r for r in runs if r["run_id"] in run_ids]
     latest: OrderedDict[str, dict[str, Any]] = OrderedDict()
+    why: OrderedDict[str, tuple[Any, Any]] = OrderedDict()  # cell key -> (profile row, anatomy row)
     studies: OrderedDict[str, tuple[Any, list[dict[str, Any]]]] = OrderedDict()
     envs: OrderedDict[str, dict[str, Any]] = OrderedDict()
     for r in runs:
@@ -55,11 +56,18 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
                                                            "overrides", "matmul_precision"))
                 latest.pop(key, None)
                 latest[key] = row  # a later run's cell replaces an earlier one
+            from stackwars.report.profiles import anatomy_rows, profile_rows
+            for _, m in store.cells(r["run_id"]):
+                prof, anat = profile_rows([m]), anatomy_rows([m])
+                if prof or anat:
+                    why.pop(m.spec.key, None)
+                    why[m.spec.key] = (prof[0] if prof else None, anat[0] if anat else None)
         else:  # the latest run of each study on each workload and size
             key = " ".join(str(info.config.get(k)) for k in ("workload", "preset", "op") if info.config.get(k))
             studies.pop(f"{r['kind']}|{key}", None)
             studies[f"{r['kind']}|{key}"] = (info, store.study_rows(r["run_id"]))
-    return {"runs": runs, "cells": list(latest.values()), "studies": studies, "envs": envs}
+    return {"runs": runs, "cells": list(latest.values()), "studies": studies, "envs": envs,
+            "profiles": [p for p, _ in why.values() if p], "anatomy": [a for _, a in why.values() if a]}
 
 
 # ---- figures ----------------------------------------------------------------------------------------
@@ -407,5 +415,52 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
             s.blocks.append(Figure(f"{info.run_id}-{name}", png, f"{kind}: {name}"))
         s.blocks.append(Pre(_text(body), f"`stackwars show {info.run_id}` prints this table"))
         doc.sections.append(s)
+    why = why_section(data.get("profiles") or [], data.get("anatomy") or [])
+    if why is not None:
+        doc.sections.append(why)
     doc.sections.extend(ir_sections(ir_dirs))
     return doc
+
+
+def why_section(profiles: Sequence[Mapping[str, Any]], anatomy: Sequence[Mapping[str, Any]]) -> Section | None:
+    """Profiles (`run --profile N`) and the train steps' memory anatomy: where the time and
+    the memory went, with each trace's file (open it in Perfetto or chrome://tracing)."""
+    if not profiles and not anatomy:
+        return None
+    s = Section("Why: profiles and memory anatomy")
+    ok = [p for p in profiles if "wall_s" in p]
+    if ok:
+        s.blocks.append(TableBlock(
+            ("cell", "profiled step", "× timed", "busy", "gap", "kernels / step", "top kernels", "named regions",
+             "trace"),
+            tuple((p["cell"], fmt.seconds(p["wall_s"]),
+                   f"{p['profiled_vs_timed']:.2f}×" if p.get("profiled_vs_timed") else fmt.DASH,
+                   f"{fmt.seconds(p['busy_s'])} ({fmt.fraction(p['busy_fraction'])})", fmt.seconds(p["gap_s"]),
+                   f"{p['kernels']:g}",
+                   "; ".join(f"{k['name']} {fmt.fraction(k['share'])}" for k in p["top_kernels"][:3]),
+                   "; ".join(f"{g['name']} {fmt.seconds(g['time_per_step_s'])}" for g in (p.get("regions") or [])[:2])
+                   or fmt.DASH, p.get("trace") or fmt.DASH) for p in ok),
+            "profiled steps run after every timed call; busy = union of kernel intervals (kernels: CUDA kernels on a "
+            "GPU; top-level operators / XLA ops on a CPU), gap = wall - busy: host, dispatch and launch time; the "
+            "traces are Chrome trace JSON (Perfetto, chrome://tracing)"))
+    failed = [p for p in profiles if "wall_s" not in p]
+    if failed:
+        s.blocks.append(Bullets(tuple(f"{p['cell']}: profile failed: {p.get('error')}" for p in failed)))
+    if anatomy:
+        from stackwars.report.profiles import ANATOMY_PARTS, HOW_MARK
+        present = [k for k in ANATOMY_PARTS if any(k in a["parts"] for a in anatomy)]
+        rows = []
+        for a in anatomy:
+            if a.get("error"):
+                rows.append((a["cell"], *[fmt.DASH] * len(present), fmt.DASH, f"failed: {a['error']}"))
+                continue
+            peak = a.get("peak")
+            rows.append((a["cell"], *[fmt.nbytes(a["parts"][k]["bytes"]) + HOW_MARK.get(a["parts"][k]["how"], "")
+                                      if k in a["parts"] else fmt.DASH for k in present],
+                         fmt.nbytes(a["sum_bytes"]),
+                         f"{fmt.nbytes(peak['bytes'])} ({peak['relative_gap']:+.1%})" if peak else fmt.DASH))
+        s.blocks.append(TableBlock(("cell", *(k.replace("_", " ") for k in present), "sum", "vs peak"), tuple(rows),
+                                   "memory of each train step by part: (a) analytical, else measured "
+                                   "(PyTorch: the profiler's categories at the step's peak; JAX: live arrays and "
+                                   "XLA's memory analysis of the compiled step)"))
+    return s

@@ -97,9 +97,9 @@ def profile_tables(rows: list[dict[str, Any]], title: str) -> Group:
     return Group(main, *details)
 
 
-HOW_MARK = {"measured": "", "analytical": " (a)", "derived": " (d)"}
+HOW_MARK = {"measured": "", "analytical": " (a)"}
 ANATOMY_PARTS = ("parameters", "gradients", "optimizer_state", "state", "inputs", "activations", "temporaries",
-                 "activations_and_temporaries", "outputs", "unattributed")
+                 "outputs", "unattributed")
 
 
 def anatomy_rows(measurements: Iterable[Measurement]) -> list[dict[str, Any]]:
@@ -120,9 +120,9 @@ def anatomy_rows(measurements: Iterable[Measurement]) -> list[dict[str, Any]]:
 def anatomy_table(rows: list[dict[str, Any]], title: str) -> Table:
     present = [p for p in ANATOMY_PARTS if any(p in r["parts"] for r in rows)]
     table = Table(title=title, title_justify="left", caption=(
-        "bytes per part of the train step; (a) analytical, (d) derived (a measured total minus analytical parts), "
-        "unmarked: measured; PyTorch's parts are the profiler's categories at the step's peak (with --profile), "
-        "JAX's come from the live arrays and XLA's memory analysis of the compiled step; sum vs peak: the parts' "
+        "bytes per part of the train step; (a) analytical, unmarked: measured; PyTorch's parts are the profiler's categories at the step's peak (with --profile), "
+        "JAX's come from the live arrays and XLA's memory analysis of the compiled step (its temporaries hold "
+        "activations, gradients and workspace as XLA packs them); sum vs peak: the parts' "
         "sum beside an independent peak (allocator or compiler) and the margin it is held to"),
         caption_justify="left")
     for c in ("cell", *(p.replace("_", " ") for p in present), "sum", "vs peak", "not measured"):

@@ -78,6 +78,7 @@ def test_one_table_holds_the_framework_operators_and_the_kernels_labelled():
     groups = group_rows(rows)
     assert len(groups) == 1 and title(next(iter(groups))) == "softmax · tiny · forward · cpu · float32"
     labels = sorted(r["backend"] for r in formatted(next(iter(groups.values()))))
-    assert labels == ["jax-jit", "jax-jit · pallas kernel", "torch-eager", "torch-eager · triton kernel"]
+    assert labels == ["jax-jit", "jax-jit · pallas kernel (interpreted)", "torch-eager",
+                      "torch-eager · triton kernel (interpreted)"]
     with pytest.raises(SpecError, match="empty value"):
         runner.plan_cells(["softmax"], ["tiny"], ["forward"], ["jax-jit"], overrides={"impl": "framework,"})

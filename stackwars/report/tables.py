@@ -51,7 +51,8 @@ def variant(row: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
         wl = registry.workload(row["workload"])
     except SpecError:  # a plugin workload not importable here
         return (), None
-    return tuple(wl.variant_params), wl.variant_label(row.get("overrides") or {}, row.get("framework"))
+    return tuple(wl.variant_params), wl.variant_label(row.get("overrides") or {}, row.get("framework"),
+                                                      row.get("device") or "cpu")
 
 
 def _group_key(row: Mapping[str, Any]) -> tuple:

@@ -104,7 +104,7 @@ class Workload:
     # framework's operator): the tables show them as labelled rows of one table
     variant_params: ClassVar[tuple[str, ...]] = ()
 
-    def variant_label(self, overrides: Mapping[str, Any], framework: str | None) -> str | None:
+    def variant_label(self, overrides: Mapping[str, Any], framework: str | None, device: str = "cpu") -> str | None:
         """A row label for a non-default variant (``variant_params``), or None."""
         return None
 

@@ -58,8 +58,11 @@ class RowOp(Workload):
     variant_params = ("impl",)
     flops_per_element = 0
 
-    def variant_label(self, overrides: Mapping[str, Any], framework: str | None) -> str | None:
-        return KERNEL_LANGUAGE.get(framework or "") if overrides.get("impl") == "custom" else None
+    def variant_label(self, overrides: Mapping[str, Any], framework: str | None, device: str = "cpu") -> str | None:
+        if overrides.get("impl") != "custom" or framework not in KERNEL_LANGUAGE:
+            return None
+        # on the CPU the kernel runs in its language's interpreter: the row's time is the interpreter's
+        return KERNEL_LANGUAGE[framework] + (" (interpreted)" if device == "cpu" else "")
 
     def unsupported(self, cfg: RowConfig, framework: str, backend: str, phase: str) -> str | None:
         if cfg.impl != "custom":

@@ -12,6 +12,10 @@
 #   4. micro-bf16 gemm/ffn/mha, paper preset, forward and train-step, bfloat16
 #   5. micro-f32  the same in float32 (exact matmul precision)
 #   6. mnist      train mnist, two epochs, both frameworks (needs the data: STACKWARS_DATA_DIR)
+#   7. scaling    data parallelism over the visible GPUs (dp, fsdp; NCCL)
+#   8. why        GPT-2 paper train step profiled, with its memory anatomy (traces under traces/)
+#   9. kernels    softmax and layernorm: Triton and Pallas kernels beside the framework operators
+#  10. flush      gemm and mha with caches flushed before every call and CUDA-graph replay
 # A stage that would start after the budget (default 570 s) is reported as not reached;
 # SUMMARY.md lists every stage with its status and time. Without a GPU: says so, exits 3.
 set -uo pipefail
@@ -97,6 +101,17 @@ NGPU=$("$PYTHON" -c "import torch; print(torch.cuda.device_count())" 2>/dev/null
 COUNTS=1; for n in 2 4 8; do [ "$n" -le "$NGPU" ] && COUNTS="$COUNTS,$n"; done
 stage scaling 240 "$PYTHON" -m stackwars study scaling gpt2 --preset small --device cuda --devices "$COUNTS" \
     -s dp -s fsdp --steps 10 --db "$DB" --out "$OUT/scaling"
+# why: GPT-2 paper train step profiled (kernels, launch gaps, copies) with its memory anatomy, the
+# 14.6 GB (jax-jit) vs 6.3 GB (torch-compile) gap measured by hand on an H100 explained part by part
+stage why 300 "$PYTHON" -m stackwars run gpt2 --preset paper --device cuda --dtype bfloat16 --phase train-step \
+    -b jax-jit -b torch-compile -b torch-eager "${FAST[@]}" --profile 2 --profile-dir "$OUT/traces" --db "$DB" \
+    --json "$OUT/why-gpt2-paper.json"
+# S2's custom kernels compiled for real: Triton and Pallas beside each framework's operator
+stage kernels 180 "$PYTHON" -m stackwars run softmax layernorm --preset paper --device cuda \
+    --set impl=framework,custom "${FAST[@]}" --db "$DB" --json "$OUT/kernels-paper.json"
+# do_bench's conditions: caches flushed before every call, CUDA-graph replay of PyTorch's calls
+stage flush 180 "$PYTHON" -m stackwars run gemm mha --preset paper --device cuda -b torch-eager -b jax-jit \
+    --flush-l2 --cuda-graph-replay "${FAST[@]}" --db "$DB" --json "$OUT/micro-paper-flushed-graphs.json"
 
 {
     echo "# gpu-check on $name"

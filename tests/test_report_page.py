@@ -135,6 +135,28 @@ def test_published_claims_get_verdicts_from_the_data():
     assert s5["verdict"] == "does not hold here" and "1 of 2 cells" in s5["why"]
 
 
+def test_s2_memory_and_s1_questions_follow_the_anatomy_and_the_profiles():
+    from stackwars.report import published
+
+    def anatomy(backend, total, cell="gpt2/small/train-step/{}/cpu/float32"):
+        return {"cell": cell.format(backend), "backend": backend, "sum_bytes": total, "not_measured": [],
+                "parts": {}}
+    (claim,) = published.s2_memory([anatomy("jax-jit", 1.74 * 2**30), anatomy("torch-eager", 2.19 * 2**30),
+                                    anatomy("torch-compile", 2.0 * 2**30)])
+    assert claim["verdict"] == "holds here"
+    assert "jax-jit 1.7 GiB (XLA's plan) vs torch-compile 2.0 GiB" in claim["ours"]  # the smaller PyTorch one
+    (claim,) = published.s2_memory([anatomy("jax-jit", 3 * 2**30), anatomy("torch-eager", 2 * 2**30)])
+    assert claim["verdict"] == "does not hold here"
+    # eager JAX's anatomy misses activations: not comparable, so nothing is claimed from it
+    (claim,) = published.s2_memory([{**anatomy("jax-jit", 1), "not_measured": ["activations"]},
+                                    anatomy("torch-eager", 2)])
+    assert claim["verdict"] == published.NOT_MEASURED
+    answered = {c["claim"]: c["verdict"] for c in published.s1([], {"study:scaling"}, [{"cell": "x"}])}
+    assert answered["vmap/pmap/pjit vs DDP/FSDP, multi-device scaling"] == "answered here"
+    assert answered["CPU<->GPU transfers and where the time goes"] == "answered here"
+    assert answered["recompilation triggers and caching"] == published.NOT_MEASURED
+
+
 def test_ir_excerpts_are_quoted_as_text(tmp_path):
     ir = tmp_path / "ir"
     ir.mkdir()

@@ -21,15 +21,18 @@ def list_(
     if device not in DEVICES:
         raise SpecError(f"unknown device {device!r}; allowed: {', '.join(DEVICES)}")
     wt = Table(title="workloads", title_justify="left")
-    for c in ("workload", "presets", "phases") + (("description",) if all_ else ()):
+    for c in (("workload",) if all_ else ("workloads",)) + ("presets", "phases") + (("description",) if all_ else ()):
         wt.add_column(c, overflow="fold")
+    alike: dict[tuple[str, str], list[str]] = {}  # the overview: workloads with the same presets and phases share a row
     for name, wl in registry.workloads().items():
         if all_:
             presets = "\n".join(f"{p}: {', '.join(f'{k}={v}' for k, v in cfg.as_dict().items())}"
                                 for p, cfg in wl.presets.items())
             wt.add_row(name, presets, ", ".join(wl.phases), wl.description)
         else:
-            wt.add_row(name, ", ".join(wl.presets), ", ".join(wl.phases))
+            alike.setdefault((", ".join(wl.presets), ", ".join(wl.phases)), []).append(name)
+    for (presets, phases), names in alike.items():
+        wt.add_row(", ".join(names), presets, phases)
     out.print(wt, width=table_width())
 
     probe = probe_machine()

@@ -390,7 +390,7 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
     pub.blocks.append(Para("Each claim of the studies in ../shared/STUDIES.md that these runs can answer, with our "
                            "figures and a verdict computed from them. Machines differ: a verdict is about the "
                            "claim's substance, not a comparison of raw times across machines."))
-    found = published.claims(cells, data["studies"])
+    found = published.claims(cells, data["studies"], data.get("profiles") or [], data.get("anatomy") or [])
     pub.blocks.append(TableBlock(("study", "claim", "ours", "verdict", "why"),
                                  tuple((c["study"], c["claim"], c["ours"], c["verdict"], c["why"]) for c in found)))
     pub.blocks.append(TableBlock(("workload", "S3 JAX (TPU)", "S3 PyTorch/XLA (TPU)", "ours jax-jit", "ours torch-xla",

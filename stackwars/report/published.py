@@ -218,10 +218,59 @@ def s2_overhead(vmap_rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
                             "checks, dispatch to the XLA executable) against one PyTorch eager operator")]
 
 
-def claims(cells: Sequence[Mapping[str, Any]], studies: Mapping[str, tuple[Any, list]]) -> list[dict[str, str]]:
+def s2_memory(anatomy: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """"JAX has better memory management": the same train step's memory by part, XLA's plan for
+    jax-jit against PyTorch's categorised peak (``--profile``), where both were measured."""
+    claim = "JAX has better memory management"
+    by: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for a in anatomy:
+        if a.get("error") or not a.get("sum_bytes") or a.get("not_measured"):
+            continue
+        by.setdefault(a["cell"].replace(f"/{a['backend']}/", "/", 1), {})[a["backend"]] = a
+    pairs = [(k, v["jax-jit"], min((t for b, t in v.items() if b.startswith("torch-")), key=lambda t: t["sum_bytes"]))
+             for k, v in by.items() if "jax-jit" in v and any(b.startswith("torch-") for b in v)]
+    if not pairs:
+        return [_claim("S2", claim, "", NOT_MEASURED, "run train steps of both frameworks with `--profile N`: the "
+                                                       "memory anatomy compares them part by part")]
+    smaller = [p for p in pairs if p[1]["sum_bytes"] < p[2]["sum_bytes"]]
+    text = "; ".join(f"{k.split('/train-step/')[0]}: jax-jit {fmt.nbytes(j['sum_bytes'])} (XLA's plan) vs "
+                     f"{t['backend']} {fmt.nbytes(t['sum_bytes'])} (at its peak)" for k, j, t in pairs)
+    verdict = "holds here" if len(smaller) * 2 > len(pairs) else "does not hold here"
+    return [_claim("S2", claim, text, verdict,
+                   "with the same parameters and optimizer state, the difference is what a step holds besides them: "
+                   "XLA's buffer assignment packs activations and gradients into its temporaries and need not hold "
+                   "every gradient at once; PyTorch keeps a .grad per parameter (and both partial gradients of a tied "
+                   "weight until they are summed)")]
+
+
+S1_QUESTIONS = (  # S1 asks questions without figures: where these runs answer each
+    ("tracing and graph construction (jaxpr/XLA vs Dynamo/Inductor)", "cells", "the compile split of every first "
+     "call (trace / lower / compile; Dynamo / AOTAutograd / Inductor) and the IR sections"),
+    ("recompilation triggers and caching", "study:recompile", "the recompile and cache studies"),
+    ("dynamic shapes and control flow (scan vs loops under torch.compile)", "study:control-flow",
+     "the control-flow and stream studies"),
+    ("vmap/pmap/pjit vs DDP/FSDP, multi-device scaling", "study:scaling", "the scaling study"),
+    ("compilation overhead vs execution speed-up", "cells", "the compile break-even table"),
+    ("CPU<->GPU transfers and where the time goes", "profiles", "the profiles (busy time, gaps, copies)"),
+)
+
+
+def s1(cells: Sequence[Mapping[str, Any]], kinds: set[str], profiles: Sequence[Mapping[str, Any]]) -> list[dict]:
+    out = []
+    for question, needs, where in S1_QUESTIONS:
+        have = bool(cells) if needs == "cells" else bool(profiles) if needs == "profiles" else needs in kinds
+        out.append(_claim("S1", question, f"see {where}" if have else "", "answered here" if have else NOT_MEASURED,
+                          "S1 is a proposal with questions and no figures: the report answers them with measurements"
+                          if have else f"run what feeds {where} (`stackwars reproduce` plans it)"))
+    return out
+
+
+def claims(cells: Sequence[Mapping[str, Any]], studies: Mapping[str, tuple[Any, list]],
+           profiles: Sequence[Mapping[str, Any]] = (), anatomy: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, str]]:
     rows_of: dict[str, list] = {}
     for info, rows in studies.values():
         rows_of.setdefault(info.kind, []).extend(rows)
-    return (s3(cells) + s4(rows_of.get("train:mnist", [])) + s5(rows_of.get("study:vmap", []))
+    return (s1(cells, set(rows_of), profiles) + s3(cells) + s4(rows_of.get("train:mnist", []))
+            + s5(rows_of.get("study:vmap", []))
             + s2(rows_of.get("study:scaling", []), rows_of.get("study:recompile", []))
-            + s2_overhead(rows_of.get("study:vmap", [])))
+            + s2_overhead(rows_of.get("study:vmap", [])) + s2_memory(anatomy))

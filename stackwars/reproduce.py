@@ -56,6 +56,11 @@ def plan(device: str, data_dir: str | None) -> list[Step]:
         Step("scaling", "S1/S2: data parallelism, JAX sharding vs DDP/FSDP2",
              ("study", "scaling", "gpt2", "--preset", "tiny" if device == "cpu" else "small", "--devices",
               "1,2,4" if device == "cpu" else "1", *dev), 6),
+        Step("why", "S1/S2: where a train step's time and memory go (profiles, memory anatomy), GPT-2",
+             ("run", "gpt2", "--preset", size, "--phase", "train-step", "-b", "torch-eager", "-b", "torch-compile",
+              "-b", "jax-jit", "--profile", "2", *dev) + (("--dtype", "bfloat16") if device == "cuda" else ()), 6),
+        Step("kernels", "S2: a custom kernel in Triton (PyTorch) and in Pallas (JAX) beside the operators",
+             ("run", "softmax", "layernorm", "--preset", size, "--set", "impl=framework,custom", *dev), 5),
     ]
     mnist = ("train", "mnist", "--lr", "0.01", "--batch-size", "64", "--batch-size", "256", "--batch-size", "1024",
              "--epochs", "10" if device == "cuda" else "3", *dev)

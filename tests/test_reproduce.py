@@ -11,7 +11,8 @@ def test_the_plan_sizes_each_study_for_the_device():
     cpu = {s.name: s for s in rp.plan("cpu", "/data/mnist")}
     cuda = {s.name: s for s in rp.plan("cuda", None)}
     assert list(cpu) == ["peaks", "micro-ops", "models", "mnist", "recompile", "cache", "control-flow", "stream",
-                         "vmap", "scaling"]
+                         "vmap", "scaling", "why", "kernels"]
+    assert "--profile" in cpu["why"].args and "impl=framework,custom" in cpu["kernels"].args
     assert "small" in cpu["micro-ops"].args and "paper" in cuda["micro-ops"].args
     assert cuda["models"].args[-2:] == ("--dtype", "bfloat16")
     assert cpu["mnist"].args[-2:] == ("--data-dir", "/data/mnist") and "--data-dir" not in cuda["mnist"].args

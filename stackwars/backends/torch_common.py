@@ -195,8 +195,12 @@ def torch_anatomy(prepared: Prepared, model: torch.nn.Module, opt: torch.optim.O
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with profile(activities=activities, profile_memory=True, record_shapes=True, with_stack=True) as prof:
         prepared.sync([prepared.call()])
-    # private API (torch >= 2.1): the profiler's own categorisation of every tensor over the step
-    _, sizes = MemoryProfileTimeline(prof._memory_profile())._coalesce_timeline(str(device))
+    # private API (torch >= 2.1): the profiler's own categorisation of every tensor over the step;
+    # its tensors carry an indexed device (cuda:0), which "cuda" alone would not match
+    where = torch.device("cuda", torch.cuda.current_device()) if cuda and device.index is None else device
+    _, sizes = MemoryProfileTimeline(prof._memory_profile())._coalesce_timeline(str(where))
+    if not sizes:
+        raise RuntimeError(f"the memory profile recorded no tensor on {where}")
     at_peak = max(sizes, key=sum)
     parts: dict[str, int] = {}
     for category, index in _CATEGORY_TO_INDEX.items():

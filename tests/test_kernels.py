@@ -82,3 +82,23 @@ def test_one_table_holds_the_framework_operators_and_the_kernels_labelled():
                       "torch-eager · triton kernel (interpreted)"]
     with pytest.raises(SpecError, match="empty value"):
         runner.plan_cells(["softmax"], ["tiny"], ["forward"], ["jax-jit"], overrides={"impl": "framework,"})
+
+
+def test_compile_break_even_sets_a_compiled_operator_against_the_same_eager_operator():
+    """torch-compile of torch.softmax is set against torch-eager's torch.softmax, not against
+    the (interpreted) Triton kernel in the same table."""
+    from stackwars.report import build
+    from stackwars.report.tables import group_rows
+
+    def row(backend, impl, first, steady):
+        return {"workload": "softmax", "preset": "small", "phase": "forward", "device": "cpu", "dtype": "float32",
+                "backend": backend, "framework": "torch", "overrides": {"impl": impl}, "options": {}, "status": "ok",
+                "first_call_s": first, "steady_median_s": steady, "steady_samples": [steady * (1 + i / 1000)
+                                                                                     for i in range(20)]}
+    rows = [row("torch-eager", "framework", 0.002, 260e-6), row("torch-eager", "custom", 1.2, 1.03),
+            row("torch-compile", "framework", 12.0, 300e-6)]
+    (even,) = build.break_even(group_rows(rows))
+    assert (even["compiled"], even["eager"]) == ("torch-compile", "torch-eager")
+    assert even["verdict"].startswith("never pays")  # 300 µs is not faster than 260 µs
+    labels = {p["backend"] for p in build.speedups(group_rows(rows))}
+    assert labels == {"torch-eager", "torch-eager · triton kernel (interpreted)", "torch-compile"}

@@ -92,7 +92,8 @@ def speedups(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str, 
         best = min(clean, key=lambda r: r["steady_median_s"])
         for r in ok:
             c = stats.compare(tables.compared(best), tables.compared(r)) if r is not best else None
-            out.append({"table": tables.title(key), "backend": r["backend"], "ratio": c.ratio if c else 1.0,
+            out.append({"table": tables.title(key), "backend": tables.backend_variant(r),
+                        "ratio": c.ratio if c else 1.0,
                         "significant": bool(c.significant) if c else True, "fastest": r is best,
                         "doubtful": bool(r.get("noisy") or r.get("contended"))})
     return out
@@ -131,10 +132,12 @@ def break_even(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str
     per-call saving), or never where the steady state is not faster (significantly)."""
     out = []
     for key, rows in groups.items():
-        by = {r["backend"]: r for r in rows if r["status"] == "ok" and r.get("steady_median_s")}
-        for compiled, eager in COMPILED.items():
-            c, e = by.get(compiled), by.get(eager)
-            if not c or not e or c.get("first_call_s") is None or e.get("first_call_s") is None:
+        # a compiled backend is set against its eager one running the same implementation variant
+        by = {(r["backend"], tables.variant(r)[1]): r for r in rows if r["status"] == "ok" and r.get("steady_median_s")}
+        for (compiled, what), c in list(by.items()):
+            eager = COMPILED.get(compiled)
+            e = by.get((eager, what))
+            if not e or c.get("first_call_s") is None or e.get("first_call_s") is None:
                 continue
             cmp = stats.compare(tables.compared(e), tables.compared(c))
             saving = e["steady_median_s"] - c["steady_median_s"]
@@ -147,7 +150,8 @@ def break_even(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str
             else:
                 calls = math.ceil(extra / saving) + 1
                 verdict = f"after {calls:,} calls"
-            out.append({"table": tables.title(key), "compiled": compiled, "eager": eager, "extra_first_s": extra,
+            out.append({"table": tables.title(key), "compiled": tables.backend_variant(c),
+                        "eager": tables.backend_variant(e), "extra_first_s": extra,
                         "saving_per_call_s": saving, "calls": calls, "verdict": verdict,
                         "doubtful": bool(c.get("contended") or e.get("contended"))})
     return out
@@ -156,7 +160,7 @@ def break_even(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str
 def first_vs_steady_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> bytes | None:
     """Per table, per backend: the first call (trace + compile + run) beside the steady-state
     call, on one log axis: what compiling costs against what it saves per call."""
-    bars = [(tables.title(k), r["backend"], r.get("first_call_s"), r.get("steady_median_s"))
+    bars = [(tables.title(k), tables.backend_variant(r), r.get("first_call_s"), r.get("steady_median_s"))
             for k, rows in groups.items() for r in rows
             if r["status"] == "ok" and r.get("first_call_s") and r.get("steady_median_s")]
     if not bars:
@@ -177,7 +181,7 @@ def first_vs_steady_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> b
 
 
 def memory_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> bytes | None:
-    bars = [(tables.title(k), r["backend"], r.get("peak_memory_bytes"), r.get("peak_memory_counter"))
+    bars = [(tables.title(k), tables.backend_variant(r), r.get("peak_memory_bytes"), r.get("peak_memory_counter"))
             for k, rows in groups.items() for r in rows if r["status"] == "ok" and r.get("peak_memory_bytes")]
     if not bars:
         return None
@@ -242,7 +246,7 @@ def decision_guide(points: Sequence[Mapping[str, Any]], evens: Sequence[Mapping[
     for key, rows in tables.group_rows(cells).items():
         for r in rows:
             if r["status"] in ("oom", "error", "timeout", "parity_fail"):
-                failed.setdefault((tables.title(key), r["status"]), []).append(r["backend"])
+                failed.setdefault((tables.title(key), r["status"]), []).append(tables.backend_variant(r))
     for (table, status), backends in failed.items():
         out.append((f"{table}: {status} for {', '.join(backends)}", anchor(table)))
     return out
@@ -379,7 +383,7 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
             s.blocks.append(TableBlock(tables.COLUMNS, tuple(tuple(str(x[c].plain if hasattr(x[c], "plain")
                                                                        else x[c]) for c in tables.COLUMNS)
                                                              for x in f)))
-            errors = [f"{r['backend']}: {(r.get('error') or '').strip().splitlines()[0][:300]}"
+            errors = [f"{tables.backend_variant(r)}: {(r.get('error') or '').strip().splitlines()[0][:300]}"
                       for r in rows if r["status"] != "ok" and r.get("error")]
             if errors:
                 s.blocks.append(Bullets(tuple(errors)))

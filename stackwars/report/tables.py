@@ -55,6 +55,13 @@ def variant(row: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
                                                       row.get("device") or "cpu")
 
 
+def backend_variant(row: Mapping[str, Any]) -> str:
+    """The backend, and the implementation variant when there is one ("torch-eager · triton
+    kernel"): what tells two rows of one table apart when they are compared or ranked."""
+    what = variant(row)[1]
+    return f"{row['backend']} · {what}" if what else row["backend"]
+
+
 def _group_key(row: Mapping[str, Any]) -> tuple:
     keys, _ = variant(row)
     over = ",".join(f"{k}={v}" for k, v in sorted((row.get("overrides") or {}).items()) if k not in keys)

@@ -192,3 +192,14 @@ def test_s3_table_and_call_overhead_beside_ours():
     assert claim["verdict"] == "does not hold here" and "9.0 µs" in claim["ours"]
     (claim,) = published.s2_overhead([])
     assert claim["verdict"] == published.NOT_MEASURED
+
+
+def test_the_report_folder_keeps_the_traces_it_names(tmp_path):
+    trace = tmp_path / "profiles" / "run-1" / "gemm.trace.json.gz"
+    trace.parent.mkdir(parents=True)
+    trace.write_bytes(b"\x1f\x8b trace")
+    profiles = [{"trace": str(trace)}, {"trace": str(tmp_path / "gone" / "x.trace.json.gz")}, {"trace": None}]
+    build.keep_traces(profiles, tmp_path / "out")
+    assert profiles[0]["trace"] == "traces/run-1/gemm.trace.json.gz"
+    assert (tmp_path / "out" / profiles[0]["trace"]).read_bytes() == b"\x1f\x8b trace"
+    assert profiles[1]["trace"] == "x.trace.json.gz (no longer on disk)" and profiles[2]["trace"] is None

@@ -24,7 +24,8 @@ def report(
 ) -> None:
     """Write report.html (self-contained: plots embedded, no network) and report.md: the runs,
     the environment, a decision guide generated from the data, the cells in the published
-    table format, a speed-up heatmap, compile break-even, memory, every study and training."""
+    table format, a speed-up heatmap, compile break-even, memory, every study and training,
+    the profiles (their traces copied to traces/ beside the page) and memory anatomy."""
     from stackwars.report import build, page
 
     writable_dir(out_dir, "--out")
@@ -37,5 +38,7 @@ def report(
     if not data["runs"]:
         raise SpecError(f"{path} holds no runs; run `stackwars run ...` or a study first")
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    build.keep_traces(data.get("profiles") or [], out_dir)
     html_path, md_path = page.write(build.document(data, generated, ir or ()), out_dir)
     err.print(f"wrote {html_path} and {md_path} ({len(data['runs'])} runs, {len(data['cells'])} cells)")

@@ -426,6 +426,25 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
     return doc
 
 
+def keep_traces(profiles: Sequence[dict[str, Any]], out_dir: Path) -> None:
+    """Copy each profile's trace into OUT/traces/<run folder>/ and point the row at that
+    relative path: the report's folder holds every file it names. A trace no longer on disk
+    is named as missing."""
+    import shutil
+
+    for p in profiles:
+        src = Path(p["trace"]) if p.get("trace") else None
+        if src is None:
+            continue
+        if not src.is_file():
+            p["trace"] = f"{src.name} (no longer on disk)"
+            continue
+        rel = Path("traces") / src.parent.name / src.name
+        (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, out_dir / rel)
+        p["trace"] = rel.as_posix()
+
+
 def why_section(profiles: Sequence[Mapping[str, Any]], anatomy: Sequence[Mapping[str, Any]]) -> Section | None:
     """Profiles (`run --profile N`) and the train steps' memory anatomy: where the time and
     the memory went, with each trace's file (open it in Perfetto or chrome://tracing)."""

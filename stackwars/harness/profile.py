@@ -146,7 +146,8 @@ def classify(events: list[dict[str, Any]], framework: str, device: str) -> dict[
                        and threads.get((e.get("pid"), e.get("tid")), "").startswith("Stream")]
             copies = [e for e in kernels if copy_direction(str(e.get("name", "")))]
             kind = "CUDA kernels and copies on the GPU's stream lines (jax.profiler / CUPTI)"
-        host = [e for e in xs if e not in kernels and not STEP.match(str(e.get("name", "")))
+        in_kernels = {id(e) for e in kernels}  # by identity: a trace holds 10^5 events
+        host = [e for e in xs if id(e) not in in_kernels and not STEP.match(str(e.get("name", "")))
                 and e.get("cat") not in ("gpu_user_annotation", "ac2g", "cuda_runtime", "cuda_driver")]
     elif framework == "torch":
         ops = [e for e in xs if e.get("cat") == "cpu_op"]

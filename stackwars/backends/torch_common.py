@@ -114,9 +114,6 @@ def trace_torch(prepared: Prepared, steps: int, path: str, cuda: bool) -> dict[s
     """``steps`` steps under torch.profiler (CPU operators; on CUDA also CUPTI's kernels and
     copies), each in a ``stackwars.step#i`` record_function, written as gzipped Chrome JSON."""
     import gzip
-    import os
-    import shutil
-    import tempfile
 
     from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -125,14 +122,8 @@ def trace_torch(prepared: Prepared, steps: int, path: str, cuda: bool) -> dict[s
         for i in range(steps):
             with record_function(f"stackwars.step#{i}"):
                 prepared.sync([prepared.call()])
-    fd, raw = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    try:
-        prof.export_chrome_trace(raw)
-        with open(raw, "rb") as src, gzip.open(path, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-    finally:
-        os.unlink(raw)
+    with gzip.open(path, "wb") as dst:
+        dst.write(chrome_trace(prof))
     return {"profiler": f"torch.profiler ({', '.join(a.name for a in activities)})", "format": "torch",
             "torch": torch.__version__}
 
@@ -217,10 +208,8 @@ def torch_anatomy(prepared: Prepared, model: torch.nn.Module, opt: torch.optim.O
                        CUDA_ANATOMY_MARGIN if cuda else CPU_ANATOMY_MARGIN)
 
 
-def allocator_high_water(prof) -> int:
-    """The largest 'Total Allocated' of the CPU allocator's [memory] events in a profile: bytes
-    allocated during the profiled region beyond what it started with."""
-    import json
+def chrome_trace(prof) -> bytes:
+    """A finished torch.profiler profile as Chrome trace JSON (torch exports only to a file)."""
     import os
     import tempfile
 
@@ -228,10 +217,18 @@ def allocator_high_water(prof) -> int:
     os.close(fd)
     try:
         prof.export_chrome_trace(path)
-        with open(path) as f:
-            events = json.load(f)["traceEvents"]
+        with open(path, "rb") as f:
+            return f.read()
     finally:
         os.unlink(path)
+
+
+def allocator_high_water(prof) -> int:
+    """The largest 'Total Allocated' of the CPU allocator's [memory] events in a profile: bytes
+    allocated during the profiled region beyond what it started with."""
+    import json
+
+    events = json.loads(chrome_trace(prof))["traceEvents"]
     totals = [e["args"].get("Total Allocated", 0) for e in events
               if e.get("name") == "[memory]" and (e.get("args") or {}).get("Device Type") == 0]
     return int(max(totals, default=0))
@@ -368,8 +365,8 @@ class TorchBackend(Backend):
             buf.zero_()
             torch.cuda.synchronize(self.device)
 
-        return flush, {"bytes": GPU_FLUSH_BYTES, "cache_bytes": torch.cuda.get_device_properties(self.device).L2_cache_size,
-                       "cache": "L2 (torch.cuda.get_device_properties)",
+        l2 = torch.cuda.get_device_properties(self.device).L2_cache_size
+        return flush, {"bytes": GPU_FLUSH_BYTES, "cache_bytes": l2, "cache": "L2 (torch.cuda.get_device_properties)",
                        "how": "zero_() of a 256 MiB device buffer before every timed call, synchronised "
                               "(triton.testing.do_bench's method)"}
 

@@ -32,6 +32,8 @@ def show(
     """Print a stored run: cells as the seed-style tables, trainings and studies as theirs."""
     if format not in FORMATS:
         raise SpecError(f"unknown format {format!r}; allowed: {', '.join(FORMATS)}")
+    if profile and format == "csv":
+        raise SpecError("--profile prints table, markdown or json (its top-kernel lists do not fit a CSV)")
     path = check_db(db, create=False)
     with Store(path, create=False) as store:
         run_id = run_id or store.latest_run_id() or store.latest_run_id(kind=None)
@@ -90,8 +92,6 @@ def _show_profiles(run_id: str, measured, format: str) -> None:
     if format == "json":
         print(json.dumps({"profiles": found, "memory_anatomy": anatomy}, indent=1, default=str))
         return
-    if format == "csv":
-        raise SpecError("--profile prints tables, markdown or json (its top-kernel lists do not fit a CSV)")
     parts = [profile_tables(found, f"profiles · run {run_id}")] if found else []
     if anatomy:
         parts.append(anatomy_table(anatomy, f"memory anatomy of the train steps · run {run_id}"))

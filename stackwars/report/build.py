@@ -25,6 +25,7 @@ from stackwars.report import format as fmt
 from stackwars.report import tables
 from stackwars.report.page import Bullets, Document, Figure, Para, Pre, Section, TableBlock, anchor
 from stackwars.report.plots import plt_agg
+from stackwars.report.profiles import ANATOMY_CAPTION, anatomy_matrix, anatomy_rows, profile_rows
 
 COMPILED = {"jax-jit": "jax-eager", "torch-compile": "torch-eager", "torch-compile-max-autotune": "torch-eager",
             "torch-cudagraphs": "torch-eager", "torch-xla": "torch-eager"}
@@ -33,7 +34,7 @@ COMPILED = {"jax-jit": "jax-eager", "torch-compile": "torch-eager", "torch-compi
 def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
     """The runs to report (all, or the named ones), the latest row of every cell across the
     cell runs, and the latest run of every study and training kind."""
-    from stackwars.store.results import rows as cell_rows
+    from stackwars.store.results import cell_row
 
     runs = store.runs()
     if run_ids:
@@ -50,18 +51,19 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
     for r in runs:
         info = store.run(r["run_id"])
         envs[r["run_id"]] = info.env
+        measured = store.cells(r["run_id"])  # read once: the rows, and the profiles of any run's cells
+        for _, m in measured:
+            prof, anat = profile_rows([m]), anatomy_rows([m])
+            if prof or anat:
+                why.pop(m.spec.key, None)
+                why[m.spec.key] = (prof[0] if prof else None, anat[0] if anat else None)
         if r["kind"] == "cells":
-            for row in cell_rows(store, r["run_id"]):
+            for rid, m in measured:
+                row = cell_row(rid, m)
                 key = "/".join(str(row.get(k)) for k in ("workload", "preset", "phase", "backend", "device", "dtype",
                                                            "overrides", "matmul_precision"))
                 latest.pop(key, None)
                 latest[key] = row  # a later run's cell replaces an earlier one
-            from stackwars.report.profiles import anatomy_rows, profile_rows
-            for _, m in store.cells(r["run_id"]):
-                prof, anat = profile_rows([m]), anatomy_rows([m])
-                if prof or anat:
-                    why.pop(m.spec.key, None)
-                    why[m.spec.key] = (prof[0] if prof else None, anat[0] if anat else None)
         else:  # the latest run of each study on each workload and size
             key = " ".join(str(info.config.get(k)) for k in ("workload", "preset", "op") if info.config.get(k))
             studies.pop(f"{r['kind']}|{key}", None)
@@ -470,20 +472,6 @@ def why_section(profiles: Sequence[Mapping[str, Any]], anatomy: Sequence[Mapping
     if failed:
         s.blocks.append(Bullets(tuple(f"{p['cell']}: profile failed: {p.get('error')}" for p in failed)))
     if anatomy:
-        from stackwars.report.profiles import ANATOMY_PARTS, HOW_MARK
-        present = [k for k in ANATOMY_PARTS if any(k in a["parts"] for a in anatomy)]
-        rows = []
-        for a in anatomy:
-            if a.get("error"):
-                rows.append((a["cell"], *[fmt.DASH] * len(present), fmt.DASH, f"failed: {a['error']}"))
-                continue
-            peak = a.get("peak")
-            rows.append((a["cell"], *[fmt.nbytes(a["parts"][k]["bytes"]) + HOW_MARK.get(a["parts"][k]["how"], "")
-                                      if k in a["parts"] else fmt.DASH for k in present],
-                         fmt.nbytes(a["sum_bytes"]),
-                         f"{fmt.nbytes(peak['bytes'])} ({peak['relative_gap']:+.1%})" if peak else fmt.DASH))
-        s.blocks.append(TableBlock(("cell", *(k.replace("_", " ") for k in present), "sum", "vs peak"), tuple(rows),
-                                   "memory of each train step by part: (a) analytical, else measured "
-                                   "(PyTorch: the profiler's categories at the step's peak; JAX: live arrays and "
-                                   "XLA's memory analysis of the compiled step)"))
+        header, body = anatomy_matrix(list(anatomy))
+        s.blocks.append(TableBlock(header, tuple(body), ANATOMY_CAPTION))
     return s

@@ -10,6 +10,7 @@ the worker from the kept trace.
 
 from __future__ import annotations
 
+import statistics
 from typing import Any, Iterable, Mapping
 
 from rich.console import Group
@@ -32,7 +33,7 @@ def profile_rows(measurements: Iterable[Measurement]) -> list[dict[str, Any]]:
                                "profiler": prof.get("profiler"), "trace": prof.get("trace"),
                                "error": prof.get("error"),
                                "note": " ".join(filter(None, (prof.get("note"), prof.get("warning")))) or None,
-                               "timed_median_s": m.to_row()["steady_median_s"]}
+                               "timed_median_s": statistics.median(m.samples) if m.samples else None}
         summary = prof.get("summary")
         if summary:
             med = summary["median"]
@@ -111,36 +112,44 @@ def anatomy_rows(measurements: Iterable[Measurement]) -> list[dict[str, Any]]:
             continue
         rows.append({"cell": m.spec.key, "backend": m.spec.backend, "error": an.get("error"),
                      "source": an.get("source"), "parts": an.get("parts") or {}, "sum_bytes": an.get("sum_bytes"),
-                     "peak": an.get("peak"), "not_measured": an.get("not_measured") or [],
-                     "peak_memory_bytes": m.to_row()["peak_memory_bytes"],
-                     "peak_memory_counter": m.to_row()["peak_memory_counter"]})
+                     "peak": an.get("peak"), "not_measured": an.get("not_measured") or []})
     return rows
 
 
-def anatomy_table(rows: list[dict[str, Any]], title: str) -> Table:
+ANATOMY_CAPTION = ("bytes per part of the train step; (a) analytical, unmarked: measured; PyTorch's parts are the "
+                   "profiler's categories at the step's peak (with --profile), JAX's come from the live arrays and "
+                   "XLA's memory analysis of the compiled step (its temporaries hold activations, gradients and "
+                   "workspace as XLA packs them); vs peak: the parts' sum beside an independent peak (allocator or "
+                   "compiler) and the margin it is held to")
+
+
+def anatomy_matrix(rows: list[dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The anatomy as text: a header and one tuple of cells per row (the terminal table and
+    the report page both show this)."""
     present = [p for p in ANATOMY_PARTS if any(p in r["parts"] for r in rows)]
-    table = Table(title=title, title_justify="left", caption=(
-        "bytes per part of the train step; (a) analytical, unmarked: measured; PyTorch's parts are the profiler's categories at the step's peak (with --profile), "
-        "JAX's come from the live arrays and XLA's memory analysis of the compiled step (its temporaries hold "
-        "activations, gradients and workspace as XLA packs them); sum vs peak: the parts' "
-        "sum beside an independent peak (allocator or compiler) and the margin it is held to"),
-        caption_justify="left")
-    for c in ("cell", *(p.replace("_", " ") for p in present), "sum", "vs peak", "not measured"):
-        table.add_column(c, overflow="fold")
+    header = ("cell", *(p.replace("_", " ") for p in present), "sum", "vs peak", "not measured")
+    out = []
     for r in rows:
         if r.get("error"):
-            table.add_row(Text(r["cell"]), *[fmt.DASH] * (len(present) + 1), fmt.DASH,
-                          Text(f"failed: {r['error']}", style="red"))
+            out.append((r["cell"], *[fmt.DASH] * (len(present) + 2), f"failed: {r['error']}"))
             continue
-        cells = []
-        for p in present:
-            part = r["parts"].get(p)
-            cells.append(fmt.DASH if part is None else fmt.nbytes(part["bytes"]) + HOW_MARK.get(part["how"], ""))
+        cells = [fmt.DASH if p not in r["parts"] else
+                 fmt.nbytes(r["parts"][p]["bytes"]) + HOW_MARK.get(r["parts"][p]["how"], "") for p in present]
         peak = r.get("peak")
         check = fmt.DASH
         if peak:
             verdict = "" if peak.get("within_margin") is None else (" ok" if peak["within_margin"] else " OUTSIDE")
             check = (f"{fmt.nbytes(peak['bytes'])} ({peak['relative_gap']:+.1%}, margin ±{peak['margin']:.0%}"
                      f"{verdict})")
-        table.add_row(Text(r["cell"]), *cells, fmt.nbytes(r["sum_bytes"]), check, ", ".join(r["not_measured"]) or "")
+        out.append((r["cell"], *cells, fmt.nbytes(r["sum_bytes"]), check, ", ".join(r["not_measured"])))
+    return header, out
+
+
+def anatomy_table(rows: list[dict[str, Any]], title: str) -> Table:
+    header, body = anatomy_matrix(rows)
+    table = Table(title=title, title_justify="left", caption=ANATOMY_CAPTION, caption_justify="left")
+    for c in header:
+        table.add_column(c, overflow="fold")
+    for cells in body:
+        table.add_row(*(Text(c) for c in cells))
     return table

@@ -277,9 +277,14 @@ def study_rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
+def cell_row(run_id: str, m: Measurement) -> dict[str, Any]:
+    """One flat row: Measurement.to_row plus its run id."""
+    return {"run_id": run_id, **m.to_row()}
+
+
 def rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
-    """Flat rows (Measurement.to_row plus run_id) for export and reports."""
-    return [{"run_id": rid, **m.to_row()} for rid, m in store.cells(run_id)]
+    """Flat rows for export and reports."""
+    return [cell_row(rid, m) for rid, m in store.cells(run_id)]
 
 
 def load_results(db_file: str | os.PathLike | None = None):

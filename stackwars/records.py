@@ -85,7 +85,7 @@ class MeasureConfig:
 
     warmup: int = 3  # untimed calls after the second call
     min_samples: int = 10  # steady state stops once both min_samples and min_time_s are met
-    min_time_s: float = 1.0
+    min_time_s: float = 1.0  # per process: `run --min-time` is the cell's, spread over its processes
     max_samples: int = 100_000
     min_block_s: float = 1e-3  # calls shorter than this are timed in blocks (autorange)
     timeout_s: float = 600.0  # wall clock per cell, worker start to result
@@ -100,6 +100,7 @@ class MeasureConfig:
     profile_dir: str | None = None  # where the traces go (a folder per run)
     flush_cache: bool = False  # write a buffer larger than the last-level cache before every timed call
     cuda_graph_replay: bool = False  # CUDA: time the steady state as replays of one captured call (torch forward)
+    processes: int = 1  # fresh worker processes per cell (run --processes); the verdict needs several
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -302,6 +303,9 @@ class Measurement:
             "reference_source": ((self.settings or {}).get("reference") or {}).get("source"),
             # how the steady state was timed: caches flushed before each call, CUDA graph replays
             "flushed": bool((self.settings or {}).get("flush")),
+            # the conditions a comparison holds under: matmul precision, what PyTorch's optimizer ran
+            "matmul_precision": (self.settings or {}).get("matmul_precision"),
+            "optimizer_impl": ((self.settings or {}).get("backend") or {}).get("optimizer_impl"),
             "graph_replayed": bool(((self.settings or {}).get("graph_replay") or {}).get("replayed")),
         }
         row.update(roofline(self.flops, self.bytes_moved, median, self.peak))
@@ -338,6 +342,21 @@ class Env:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.data)
+
+    def machine(self) -> str:
+        """The machine a result comes from, as a reader needs it to place a number: the CPU
+        (model, logical CPUs), the GPUs, and the framework versions. Two runs with the same
+        label are comparable; the report never mixes labels in one table or verdict."""
+        d = self.data
+        if not d:
+            return "unknown machine (no environment recorded)"
+        parts = [f"{d.get('cpu_model') or '?'} ({d.get('cpu_count_logical') or '?'} CPUs)"]
+        gpus = [g.get("name") for g in d.get("gpus") or ()]
+        if gpus:
+            parts.append(f"{len(gpus)}x {gpus[0]}" if len(set(gpus)) == 1 else ", ".join(gpus))
+        vers = d.get("versions") or {}
+        parts += [f"{k} {vers[k]}" for k in ("torch", "jax") if vers.get(k)]
+        return " · ".join(parts)
 
     def summary(self) -> str:
         d = self.data

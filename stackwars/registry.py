@@ -66,8 +66,28 @@ def workload(name: str) -> Any:
     return _lookup(_WORKLOADS, "workload", name)
 
 
+# Old backend names still accepted, each with what it means (the name a user might misread).
+BACKEND_ALIASES: dict[str, tuple[str, str]] = {
+    "torch-xla": ("torch-mlir-xla", "the PyTorch program exported to StableHLO by torch-mlir and run by XLA through "
+                                    "jaxlib; it is not the torch_xla package, which stackwars does not use"),
+}
+
+
+def canonical_backend(name: str) -> str:
+    """The current name of a backend given by an old one (stored runs keep what they stored)."""
+    return BACKEND_ALIASES[name][0] if name in BACKEND_ALIASES else name
+
+
+def alias_note(name: str) -> str | None:
+    """What an old backend name means, for the message that says it was taken as the new one."""
+    if name not in BACKEND_ALIASES:
+        return None
+    new, meaning = BACKEND_ALIASES[name]
+    return f"backend {name!r} is the old name of {new!r}: {meaning}"
+
+
 def backend(name: str) -> Any:
-    return _lookup(_BACKENDS, "backend", name)
+    return _lookup(_BACKENDS, "backend", canonical_backend(name))
 
 
 def study(name: str) -> Any:

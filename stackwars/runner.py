@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import psutil
 
-from stackwars import registry
+from stackwars import registry, stats
 from stackwars.errors import SpecError
 from stackwars.harness import env as envmod
 from stackwars.harness.isolation import Outcome, run_inline, run_task
@@ -32,6 +32,7 @@ from stackwars.store.results import Store
 from stackwars.harness import tmp
 
 PROBE_TIMEOUT_S = 300
+DEFAULT_PROCESSES = stats.MIN_PROCESSES  # `run` measures each cell in this many processes: enough for a verdict
 MIN_MEMORY_LIMIT = 2**29  # 0.5 GiB: below it every worker would be killed before its first call
 # versions that must match between a run and its resumption
 RESUME_PINNED = ("python", "torch", "jax", "jaxlib", "numpy", "stackwars")
@@ -173,8 +174,11 @@ def validate_config(config: MeasureConfig) -> None:
               (config.min_block_s >= 0, "min-block-time must be >= 0 seconds"),
               (config.timeout_s > 0, "timeout must be > 0 seconds"),
               (config.min_time_s < config.timeout_s,
-               f"min-time ({config.min_time_s:g} s) must be shorter than the per-cell timeout ({config.timeout_s:g} s): "
-               "the steady state alone would outlast it"),
+               f"min-time ({config.min_time_s:g} s per process"
+               + (f", --min-time spread over {config.processes} processes" if config.processes > 1 else "")
+               + f") must be shorter than the per-cell timeout ({config.timeout_s:g} s): the steady state alone "
+               "would outlast it"),
+              (config.processes >= 1, f"processes must be >= 1, got {config.processes}"),
               (config.threads is None or config.threads >= 1, "threads must be >= 1"),
               (0 <= config.profile_steps <= 100, f"profile steps must be between 0 and 100, got {config.profile_steps}"),
               (not config.profile_steps or bool(config.profile_dir), "profiling needs a folder for the traces"),

@@ -59,25 +59,42 @@ def test_typer_usage_errors_also_exit_2():
 
 
 @pytest.mark.slow
-def test_run_show_export_end_to_end(tmp_path):
+def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
+    """The issue's command: two micro-ops on two backends, three processes a cell (the
+    default), ends with the verdict table; the same verdict is JSON from `stackwars verdict`."""
     db, out = tmp_path / "r.db", tmp_path / "cells.json"
-    cmd = [sys.executable, "-m", "stackwars", "run", "gemm", "ffn", "-p", "tiny", "-b", "torch-eager",
-           "-b", "jax-jit", "--phase", "forward", "--phase", "train-step", "--min-time", "0.05",
-           "--db", str(db), "--json", str(out)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={"COLUMNS": "220", **_env()})
+    cmd = [sys.executable, "-m", "stackwars", "run", "gemm", "ffn", "--preset", "tiny", "-b", "torch-eager",
+           "-b", "jax-jit", "--phase", "forward", "--min-time", "0.15", "--db", str(db), "--json", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={"COLUMNS": "250", **_env()})
     assert done.returncode == 0, done.stderr
     for header in ("First Run", "Second Run", "Avg Steady State", "± (IQR)", "peak mem", "parity", "status"):
         assert header in done.stdout
-    assert "gemm · tiny · train-step · cpu · float32" in done.stdout
+    assert "ffn · tiny · forward · cpu · float32" in done.stdout and "3/3 procs" in done.stdout
     assert "Environment:" in done.stdout and "torch" in done.stdout
+    # the verdict is what the run ends with: after the cell tables, one row per workload
+    tail = done.stdout[done.stdout.index("Verdict · "):]
+    assert "best PyTorch" in tail and "gemm · tiny · forward · cpu · float32" in tail
+    assert "ffn · tiny · forward · cpu · float32" in tail and "Environment:" not in tail
+    assert "stackwars verdict" in done.stderr and "-f json" in done.stderr
     cells = json.loads(out.read_text())
-    assert len(cells) == 8
+    assert len(cells) == 12 and sorted({c["repeat"] for c in cells}) == [0, 1, 2]
     for c in cells:
         assert set(ROW_KEYS) <= set(c)
         assert c["status"] == "ok", c["error"]
         assert c["steady_median_s"] > 0 and len(c["steady_samples"]) >= 10
         assert c["parity_max_rel_err"] < 1e-3
-        assert c["framework"] in ("torch", "jax")
+        assert c["framework"] in ("torch", "jax") and "CPUs" in c["machine"]
+
+    verdict = subprocess.run([sys.executable, "-m", "stackwars", "verdict", "-f", "json", "--db", str(db)],
+                             capture_output=True, text=True, timeout=120, env=_env())
+    assert verdict.returncode == 0, verdict.stderr
+    found = json.loads(verdict.stdout)["verdicts"]
+    assert [v["workload"] for v in found] == ["gemm", "ffn"]
+    for v in found:
+        assert (v["best_torch"], v["best_jax"], v["processes"]) == ("torch-eager", "jax-jit", 3)
+        assert v["ci_low"] <= v["ratio"] <= v["ci_high"] and v["verdict"] in ("JAX faster", "PyTorch faster", "tie",
+                                                                              "cannot say")
+        assert v["machine"] == cells[0]["machine"] and "CPUs" in v["machine"]
 
     shown = subprocess.run([sys.executable, "-m", "stackwars", "show", "--db", str(db)], capture_output=True,
                            text=True, timeout=120, env={"COLUMNS": "220", **_env()})
@@ -86,7 +103,7 @@ def test_run_show_export_end_to_end(tmp_path):
     exported = subprocess.run([sys.executable, "-m", "stackwars", "export", "--format", "csv", "--db", str(db)],
                               capture_output=True, text=True, timeout=120, env=_env())
     table = list(csv.DictReader(io.StringIO(exported.stdout)))
-    assert len(table) == 8 and set(ROW_KEYS) <= set(table[0])
+    assert len(table) == 12 and set(ROW_KEYS) <= set(table[0]) and table[0]["machine"] == cells[0]["machine"]
     assert len(json.loads(table[0]["steady_samples"])) == len(cells[0]["steady_samples"])
 
 

@@ -33,6 +33,11 @@ def _m(backend, scale=1.0, seed=0, workload="gemm", status="ok", contended=False
     return m
 
 
+def _procs(backend, scale=1.0, seed=0, n=3, **kw):
+    """One cell measured in ``n`` processes (the default run's three)."""
+    return [_m(backend, scale, seed=100 * seed + p, repeat=p, **kw) for p in range(n)]
+
+
 def _rows(ms):
     return [m.to_row() for m in ms]
 
@@ -42,11 +47,10 @@ def _by_backend(result):
 
 
 def test_a_real_slowdown_is_a_regression_and_noise_is_not():
-    a = [_m("torch-eager", 1.0, seed=1), _m("jax-jit", 1.0, seed=2), _m("torch-compile", 1.0, seed=3),
-         _m("jax-eager", 1.0, seed=4)]
-    b = [_m("torch-eager", 1.3, seed=5), _m("jax-jit", 1.0, seed=6), _m("torch-compile", 0.7, seed=7),
-         _m("jax-eager", 1.02, seed=8, spread=0.001)]
-    a[3] = _m("jax-eager", 1.0, seed=4, spread=0.001)
+    a = [*_procs("torch-eager", 1.0, seed=1), *_procs("jax-jit", 1.0, seed=2), *_procs("torch-compile", 1.0, seed=3),
+         *_procs("jax-eager", 1.0, seed=4, spread=0.001)]
+    b = [*_procs("torch-eager", 1.3, seed=5), *_procs("jax-jit", 1.0, seed=6), *_procs("torch-compile", 0.7, seed=7),
+         *_procs("jax-eager", 1.02, seed=8, spread=0.001)]
     result = _by_backend(cmp.compare_cells(_rows(a), _rows(b), threshold=0.05))
     slow, same, fast, tiny = result["torch-eager"], result["jax-jit"], result["torch-compile"], result["jax-eager"]
     assert slow["verdict"] == "regression" and slow["ci_low"] > 1.2 and slow["ci_high"] < 1.4
@@ -54,7 +58,7 @@ def test_a_real_slowdown_is_a_regression_and_noise_is_not():
     assert fast["verdict"] == "improvement" and 0.65 < fast["ratio"] < 0.75
     # 2% slower, measured precisely enough to be sure of it, but under the 5% threshold
     assert tiny["significant"] and tiny["verdict"] == "same"
-    assert slow["basis"] == "pooled samples" and slow["n_a"] == slow["n_b"] == 60
+    assert slow["basis"] == "3 / 3 processes" and slow["n_a"] == slow["n_b"] == 3
     # the same slowdown, with a threshold above it, is no longer called a regression
     loose = _by_backend(cmp.compare_cells(_rows(a), _rows(b), threshold=0.5))
     assert loose["torch-eager"]["verdict"] == "same"
@@ -76,12 +80,20 @@ def test_contended_cells_status_changes_and_cells_on_one_side():
     assert "geometric mean" not in cmp.summary_line(result)
 
 
-def test_repeated_cells_are_compared_on_their_process_medians():
+def test_repeated_cells_are_compared_over_their_processes():
     a = [_m("jax-jit", 1.0, seed=s, repeat=s) for s in range(4)]
     b = [_m("jax-jit", 1.5, seed=10 + s, repeat=s) for s in range(4)]
     (row,) = cmp.compare_cells(_rows(a), _rows(b))
-    assert row["basis"] == "process medians" and row["n_a"] == row["n_b"] == 4
+    assert row["basis"] == "4 / 4 processes" and row["n_a"] == row["n_b"] == 4
     assert row["processes_a"] == 4 and row["verdict"] == "regression"
+
+
+def test_one_process_a_side_never_names_a_regression():
+    """A 50% slowdown in one process each is what it reads, not a verdict: one process's
+    interval says nothing of the spread between launches."""
+    (row,) = cmp.compare_cells(_rows([_m("jax-jit", 1.0, seed=1)]), _rows([_m("jax-jit", 1.5, seed=2)]))
+    assert row["verdict"] == "too few processes" and row["reading"] == "regression"
+    assert "too few processes (reads regression)" in cmp._cells(row)
 
 
 def test_environment_differences_are_named():
@@ -106,8 +118,8 @@ def _store_run(store, ms, env=None, kind="cells"):
 def two_runs(tmp_path):
     path = tmp_path / "r.db"
     with Store(path) as store:
-        a = _store_run(store, [_m("torch-eager", 1.0, seed=1), _m("jax-jit", 1.0, seed=2)])
-        b = _store_run(store, [_m("torch-eager", 1.4, seed=3), _m("jax-jit", 1.0, seed=4)])
+        a = _store_run(store, [*_procs("torch-eager", 1.0, seed=1), *_procs("jax-jit", 1.0, seed=2)])
+        b = _store_run(store, [*_procs("torch-eager", 1.4, seed=3), *_procs("jax-jit", 1.0, seed=4)])
         train = store.create_run([], {}, kind="train:mnist", command="train")
     return path, a, b, train
 
@@ -132,7 +144,7 @@ def test_cli_compare_table_json_and_exit_codes(two_runs, tmp_path):
     # run B from another database (another machine's results)
     other = tmp_path / "other.db"
     with Store(other) as store:
-        c = _store_run(store, [_m("torch-eager", 0.5, seed=9)], env={"cpu_model": "other", "versions": {}})
+        c = _store_run(store, _procs("torch-eager", 0.5, seed=9), env={"cpu_model": "other", "versions": {}})
     done = runner.invoke(app, ["compare", a, c, "--db", str(path), "--db-b", str(other), "--format", "markdown"])
     assert done.exit_code == 0, done.output
     assert "improvement" in done.output and "only in A" in done.output and "cpu_model: test -> other" in done.output

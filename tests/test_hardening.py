@@ -44,11 +44,12 @@ def test_version():
 
 @pytest.mark.slow
 def test_exit_status_is_1_when_a_cell_fails_and_0_for_results(tmp_path):
-    failing = _stackwars("run", "fault", "-p", "ok", "-p", "raise", "-b", "torch-eager", "--min-time", "0",
+    failing = _stackwars("run", "fault", "-p", "ok", "-p", "raise", "-b", "torch-eager", "--min-time", "0", "--processes", "1",
                          "--warmup", "0", "--db", str(tmp_path / "b.db"))
     assert failing.returncode == 1, failing.stderr
     assert "1 cell(s) ended error: exit status 1" in failing.stderr
     results = _stackwars("run", "fault", "-p", "ok", "-b", "torch-eager", "-b", "torch-cudagraphs", "--min-time", "0",
+                         "--processes", "1",
                          "--warmup", "0", "--db", str(tmp_path / "c.db"))
     assert results.returncode == 0, results.stderr  # ok, and "cannot run here": results, not failures
     assert "unsupported" in results.stdout and " ok " in results.stdout
@@ -64,7 +65,7 @@ def test_sigterm_and_sighup_stop_a_run_like_ctrl_c(tmp_path, sig):
     # as a shell starts a background job: SIGINT ignored (trap), then exec'd into stackwars
     proc = subprocess.Popen(["bash", "-c", 'trap "" INT; exec "$0" "$@"', sys.executable, "-m", "stackwars", "run",
                              "fault", "-p", "ok", "-p", "hang", "-b", "torch-eager", "--min-time", "0", "--warmup",
-                             "0", "--db", str(db)],
+                             "0", "--processes", "1", "--db", str(db)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
     deadline = time.time() + 120
     while time.time() < deadline:  # wait until the first cell is stored and the hang has started
@@ -141,7 +142,7 @@ def test_a_roofline_above_100_percent_is_a_warning_about_the_peak():
 def test_piped_show_is_complete_and_formats_agree(tmp_path):
     db = tmp_path / "r.db"
     assert _stackwars("run", "fault", "-p", "ok", "-b", "torch-eager", "-b", "jax-jit", "--min-time", "0",
-                      "--db", str(db)).returncode == 0
+                      "--processes", "1", "--db", str(db)).returncode == 0
     piped = _stackwars("show", "--db", str(db))  # stdout is a pipe here, as in `show > file`
     assert piped.returncode == 0 and "…" not in piped.stdout and "┃ backend" in piped.stdout
     narrow = _stackwars("show", "--db", str(db), env={"COLUMNS": "80"})

@@ -1,4 +1,4 @@
-"""IR dumps for every workload x phase (counts checked by hand), the parsers, torch-xla."""
+"""IR dumps for every workload x phase (counts checked by hand), the parsers, torch-mlir-xla."""
 
 import json
 import sys
@@ -103,7 +103,7 @@ def test_fx_parser():
 @pytest.mark.parametrize("phase", ("forward", "train-step"))
 @pytest.mark.parametrize("workload", ("gemm", "ffn", "mha"))
 def test_torch_xla_parity(workload, phase):
-    m = Measurement.from_dict(measure_cell(CellSpec(workload, "tiny", phase, "torch-xla").to_dict(), FAST.to_dict()))
+    m = Measurement.from_dict(measure_cell(CellSpec(workload, "tiny", phase, "torch-mlir-xla").to_dict(), FAST.to_dict()))
     assert m.status == "ok", m.error
     assert m.parity.max_rel_err <= m.parity.tolerance
     assert set(m.compile.breakdown) == {"torch_trace_s", "mlir_import_s", "xla_compile_s"}
@@ -116,12 +116,12 @@ def test_export_then_run_from_the_file(tmp_path):
     mlir = tmp_path / "torch.stablehlo.mlir"
     side = json.loads((tmp_path / "torch.stablehlo.json").read_text())
     assert side["meta"]["workload"] == "mha" and side["out_names"][-1] == "loss"
-    spec = CellSpec("mha", "tiny", "train-step", "torch-xla", options=(("stablehlo", str(mlir)),))
+    spec = CellSpec("mha", "tiny", "train-step", "torch-mlir-xla", options=(("stablehlo", str(mlir)),))
     m = Measurement.from_dict(measure_cell(spec.to_dict(), FAST.to_dict()))
     assert m.status == "ok", m.error
     assert "read_file_s" in m.compile.breakdown and "torch_trace_s" not in m.compile.breakdown
     # the file is for that cell only: another dtype is refused with the reason
-    wrong = CellSpec("mha", "tiny", "train-step", "torch-xla", dtype="bfloat16", options=(("stablehlo", str(mlir)),))
+    wrong = CellSpec("mha", "tiny", "train-step", "torch-mlir-xla", dtype="bfloat16", options=(("stablehlo", str(mlir)),))
     out = execute({"target": "stackwars.harness.measure:measure_cell",
                    "kwargs": {"spec": wrong.to_dict(), "config": FAST.to_dict()}})
     assert out["status"] == "error" and "does not match this cell" in out["error"]
@@ -130,15 +130,15 @@ def test_export_then_run_from_the_file(tmp_path):
 def test_torch_xla_without_torch_mlir_is_unsupported_with_advice(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch_mlir", None)  # import fails as if not installed
     out = execute({"target": "stackwars.harness.measure:measure_cell",
-                   "kwargs": {"spec": CellSpec("gemm", "tiny", "forward", "torch-xla").to_dict(),
+                   "kwargs": {"spec": CellSpec("gemm", "tiny", "forward", "torch-mlir-xla").to_dict(),
                               "config": FAST.to_dict()}})
     assert out["status"] == "unsupported"
     assert "pip install torch-mlir" in out["error"]
     from stackwars import registry
-    ok, why = registry.backend("torch-xla").availability(
+    ok, why = registry.backend("torch-mlir-xla").availability(
         {"torch": {"importable": True}, "jax": {"importable": True}, "torch_mlir": {"importable": False}}, "cpu")
     assert not ok and "torch-mlir is not installed" in why
-    ok, _ = registry.backend("torch-xla").availability(
+    ok, _ = registry.backend("torch-mlir-xla").availability(
         {"torch": {"importable": True}, "jax": {"importable": True}, "torch_mlir": {"importable": False}}, "cpu",
         {"stablehlo": "x.mlir"})
     assert ok

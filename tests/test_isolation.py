@@ -90,7 +90,7 @@ def test_orphaned_worker_exits(plugins_env, tmp_path):
 def test_interrupted_run_keeps_finished_cells_and_resumes(plugins_env, tmp_path):
     db = tmp_path / "r.db"
     cmd = [sys.executable, "-m", "stackwars", "run", "fault", "-p", "ok", "-p", "sleep", "-b", "torch-eager",
-           "--min-time", "0", "--min-samples", "2", "--db", str(db)]
+           "--min-time", "0", "--min-samples", "2", "--processes", "1", "--db", str(db)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 120
     count = 0

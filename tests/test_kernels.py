@@ -54,7 +54,7 @@ def test_custom_kernels_run_only_where_a_kernel_language_exists():
     cfg = wl.config("tiny", {"impl": "custom"})
     assert wl.unsupported(cfg, "torch", "torch-eager", "forward") is None
     assert wl.unsupported(cfg, "jax", "jax-jit", "forward") is None
-    assert "StableHLO" in wl.unsupported(cfg, "torch", "torch-xla", "forward")
+    assert "StableHLO" in wl.unsupported(cfg, "torch", "torch-mlir-xla", "forward")
     assert "timed as launched" in wl.unsupported(cfg, "torch", "torch-compile", "forward")
     with pytest.raises(SpecError, match="power of two"):
         wl.config("tiny", {"cols": 100})

@@ -81,7 +81,7 @@ def test_model_parity_other_backends(workload, phase, backend):
 def test_model_parity_torch_xla(workload, phase):
     """PyTorch's program exported to StableHLO (BatchNorm statistics and AdamW moments as
     state threaded through the step) and run by XLA."""
-    _assert_parity(_cell(workload, phase, "torch-xla"))
+    _assert_parity(_cell(workload, phase, "torch-mlir-xla"))
 
 
 def test_naive_attention_option_matches_too():

@@ -149,7 +149,8 @@ def test_run_profile_then_show_profile_end_to_end(tmp_path):
     from stackwars.cli import app
 
     db = str(tmp_path / "r.db")
-    common = ["--db", db, "--inline", "-p", "tiny", "--min-time", "0", "--min-samples", "2", "--warmup", "0"]
+    common = ["--db", db, "--inline", "-p", "tiny", "--min-time", "0", "--min-samples", "2", "--warmup", "0",
+              "--processes", "1"]
     r = CliRunner().invoke(app, ["run", "gemm", "-b", "torch-eager", *common])
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(app, ["show", "--profile", "--db", db])

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from stackwars.report.tables import COLUMNS, to_text
 
 from tests.factories import measurement
@@ -51,8 +53,31 @@ def test_repeated_cells_are_summarised_over_processes():
     combined = combine_repeats(rows)
     assert [r["backend"] for r in combined] == ["torch-eager", "jax-jit"]
     torch_row = combined[0]
-    assert torch_row["processes"] == 3 and torch_row["steady_median_s"] == 1.1e-3  # median of the medians
+    # the mean of the per-process medians, with a hierarchical bootstrap CI around it
+    assert torch_row["processes"] == 3 and torch_row["steady_median_s"] == pytest.approx(3.4e-3 / 3)
     assert torch_row["process_medians"] == [1.0e-3, 1.3e-3, 1.1e-3]
+    assert torch_row["steady_ci_low_s"] < 1.0e-3 + 1e-9 and torch_row["steady_ci_high_s"] > 1.3e-3 - 1e-9
+    assert torch_row["process_samples"][1] == [1.3e-3, 1.3e-3 * 1.01, 1.3e-3 * 0.99]
     text = to_text(rows, width=200)
     assert "3/3 procs" in text
     assert len([line for line in text.splitlines() if "torch-eager" in line]) == 1  # one row per backend
+
+
+def test_a_busy_process_is_left_out_of_a_cells_estimate():
+    from dataclasses import replace
+
+    from stackwars.report.tables import combine_repeats
+
+    def proc(i, median, contended=False):
+        m = measurement("jax-jit", samples=(median, median * 1.01, median * 0.99), framework="jax")
+        if contended:
+            m = replace(m, settings={"contention": {"contended": True, "fraction": 0.4}})
+        return replace(m, spec=replace(m.spec, repeat=i)).to_row()
+
+    (row,) = combine_repeats([proc(0, 1e-3), proc(1, 1e-3), proc(2, 5e-3, contended=True)])
+    assert row["steady_median_s"] == pytest.approx(1e-3) and row["processes_excluded"] == 1
+    assert not row["contended"] and row["processes_used"] == 2
+    assert "1 busy left out" in to_text([proc(0, 1e-3), proc(1, 1e-3), proc(2, 5e-3, contended=True)], width=200)
+    # every process busy: all are used, and the row says it was measured on a busy machine
+    (row,) = combine_repeats([proc(0, 1e-3, True), proc(1, 1e-3, True)])
+    assert row["contended"] and row["processes_used"] == 2

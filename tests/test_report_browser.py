@@ -61,7 +61,12 @@ def test_the_report_renders_in_a_browser_with_every_figure_and_no_console_error(
     images = int(re.search(r'data-images="(\d+)"', dom).group(1))
     decoded = int(re.search(r'data-decoded="(\d+)"', dom).group(1))
     figures = len(list((tmp_path / "out" / "figures").glob("*.png")))
-    assert images == figures == decoded == 3
+    assert images == figures == decoded == 4
+    # the page opens with the verdict: its section first, its table and forest plot inside
+    first = re.search(r'<section id="([^"]+)"><h2>([^<]+)</h2>', dom)
+    assert first.group(2) == "Verdict: JAX or PyTorch"
+    verdict = dom[first.start():dom.index("</section>", first.start())]
+    assert "JAX faster" in verdict and "torch-compile" in verdict and 'id="fig-verdict-forest-1"' in verdict
 
 
 def test_the_console_check_would_see_a_page_error(tmp_path):

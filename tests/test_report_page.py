@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stackwars.cli import app
-from stackwars.report import build, page
+from stackwars.report import build, page, tables
 from stackwars.store.results import Store
 from tests.factories import measurement
 
@@ -23,15 +23,22 @@ def _scaled(samples, k):
     return tuple(s * k for s in samples)
 
 
+def _processes(m, n=3):
+    """The cell measured in ``n`` processes, each 0.2% slower than the last (ratios unchanged)."""
+    return [dataclasses.replace(m, spec=dataclasses.replace(m.spec, repeat=p),
+                                samples=_scaled(m.samples, 1 + 0.002 * p)) for p in range(n)]
+
+
 def _db(path, torch_compile_factor=0.5, error="boom"):
-    """gemm forward: eager 1 ms, compiled factor x faster with a 0.5 s first call; jax-jit
-    faster still; a torch-xla cell that failed with an error text full of markup."""
-    cells = [measurement("torch-eager", samples=FAST),
-             dataclasses.replace(measurement("torch-compile", samples=_scaled(FAST, torch_compile_factor)),
-                                 first_call_s=1.5),
-             measurement("jax-eager", samples=_scaled(FAST, 3.0)),
-             dataclasses.replace(measurement("jax-jit", samples=_scaled(FAST, 0.25)), first_call_s=0.8),
-             measurement("torch-xla", status="error", samples=(), error=error)]
+    """gemm forward, three processes a cell: eager 1 ms, compiled factor x faster with a 0.5 s
+    first call; jax-jit faster still; a torch-mlir-xla cell that failed with an error text
+    full of markup."""
+    cells = [*_processes(measurement("torch-eager", samples=FAST)),
+             *_processes(dataclasses.replace(measurement("torch-compile", samples=_scaled(FAST, torch_compile_factor)),
+                                             first_call_s=1.5)),
+             *_processes(measurement("jax-eager", samples=_scaled(FAST, 3.0))),
+             *_processes(dataclasses.replace(measurement("jax-jit", samples=_scaled(FAST, 0.25)), first_call_s=0.8)),
+             measurement("torch-mlir-xla", status="error", samples=(), error=error)]
     with Store(path) as store:
         run_id = store.create_run([m.spec for m in cells], {"measure": {}}, command="stackwars run gemm <b>")
         session = store.start_session(run_id, {"cpu_model": "Test CPU", "cpus_available": 2,
@@ -68,22 +75,44 @@ def test_the_page_is_self_contained_and_escapes_what_it_quotes(tmp_path):
     assert "stackwars run gemm &lt;b&gt;" in html  # the command, as text
     assert not re.search(r"(src|href)=\"(https?:)?//", html)  # nothing fetched when viewed
     figures = re.findall(r'<img alt="[^"]*" src="data:image/png;base64,', html)
-    assert len(figures) == 3  # the heatmap, first call vs steady state, the memory bars: embedded
+    assert len(figures) == 4  # the verdict's forest plot, the heatmap, first call vs steady, memory: embedded
     assert "<script" not in md and "&lt;script&gt;" in md
     assert "(figures/speedup-heatmap.png)" in md
 
 
+def _section(md, title):
+    """The Markdown of one section of the page."""
+    start = md.index(f"## {title}")
+    end = md.find("\n## ", start + 1)
+    return md[start:end if end >= 0 else None]
+
+
+def test_the_report_opens_with_the_verdict(tmp_path):
+    _, md = _report(_db(tmp_path / "r.db"), tmp_path / "a")
+    sections = re.findall(r"^## (.+)$", md, flags=re.M)
+    assert sections[0] == "Verdict: JAX or PyTorch"
+    verdict = _section(md, "Verdict: JAX or PyTorch")
+    # best PyTorch (torch-compile, 0.5 ms) against best JAX (jax-jit, 0.25 ms): JAX faster, 0.5x
+    # (times: the mean of the three processes' medians, 1.000, 1.002 and 1.004 x the base)
+    assert "| gemm · small · forward · cpu · float32 | torch-compile 501.0 µs | jax-jit 250.5 µs | 0.500 (" in verdict
+    assert "| JAX faster | 3 |" in verdict and "torch-compile: after 1,998 calls" in verdict
+    assert "Test CPU (? CPUs) · torch 0 · jax 0: 1 verdict(s): 1 JAX faster" in verdict
+    assert "(figures/verdict-forest-1.png)" in verdict
+
+
 def test_the_decision_guide_follows_the_data(tmp_path):
     _, md = _report(_db(tmp_path / "r.db"), tmp_path / "a")
-    assert "use jax-jit; the next, torch-compile, takes 2.00x its time" in md
-    # 1.0 s more on the first call, 0.5 ms saved a call: paid back after 2,001 calls
-    assert "torch-compile pays for its first call (1.00 s more than torch-eager) after 2,001 calls" in md
-    assert "jax-jit pays for its first call (300.00 ms more than jax-eager) after 111 calls" in md
-    assert "gemm · small · forward · cpu · float32: error for torch-xla" in md
-    # the compiled step no faster than eager: the break-even claim becomes "never pays"
+    guide = _section(md, "Mode by mode")
+    assert "use jax-jit; the next, torch-compile, takes 2.00x its time" in guide
+    assert "gemm · small · forward · cpu · float32: error for torch-mlir-xla" in guide
+    assert "pays for its first call (" not in guide  # the break-even table says it, once
+    # 1.0 s more on the first call, 0.501 ms saved a call: paid back after 1,998 calls
+    breakeven = _section(md, "Compile break-even")
+    assert "| torch-compile | torch-eager | 1.00 s | 501.0 µs | after 1,998 calls |" in breakeven
+    assert "| jax-jit | jax-eager | 300.00 ms | 2.76 ms | after 110 calls |" in breakeven
+    # the compiled step no faster than eager: the break-even becomes "never pays"
     _, md = _report(_db(tmp_path / "n.db", torch_compile_factor=1.5), tmp_path / "n")
-    assert "torch-compile against torch-eager: never pays: its steady state is not faster" in md
-    assert "torch-compile pays for its first call" not in md
+    assert "never pays: its steady state is not faster" in _section(md, "Compile break-even")
     # jax-jit and torch-compile inside each other's noise: no winner is claimed
     _, md = _report(_db(tmp_path / "s.db", torch_compile_factor=0.251), tmp_path / "s")
     assert "jax-jit and torch-compile cannot be told apart" in md and "not significant" in md
@@ -107,7 +136,7 @@ def test_figures_must_be_pngs_with_plain_names():
         page.Figure("x", b"GIF89a", "c")
     with pytest.raises(ValueError, match="letters, digits"):
         page.Figure("../x", b"\x89PNG\r\n\x1a\n", "c")
-    assert build.COMPILED["jax-jit"] == "jax-eager"
+    assert tables.EAGER_OF["jax-jit"] == "jax-eager"
 
 
 def test_published_claims_get_verdicts_from_the_data():
@@ -127,9 +156,9 @@ def test_published_claims_get_verdicts_from_the_data():
         return {"status": "ok", "workload": "gpt2", "preset": "small", "phase": "train-step", "device": "cpu",
                 "dtype": "float32", "backend": backend, "second_call_s": second, "steady_median_s": 1.0,
                 "peak_memory_bytes": peak}
-    warm, memory = published.s3([cell("jax-jit", 1.1, 3e9), cell("torch-xla", 30.0, 2e9)])
+    warm, memory = published.s3([cell("jax-jit", 1.1, 3e9), cell("torch-mlir-xla", 30.0, 2e9)])
     assert warm["verdict"] == "holds here" and memory["verdict"] == "does not hold here"
-    warm, _ = published.s3([cell("jax-jit", 1.1, 3e9), cell("torch-xla", 1.2, 2e9)])
+    warm, _ = published.s3([cell("jax-jit", 1.1, 3e9), cell("torch-mlir-xla", 1.2, 2e9)])
     assert warm["verdict"] == "does not hold here"
     (s5,) = published.s5([{"status": "ok", "s5_vs_ours": 3.0}, {"status": "ok", "s5_vs_ours": 1.1}])
     assert s5["verdict"] == "does not hold here" and "1 of 2 cells" in s5["why"]
@@ -179,7 +208,7 @@ def test_s3_table_and_call_overhead_beside_ours():
     cells = [{"workload": "gpt2", "backend": "jax-jit", "phase": "forward", "status": "ok", "preset": "small",
               "device": "cpu", "dtype": "float32", "first_call_s": 1.3, "second_call_s": 0.14,
               "steady_median_s": 0.133},
-             {"workload": "gpt2", "backend": "torch-xla", "phase": "forward", "status": "oom", "preset": "small",
+             {"workload": "gpt2", "backend": "torch-mlir-xla", "phase": "forward", "status": "oom", "preset": "small",
               "device": "cpu", "dtype": "float32"}]
     rows = {r[0]: r for r in published.s3_table(cells)}
     assert rows["gpt2"] == ("gpt2", "2128.44 / 1.061 / 0.708", "3545.75 / 3256.95 / 27.896", "1.3e+03 / 140 / 133",

@@ -40,6 +40,6 @@ register_backend(JaxSpec(
     "jax.jit: the whole step compiled by XLA, AOT stages timed (option: xla_autotune_level)",
     option_defaults=_JAX_OPTIONS))
 register_backend(TorchXlaSpec(
-    "torch-xla", "torch", "stackwars.backends.torch_xla:TorchXla",
-    "the PyTorch program as StableHLO (torch-mlir), compiled and run by XLA via JAX's PJRT client; "
-    "option stablehlo: run an exported file", option_defaults={"stablehlo": None}))
+    "torch-mlir-xla", "torch", "stackwars.backends.torch_xla:TorchXla",
+    "the PyTorch program exported to StableHLO by torch-mlir, compiled and run by XLA via jaxlib's PJRT client "
+    "(not the torch_xla package; old name: torch-xla); option stablehlo: run an exported file", option_defaults={"stablehlo": None}))

@@ -1,9 +1,9 @@
-"""torch-xla: the PyTorch program compiled and run by XLA, the compiler JAX uses.
+"""torch-mlir-xla: the PyTorch program compiled and run by XLA, the compiler JAX uses.
 
 The twin's program is exported to StableHLO with its parameters as arguments
 (``ir/torch_export.py``: make_fx + torch-mlir), compiled with XLA through JAX's PJRT
 client (``Client.compile_and_load``) and executed with its arguments as device arrays.
-So ``jax-jit`` and ``torch-xla`` differ only in the program each framework hands to
+So ``jax-jit`` and ``torch-mlir-xla`` differ only in the program each framework hands to
 the same compiler. With the ``stablehlo`` option the cell runs an exported file
 instead (torch-mlir is then not needed: export on one machine, run on another). The
 ``torch_xla`` package itself is not used; ``settings.backend.path`` says what ran.

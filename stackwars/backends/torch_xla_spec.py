@@ -1,4 +1,4 @@
-"""Availability of torch-xla, decided in the parent without importing a framework."""
+"""Availability of torch-mlir-xla, decided in the parent without importing a framework."""
 
 from __future__ import annotations
 

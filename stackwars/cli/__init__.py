@@ -8,7 +8,7 @@ import typer
 
 from stackwars import __version__
 from stackwars.cli import (compare_cmd, describe_cmd, export_cmd, fidelity_cmd, ir_cmd, list_cmd, peaks_cmd,
-                           report_cmd, reproduce_cmd, run_cmd, scaling_cmd, show_cmd, study_cmd, train_cmd)
+                           report_cmd, reproduce_cmd, run_cmd, scaling_cmd, show_cmd, study_cmd, train_cmd, verdict_cmd)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="JAX or PyTorch, which execution mode, for this workload, and why: honest measurements.")
@@ -29,6 +29,7 @@ def _main(version: Optional[bool] = typer.Option(None, "--version", callback=_ve
 app.command("list")(list_cmd.list_)
 app.command("run")(run_cmd.run)
 app.command("describe")(describe_cmd.describe)
+app.command("verdict")(verdict_cmd.verdict)
 app.command("show")(show_cmd.show)
 app.command("runs")(show_cmd.runs)
 app.command("export")(export_cmd.export)

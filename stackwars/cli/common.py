@@ -98,6 +98,20 @@ def table_width() -> int:
 WIDE_OUTPUT = 250
 
 
+def backend_names(names: Iterable[str] | None) -> list[str] | None:
+    """Backends as given, an old name replaced by its current one with a note on stderr
+    saying what it means (``torch-xla`` is not the torch_xla package)."""
+    from stackwars import registry
+
+    if names is None:
+        return None
+    for n in dict.fromkeys(names):
+        note = registry.alias_note(n)
+        if note:
+            err.print(f"note: {note}", highlight=False)
+    return [registry.canonical_backend(n) for n in names]
+
+
 def parse_assignments(items: Iterable[str], flag: str) -> dict[str, str]:
     out_: dict[str, str] = {}
     for item in items:

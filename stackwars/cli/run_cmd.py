@@ -10,13 +10,15 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from stackwars import registry, runner
-from stackwars.cli.common import (DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP, command, command_line, err, exit_code,
+from stackwars.cli.common import (DB_HELP, backend_names, PROFILE_DIR_HELP, PROFILE_HELP, command, command_line, err, exit_code,
                                   interruptible, interruption, number, out, parse_assignments, profile_settings,
                                   seed as check_seed, table_width, writable_dir, writable_file, write_atomic)
 from stackwars.errors import SpecError
 from stackwars.harness import env as envmod
 from stackwars.records import Env, MeasureConfig, Measurement
 from stackwars.report import format as fmt
+from stackwars.cli import verdict_cmd
+from stackwars.report import verdict as vd
 from stackwars.report.tables import render
 from stackwars.store.results import Store, check_db, rows
 
@@ -29,6 +31,9 @@ def _progress_line(m: Measurement) -> str:
     if row.get("contended"):
         what += f"  [yellow]contended: others took {row['contention']:.0%} of its CPUs[/]"
     return f"[{colour}]{m.status:>11}[/] {m.spec.key}  {what}"
+
+
+DEFAULT_PROCESSES = runner.DEFAULT_PROCESSES
 
 
 @command
@@ -52,16 +57,18 @@ def run(
                                                      help="JAX backends: XLA's GPU autotuning level 0-4 "
                                                           "(default: XLA's, 4; 0 = off)"),
     stablehlo: Optional[Path] = typer.Option(None, "--stablehlo",
-                                             help="torch-xla: run this exported StableHLO file (from `stackwars ir "
+                                             help="torch-mlir-xla: run this exported StableHLO file (from `stackwars ir "
                                                   "... --framework torch --stage stablehlo`) instead of exporting"),
     timeout: float = typer.Option(600.0, "--timeout", help="per-cell wall-clock limit, seconds"),
     warmup: int = typer.Option(3, help="warm-up calls after the second call"),
     min_samples: int = typer.Option(10, help="steady state: at least this many samples"),
-    min_time: float = typer.Option(1.0, help="steady state: at least this many seconds of sampling"),
+    min_time: float = typer.Option(1.0, help="steady state: at least this many seconds of sampling per cell, "
+                                             "spread over its processes"),
     max_samples: int = typer.Option(100_000, help="steady state: stop at this many samples"),
-    repeat: int = typer.Option(1, "--repeat",
-                               help="measure every cell in N fresh processes (interleaved); the table then "
-                                    "reports the median of the per-process medians and the spread between them"),
+    processes: int = typer.Option(DEFAULT_PROCESSES, "--processes", "--repeat",
+                                  help="measure every cell in N fresh processes, interleaved across backends (A B C "
+                                       "A B C ...); --min-time is spread over them. The verdict needs 3 or more: "
+                                       "its confidence interval is bootstrapped over processes"),
     min_block_time: float = typer.Option(1e-3, "--min-block-time",
                                          help="calls shorter than this are timed in blocks, one sync per block "
                                               "(throughput); 0 = sync after every call (latency)"),
@@ -110,7 +117,8 @@ def run(
         if profile or profile_dir is not None or flush_l2 or cuda_graph_replay:
             raise SpecError("--resume measures as the stored run did; give no --profile, --profile-dir, --flush-l2 "
                             "or --cuda-graph-replay")
-        if workloads or backend or set_ or compile_mode or fullgraph is not None or stablehlo or repeat != 1 \
+        if workloads or backend or set_ or compile_mode or fullgraph is not None or stablehlo \
+                or processes != DEFAULT_PROCESSES \
                 or xla_autotune_level is not None or torch_optimizer is not None:
             raise SpecError("--resume takes the cells from the stored run; give no workloads, backends or options")
         if not path.exists():
@@ -119,8 +127,12 @@ def run(
             store.cell_run(resume, "--resume")  # an unknown id or a training/study run: refused here
 
     if resume is None:
+        if processes < 1:
+            raise SpecError(f"--processes must be >= 1, got {processes}")
+        number(min_time, "--min-time", low=0, low_inclusive=True)
         config = MeasureConfig(
-            warmup=warmup, min_samples=min_samples, min_time_s=min_time, max_samples=max_samples,
+            warmup=warmup, min_samples=min_samples, min_time_s=min_time / processes, max_samples=max_samples,
+            processes=processes,
             min_block_s=min_block_time, timeout_s=timeout,
             threads=threads, matmul_precision=matmul_precision, cache_dir=str(warm_cache) if warm_cache else None,
             seed=seed, memory_limit_bytes=int(memory_limit * 2**30) if memory_limit else runner.default_memory_limit(),
@@ -142,15 +154,16 @@ def run(
             options["stablehlo"] = str(stablehlo.resolve())
         overrides = parse_assignments(set_ or [], "--set")
         # validate names, sizes and options before the (seconds-long) machine probe
+        backend = backend_names(backend)
         planned = runner.plan_cells(workloads or [], preset, phase, backend or list(registry.backends()), device,
-                                    dtype, overrides, options, repeat)
+                                    dtype, overrides, options, processes)
         if stablehlo is not None:
-            _check_stablehlo(stablehlo, [s for s in planned if s.backend == "torch-xla"], config.matmul_precision)
+            _check_stablehlo(stablehlo, [s for s in planned if s.backend == "torch-mlir-xla"], config.matmul_precision)
     probe = runner.probe_machine(inline)
     if resume is None:
         backends = backend or runner.default_backends(probe, device)
         specs = runner.plan_cells(workloads or [], preset, phase, backends, device, dtype, overrides, options,
-                                  repeat)
+                                  processes)
         if warm_cache is not None:
             warm_cache.mkdir(parents=True, exist_ok=True)
 
@@ -187,7 +200,13 @@ def run(
             raise typer.Exit(exit_code(exc))
         result_rows = rows(store, run_id)
         run_env = store.run(run_id).env
+        _, _, profiles, anatomy = verdict_cmd.load(store, [run_id])
     out.print(render(result_rows, Env(run_env).summary(), width=table_width()))
+    # the answer last, where the eye lands: best PyTorch against best JAX, per table
+    decided = vd.verdicts(result_rows, profiles, anatomy)
+    if decided:
+        out.print(vd.render(decided, table_width()), width=table_width())
+        err.print(f"the verdict as JSON: `stackwars verdict {run_id} -f json{f' --db {db}' if db else ''}`")
     if json_out is not None:
         write_atomic(json_out, json.dumps(result_rows, indent=1, default=str))
         err.print(f"wrote {len(result_rows)} cells to {json_out}")
@@ -201,7 +220,7 @@ FAILED = ("error", "timeout", "parity_fail")  # oom and unsupported are results,
 
 
 def _check_stablehlo(path: Path, specs, matmul_precision: str) -> None:
-    """An exported program is read and matched to every torch-xla cell before anything runs."""
+    """An exported program is read and matched to every torch-mlir-xla cell before anything runs."""
     from stackwars.ir.torch_export import TorchExport
 
     exp = TorchExport.load(path)

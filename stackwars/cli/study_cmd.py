@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from stackwars import runner
-from stackwars.cli.common import (DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP, command, command_line, err, exit_code,
+from stackwars.cli.common import (DB_HELP, backend_names, PROFILE_DIR_HELP, PROFILE_HELP, command, command_line, err, exit_code,
                                   interruptible, interruption, number, out, profile_settings, writable_dir,
                                   writable_file, write_atomic)
 from stackwars.errors import SpecError, Unsupported
@@ -129,7 +129,7 @@ def cache(
     if json_out is not None:
         writable_file(json_out, "--json")
     check_db(db)
-    backends = cache_study.plan(backend or ["jax-jit", "torch-compile"])
+    backends = cache_study.plan(backend_names(backend) or ["jax-jit", "torch-compile"])
     specs = runner.plan_cells([workload], [preset], [phase], backends, [device], [dtype])
     config = MeasureConfig(warmup=1, min_samples=5, min_time_s=0.2, timeout_s=timeout,
                            memory_limit_bytes=runner.default_memory_limit())

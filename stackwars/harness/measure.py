@@ -150,7 +150,7 @@ def prepare_cell(spec: Mapping[str, Any], config: Mapping[str, Any],
 def graph_replay(prepared: Prepared, cell: CellSpec) -> tuple[Any, dict[str, Any]]:
     """With ``cuda_graph_replay``: the warm-up and steady state replay one call captured (after
     the second call) into a CUDA graph, where the cell allows it; the record says what was timed."""
-    if cell.backend.startswith("jax") or cell.backend == "torch-xla":
+    if cell.backend.startswith("jax") or cell.backend == "torch-mlir-xla":
         return None, {"replayed": False, "why": "XLA replays its own command buffers (CUDA graphs) on GPUs by "
                                                 "default (xla_gpu_enable_command_buffer); timed as calls"}
     if cell.backend == "torch-cudagraphs":

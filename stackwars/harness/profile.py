@@ -187,7 +187,7 @@ def _clip(e: Mapping[str, Any], start: float, end: float) -> tuple[float, float]
 
 def summarize(events: list[dict[str, Any]], framework: str, device: str, top: int = TOP) -> dict[str, Any]:
     """The per-step summary of a trace's ``stackwars.step`` windows (see the module doc).
-    ``framework``: whose profiler wrote the trace (torch-xla's is JAX's)."""
+    ``framework``: whose profiler wrote the trace (torch-mlir-xla's is JAX's)."""
     parts = classify(events, framework, device)
     steps = parts["steps"]
     if not steps:

@@ -12,7 +12,7 @@ then hands over to Inductor):
 
 Compile caches are disabled for the dump so every stage really runs.
 ``stablehlo`` is the functional program through torch-mlir (``torch_export``); ``hlo``
-is what XLA makes of it (compiled by JAX's PJRT client, as the ``torch-xla`` backend
+is what XLA makes of it (compiled by JAX's PJRT client, as the ``torch-mlir-xla`` backend
 does): the same compiler as ``jax-jit``, so the two optimized modules compare directly.
 """
 

@@ -22,13 +22,11 @@ from typing import Any, Mapping, Sequence
 from stackwars import stats
 from stackwars.records import Env
 from stackwars.report import format as fmt
-from stackwars.report import tables
+from stackwars.report import tables, verdict
 from stackwars.report.page import Bullets, Document, Figure, Para, Pre, Section, TableBlock, anchor
-from stackwars.report.plots import plt_agg
+from stackwars.report.plots import plt_agg, to_png
 from stackwars.report.profiles import ANATOMY_CAPTION, anatomy_matrix, anatomy_rows, profile_rows
 
-COMPILED = {"jax-jit": "jax-eager", "torch-compile": "torch-eager", "torch-compile-max-autotune": "torch-eager",
-            "torch-cudagraphs": "torch-eager", "torch-xla": "torch-eager"}
 
 
 def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
@@ -44,7 +42,7 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
             from stackwars.errors import SpecError
             raise SpecError(f"no run {', '.join(missing)} in {store.path}; `stackwars runs` lists them")
         runs = [r for r in runs if r["run_id"] in run_ids]
-    latest: OrderedDict[str, dict[str, Any]] = OrderedDict()
+    cells: list[dict[str, Any]] = []
     why: OrderedDict[str, tuple[Any, Any]] = OrderedDict()  # cell key -> (profile row, anatomy row)
     studies: OrderedDict[str, tuple[Any, list[dict[str, Any]]]] = OrderedDict()
     envs: OrderedDict[str, dict[str, Any]] = OrderedDict()
@@ -58,27 +56,18 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
                 why.pop(m.spec.key, None)
                 why[m.spec.key] = (prof[0] if prof else None, anat[0] if anat else None)
         if r["kind"] == "cells":
-            for rid, m in measured:
-                row = cell_row(rid, m)
-                key = "/".join(str(row.get(k)) for k in ("workload", "preset", "phase", "backend", "device", "dtype",
-                                                           "overrides", "matmul_precision"))
-                latest.pop(key, None)
-                latest[key] = row  # a later run's cell replaces an earlier one
+            cells += [cell_row(rid, m, info.env) for rid, m in measured]
         else:  # the latest run of each study on each workload and size
             key = " ".join(str(info.config.get(k)) for k in ("workload", "preset", "op") if info.config.get(k))
             studies.pop(f"{r['kind']}|{key}", None)
             studies[f"{r['kind']}|{key}"] = (info, store.study_rows(r["run_id"]))
-    return {"runs": runs, "cells": list(latest.values()), "studies": studies, "envs": envs,
+    # every process of each cell's latest run on each machine: a later run replaces an earlier one
+    cells = verdict.latest_processes(cells)
+    return {"runs": runs, "cells": cells, "studies": studies, "envs": envs,
             "profiles": [p for p, _ in why.values() if p], "anatomy": [a for _, a in why.values() if a]}
 
 
 # ---- figures ----------------------------------------------------------------------------------------
-
-def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})  # no version stamp: same data, same bytes
-    plt_agg().close(fig)
-    return buf.getvalue()
 
 
 def speedups(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str, Any]]:
@@ -125,7 +114,7 @@ def heatmap(points: Sequence[Mapping[str, Any]]) -> bytes | None:
     ax.set_title("steady-state time over the fastest backend of each table (~: not significant; ?: noisy or "
                  "contended)", fontsize=8)
     fig.tight_layout()
-    return _png(fig)
+    return to_png(fig)
 
 
 def break_even(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str, Any]]:
@@ -135,26 +124,14 @@ def break_even(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str
     out = []
     for key, rows in groups.items():
         # a compiled backend is set against its eager one running the same implementation variant
-        by = {(r["backend"], tables.variant(r)[1]): r for r in rows if r["status"] == "ok" and r.get("steady_median_s")}
+        by = {(r["backend"], tables.variant(r)[1]): r for r in tables.combine_repeats(list(rows))
+              if r["status"] == "ok" and r.get("steady_median_s")}
         for (compiled, what), c in list(by.items()):
-            eager = COMPILED.get(compiled)
-            e = by.get((eager, what))
+            e = by.get((tables.EAGER_OF.get(compiled), what))
             if not e or c.get("first_call_s") is None or e.get("first_call_s") is None:
                 continue
-            cmp = stats.compare(tables.compared(e), tables.compared(c))
-            saving = e["steady_median_s"] - c["steady_median_s"]
-            extra = c["first_call_s"] - e["first_call_s"]
-            if saving <= 0 or not cmp.significant:
-                calls, verdict = None, ("never pays: its steady state is not faster" if saving <= 0 else
-                                        "cannot say: the steady states differ by less than the noise")
-            elif extra <= 0:
-                calls, verdict = 1, "from the first call"
-            else:
-                calls = math.ceil(extra / saving) + 1
-                verdict = f"after {calls:,} calls"
             out.append({"table": tables.title(key), "compiled": tables.backend_variant(c),
-                        "eager": tables.backend_variant(e), "extra_first_s": extra,
-                        "saving_per_call_s": saving, "calls": calls, "verdict": verdict,
+                        "eager": tables.backend_variant(e), **tables.pays_after(c, e),
                         "doubtful": bool(c.get("contended") or e.get("contended"))})
     return out
 
@@ -179,7 +156,7 @@ def first_vs_steady_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> b
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(alpha=0.3, axis="x")
     fig.tight_layout()
-    return _png(fig)
+    return to_png(fig)
 
 
 def memory_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> bytes | None:
@@ -197,14 +174,16 @@ def memory_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> bytes | No
     ax.set_xlabel("peak memory added by the cell, MiB (counter in the tables)")
     ax.grid(alpha=0.3, axis="x")
     fig.tight_layout()
-    return _png(fig)
+    return to_png(fig)
 
 
 # ---- the decision guide -------------------------------------------------------------------------------
 
 def decision_guide(points: Sequence[Mapping[str, Any]], evens: Sequence[Mapping[str, Any]],
                    cells: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
-    """(claim, anchor of the table it rests on) pairs, generated from the data."""
+    """(claim, anchor of the table it rests on) pairs, generated from the data: each table's
+    fastest backend against the next, and the failures. (When compiling pays is the break-even
+    table's, not repeated here; ``evens`` is kept for callers.)"""
     out = []
     by_table: OrderedDict[str, list[Mapping[str, Any]]] = OrderedDict()
     for p in points:
@@ -232,18 +211,6 @@ def decision_guide(points: Sequence[Mapping[str, Any]], evens: Sequence[Mapping[
         elif best["doubtful"] or (second is not None and second["doubtful"]):
             claim += " (a noisy or busy-machine measurement is involved: treat as provisional)"
         out.append((claim, link))
-    for e in evens:
-        link = anchor(e["table"])
-        if e["calls"] is None:
-            out.append((f"{e['table']}: {e['compiled']} against {e['eager']}: {e['verdict']}", link))
-        elif e["extra_first_s"] <= 0:
-            out.append((f"{e['table']}: {e['compiled']} is ahead of {e['eager']} from the first call (its first "
-                        f"call {fmt.seconds(-e['extra_first_s'])} faster) and saves "
-                        f"{fmt.seconds(e['saving_per_call_s'])} a call after it", link))
-        else:
-            out.append((f"{e['table']}: {e['compiled']} pays for its first call ({fmt.seconds(e['extra_first_s'])} "
-                        f"more than {e['eager']}) {e['verdict']}, saving {fmt.seconds(e['saving_per_call_s'])} "
-                        f"a call", link))
     failed: OrderedDict[tuple, list[str]] = OrderedDict()
     for key, rows in tables.group_rows(cells).items():
         for r in rows:
@@ -255,6 +222,32 @@ def decision_guide(points: Sequence[Mapping[str, Any]], evens: Sequence[Mapping[
 
 
 # ---- the document ----------------------------------------------------------------------------------
+
+def verdict_section(cells: Sequence[Mapping[str, Any]], profiles: Sequence[Mapping[str, Any]],
+                    anatomy: Sequence[Mapping[str, Any]]) -> Section:
+    """What opens the report: per machine, the verdict table (best PyTorch against best JAX)
+    and its forest plot."""
+    s = Section("Verdict: JAX or PyTorch")
+    found = verdict.verdicts(cells, profiles, anatomy)
+    if not found:
+        s.blocks.append(Para("These runs hold no measured cells to decide on; `stackwars run ...` measures them."))
+        return s
+    s.blocks.append(Para("For each workload, preset, phase, dtype and device on one machine: the best PyTorch "
+                         "backend against the best JAX backend, the ratio of their times with a 95% CI bootstrapped "
+                         "over processes and their samples, and a verdict that names a winner only with three or "
+                         "more clean processes a side and a CI clear of the tie band. The mode-by-mode detail "
+                         "follows below."))
+    for i, (machine, rows) in enumerate(verdict.by_machine(found).items()):
+        s.blocks.append(TableBlock(verdict.COLUMNS, tuple(tuple(verdict.cells(r)) for r in rows),
+                                   f"{machine}: {verdict.summary(rows)}. {verdict.legend(rows)}"))
+        if verdict.notes(rows):
+            s.blocks.append(Bullets(tuple(verdict.notes(rows))))
+        png = verdict.forest_png(rows)
+        if png:
+            s.blocks.append(Figure(f"verdict-forest-{i + 1}", png, f"JAX / PyTorch per workload on {machine}: point "
+                                                                   "estimate and 95% CI; the tie band shaded"))
+    return s
+
 
 def _text(renderable: Any, width: int = 170) -> str:
     from rich.console import Console
@@ -322,10 +315,12 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
     runs, cells = data["runs"], data["cells"]
     doc = Document("stackwars report: JAX or PyTorch, which execution mode, for this workload",
                    f"generated {generated} from {len(runs)} run(s), {len(cells)} cell(s)")
+    doc.sections.append(verdict_section(cells, data.get("profiles") or [], data.get("anatomy") or []))
     overview = Section("Runs in this report")
-    overview.blocks.append(TableBlock(("run", "kind", "date", "rows", "statuses", "command"), tuple(
+    overview.blocks.append(TableBlock(("run", "kind", "date", "rows", "statuses", "machine", "command"), tuple(
         (r["run_id"], r["kind"], r["created_at"][:19].replace("T", " "), str(r["done"]),
-         ", ".join(f"{k} {v}" for k, v in sorted(r["statuses"].items())), r["command"] or "")
+         ", ".join(f"{k} {v}" for k, v in sorted(r["statuses"].items())),
+         Env(data["envs"].get(r["run_id"]) or {}).machine(), r["command"] or "")
         for r in runs)))
     doc.sections.append(overview)
 
@@ -336,17 +331,22 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
         if summary not in seen:
             seen.add(summary)
             env_section.blocks.append(Para(f"{summary} (first recorded by run {run_id})"))
+    if len({Env(e or {}).machine() for e in data["envs"].values()}) > 1:
+        env_section.blocks.append(Para("These runs come from more than one machine: every table and verdict below "
+                                       "holds one machine's cells and names it ('on ...'); `stackwars compare RUN_A "
+                                       "RUN_B --db-b OTHER` sets two machines' runs against each other."))
     doc.sections.append(env_section)
 
     groups = tables.group_rows(cells)
     points = speedups(groups)
     evens = break_even(groups)
-    guide = Section("Decision guide")
+    guide = Section("Mode by mode")
     claims = decision_guide(points, evens, cells)
-    guide.blocks.append(Para("Generated from the stored cells: for each table, which backend to use and whether the "
-                             "difference to the next is significant (bootstrap 95% CI of the ratio of medians); "
-                             "when compiling pays for its first call; where a backend failed. Each claim names "
-                             "its table below."))
+    guide.blocks.append(Para("The detail under the verdict, generated from the stored cells: within each table, the "
+                             "fastest backend of any framework and whether the next one is significantly slower "
+                             "(hierarchical bootstrap 95% CI over processes), and where a backend failed. When "
+                             "compiling pays for its first call is in the compile break-even table. Each claim "
+                             "names its table below."))
     if claims:
         guide.blocks.append(Bullets(tuple(c for c, _ in claims), tuple(a for _, a in claims)))
     else:
@@ -399,7 +399,7 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
     found = published.claims(cells, data["studies"], data.get("profiles") or [], data.get("anatomy") or [])
     pub.blocks.append(TableBlock(("study", "claim", "ours", "verdict", "why"),
                                  tuple((c["study"], c["claim"], c["ours"], c["verdict"], c["why"]) for c in found)))
-    pub.blocks.append(TableBlock(("workload", "S3 JAX (TPU)", "S3 PyTorch/XLA (TPU)", "ours jax-jit", "ours torch-xla",
+    pub.blocks.append(TableBlock(("workload", "S3 JAX (TPU)", "S3 PyTorch/XLA (TPU)", "ours jax-jit", "ours torch-mlir-xla",
                                   "ours at"), tuple(published.s3_table(cells)),
                                  "S3's table (TPU v6e-1, ms: first / second / steady state) beside the same pair of "
                                  "backends here, forward; the sizes and machines differ, so compare the shape of a "

@@ -11,10 +11,13 @@ measured on a contended machine: its samples say how busy the machine was, not h
 the code is), ``broke`` / ``fixed`` (the status changed from or to ``ok``), ``status``
 (another status change), and ``only in A`` / ``only in B``.
 
-A cell measured in several processes (``--repeat``) on both sides is compared on its
-per-process medians when each side has at least three (the variation between processes is
-the one that matters); otherwise its samples are pooled. First calls and peak memory are
-single numbers per process: their ratios are shown, never judged.
+A cell measured in several processes (``--processes``) is compared with the hierarchical
+bootstrap of stats.compare (processes, then the samples within each), and the interval
+is turned into a verdict by stats.decide, the rule the JAX-vs-PyTorch verdict uses too;
+with fewer than three processes on a side, a difference is never called a regression or
+an improvement (``too few processes``): one process's interval understates the spread
+between launches. First calls and peak memory are single numbers per process: their
+ratios are shown, never judged.
 """
 
 from __future__ import annotations
@@ -25,9 +28,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from stackwars import stats
 
-VERDICTS = ("regression", "improvement", "same", "not significant", "unreliable", "broke", "fixed", "status",
-            "only in A", "only in B")
-MIN_PROCESSES = 3  # per side, to compare per-process medians instead of pooled samples
+VERDICTS = ("regression", "improvement", "same", "not significant", "too few processes", "unreliable", "broke",
+            "fixed", "status", "only in A", "only in B")
 ENV_KEYS = ("cpu_model", "cpu_count_logical", "thread_budget", "nvidia_driver", "git_revision")
 MEASURE_KEYS = ("min_time_s", "min_samples", "warmup", "matmul_precision", "threads", "cache_dir", "parity_mode")
 
@@ -49,11 +51,8 @@ def _status(group: Sequence[Mapping[str, Any]]) -> str:
     return bad[0] if bad else "ok"
 
 
-def _samples(group: Sequence[Mapping[str, Any]], per_process: bool) -> list[float]:
-    ok = [r for r in group if r["status"] == "ok" and r.get("steady_samples")]
-    if per_process:
-        return [float(r["steady_median_s"]) for r in ok if r.get("steady_median_s")]
-    return [float(x) for r in ok for x in r["steady_samples"]]
+def _processes(group: Sequence[Mapping[str, Any]]) -> list[list[float]]:
+    return [[float(x) for x in r["steady_samples"]] for r in group if r["status"] == "ok" and r.get("steady_samples")]
 
 
 def _median(values: Iterable[float | None]) -> float | None:
@@ -61,6 +60,11 @@ def _median(values: Iterable[float | None]) -> float | None:
     if not vs:
         return None
     return stats.summarize(vs).median
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    vs = [float(v) for v in values if v is not None]
+    return sum(vs) / len(vs) if vs else None
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -86,8 +90,9 @@ def compare_cells(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[
             row["verdict"] = "only in B" if a is None else "only in A"
             out.append(row)
             continue
-        row.update(median_a_s=_median(r.get("steady_median_s") for r in a if r["status"] == "ok"),
-                   median_b_s=_median(r.get("steady_median_s") for r in b if r["status"] == "ok"),
+        # the steady-state estimate the ratio is taken of: the mean of the per-process medians
+        row.update(median_a_s=_mean(r.get("steady_median_s") for r in a if r["status"] == "ok"),
+                   median_b_s=_mean(r.get("steady_median_s") for r in b if r["status"] == "ok"),
                    first_call_a_s=_median(r.get("first_call_s") for r in a),
                    first_call_b_s=_median(r.get("first_call_s") for r in b),
                    memory_a_bytes=_median(r.get("peak_memory_bytes") for r in a),
@@ -101,9 +106,8 @@ def compare_cells(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[
             row["verdict"] = "broke" if sa == "ok" else "fixed" if sb == "ok" else "status"
             out.append(row)
             continue
-        per_process = min(len(a), len(b)) >= MIN_PROCESSES
-        xa, xb = _samples(a, per_process), _samples(b, per_process)
-        row["basis"] = "process medians" if per_process else "pooled samples"
+        xa, xb = _processes(a), _processes(b)
+        row["basis"] = f"{len(xa)} / {len(xb)} processes"
         row["n_a"], row["n_b"] = len(xa), len(xb)
         if not xa or not xb:
             row["verdict"] = "not significant"
@@ -111,16 +115,18 @@ def compare_cells(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[
             continue
         c = stats.compare(xa, xb, confidence=confidence)
         row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, significant=c.significant)
+        decision = stats.decide(c, threshold)
         if row["contended_a"] or row["contended_b"]:
             row["verdict"] = "unreliable"
-        elif not c.significant:
+        elif decision == "tie":
+            row["verdict"] = "not significant" if c.ci_low <= 1 <= c.ci_high else "same"
+        elif decision == "noisy":
             row["verdict"] = "not significant"
-        elif c.ratio > 1 + threshold:
-            row["verdict"] = "regression"
-        elif c.ratio < 1 / (1 + threshold):
-            row["verdict"] = "improvement"
+        elif min(len(xa), len(xb)) < stats.MIN_PROCESSES:
+            row["verdict"] = "too few processes"  # what it would read with enough: kept, never acted on
+            row["reading"] = "regression" if decision == "higher" else "improvement"
         else:
-            row["verdict"] = "same"
+            row["verdict"] = "regression" if decision == "higher" else "improvement"
         out.append(row)
     return out
 
@@ -192,7 +198,8 @@ def _cells(r: Mapping[str, Any]) -> list[str]:
         ci = f"{r['ratio']:.3f}x ({r['ci_low']:.3f}-{r['ci_high']:.3f})"
     else:
         ci = "—"
-    return [_label(r), side("a"), side("b"), ci, r["verdict"], ratio(r.get("first_call_ratio")),
+    verdict = r["verdict"] + (f" (reads {r['reading']})" if r.get("reading") else "")
+    return [_label(r), side("a"), side("b"), ci, verdict, ratio(r.get("first_call_ratio")),
             ratio(r.get("memory_ratio"))]
 
 
@@ -206,11 +213,12 @@ def summary_line(rows: Sequence[Mapping[str, Any]]) -> str:
     return text
 
 
-LEGEND = ("B/A: ratio of steady-state medians (> 1: B slower), 95% bootstrap CI on the stored samples (per-process "
-          "medians where both sides have 3+ processes); regression / improvement: the CI excludes 1 and the change "
-          "exceeds the threshold; same: significant but within it; †: measured on a contended machine (verdict "
-          "unreliable); ~: noisy (IQR > 10% of the median); first call and memory: one number a process, ratios "
-          "shown, never judged.")
+LEGEND = ("B/A: ratio of the steady-state estimates (mean of per-process medians; > 1: B slower), 95% CI from a "
+          "hierarchical bootstrap (processes, then samples); regression / improvement: the CI excludes 1 and reaches "
+          "beyond the threshold, with 3+ processes a side (else: too few processes); same: the CI lies within the "
+          "threshold; not significant: the CI holds 1; †: measured on a contended machine (verdict unreliable); ~: "
+          "noisy (IQR > 10% of the median); first call and memory: one number a process, ratios shown, never "
+          "judged.")
 
 
 def table(rows: Sequence[Mapping[str, Any]], title: str):

@@ -25,6 +25,15 @@ def save(fig, path: Path) -> Path:
     return path
 
 
+def to_png(fig) -> bytes:
+    """A figure as PNG bytes, closed after (no version stamp: the same data gives the same bytes)."""
+    import io
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+    plt_agg().close(fig)
+    return buf.getvalue()
+
+
 def control_flow(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> list[Path]:
     """One PNG per workload: first call, steady state and memory against n (log-log), a line
     per backend x impl (x remat), forward and train-step in two rows."""

@@ -15,7 +15,7 @@ import statistics
 from typing import Any, Mapping, Sequence
 
 from stackwars.report import format as fmt
-from stackwars.report.tables import variant
+from stackwars.report.tables import combined, variant
 
 NOT_MEASURED = "not measured in these runs"
 MLP_LAYERS = (784, 512, 512, 10)
@@ -41,7 +41,7 @@ S3_TABLE = {
 
 
 def s3_table(cells: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
-    """S3's rows beside ours: the same workload's jax-jit and torch-xla forward cells (the
+    """S3's rows beside ours: the same workload's jax-jit and torch-mlir-xla forward cells (the
     same-compiler pair S3 compared), first / second / steady, or what happened instead."""
     def fmt3(t):
         return "OOM" if t is None else " / ".join(f"{v:g}" for v in t)
@@ -53,11 +53,15 @@ def s3_table(cells: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
             return r["status"]
         return " / ".join(f"{1e3 * r[k]:.3g}" for k in ("first_call_s", "second_call_s", "steady_median_s"))
 
-    by = {(r["workload"], r["backend"]): r for r in cells if r.get("phase") == "forward"}
+    cells = combined(cells)
+    machines = list(dict.fromkeys(r.get("machine") for r in cells)) or [None]
+    by = {(r.get("machine"), r["workload"], r["backend"]): r for r in cells if r.get("phase") == "forward"}
     out = []
-    for wl, (jx, pt) in S3_TABLE.items():
-        j, t = by.get((wl, "jax-jit")), by.get((wl, "torch-xla"))
+    for machine, (wl, (jx, pt)) in ((m, item) for m in machines for item in S3_TABLE.items()):
+        j, t = by.get((machine, wl, "jax-jit")), by.get((machine, wl, "torch-mlir-xla"))
         where = next((f"{r['preset']}, {r['device']}, {r['dtype']}" for r in (j, t) if r), "")
+        if len(machines) > 1 and machine:
+            where += f" on {machine}"
         out.append((wl, fmt3(jx), fmt3(pt), ours(j), ours(t), where))
     return out
 
@@ -120,14 +124,15 @@ def s4(train_rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
 def s3(cells: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     """Steady state after one run (JAX) vs two (PyTorch); memory efficiency."""
     by: dict[tuple, dict[str, Mapping[str, Any]]] = {}
-    for r in cells:
+    for r in combined(cells):  # one row per backend and table, each machine's apart
         # the frameworks' own implementations: a custom-kernel variant is another question (S2's)
         if r["status"] == "ok" and r.get("second_call_s") and r.get("steady_median_s") and not variant(r)[1]:
-            by.setdefault((r["workload"], r["preset"], r["phase"], r["device"], r["dtype"]), {})[r["backend"]] = r
+            by.setdefault((r["workload"], r["preset"], r["phase"], r["device"], r["dtype"], r.get("machine")),
+                          {})[r["backend"]] = r
     warm = []
     for key, b in by.items():
         j = b.get("jax-jit")
-        t = b.get("torch-xla") or b.get("torch-compile")
+        t = b.get("torch-mlir-xla") or b.get("torch-compile")
         if j and t:
             warm.append((key, j["second_call_s"] / j["steady_median_s"], t["backend"],
                          t["second_call_s"] / t["steady_median_s"]))
@@ -143,7 +148,7 @@ def s3(cells: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
                           f"state, {len(slow_jax)} a JAX one"))
     else:
         out.append(_claim("S3", "JAX reaches its steady state on the second call, PyTorch on the third", "",
-                          NOT_MEASURED, "needs jax-jit and torch-xla (or torch-compile) cells of the same table"))
+                          NOT_MEASURED, "needs jax-jit and torch-mlir-xla (or torch-compile) cells of the same table"))
     mem = []
     for key, b in by.items():
         j = b.get("jax-jit")

@@ -8,15 +8,17 @@ the steady-state samples (robust to the stragglers that make means lie). "vs bes
 the ratio of medians to the fastest ok backend of the table, with a bootstrap 95% CI;
 "~" marks a difference that is not significant.
 
-A cell measured in several processes (``--repeat N``) is one row: the median of the
-per-process medians, the IQR *between* processes, and significance bootstrapped over
-processes, since on a shared machine the process-to-process spread can exceed the
-spread within one process.
+A cell measured in several processes (``--processes N``) is one row: the mean of the
+per-process medians, the IQR *between* processes, and significance from a hierarchical
+bootstrap over processes and their samples (stats.py), since on a shared machine the
+process-to-process spread can exceed the spread within one process.
 """
 
 from __future__ import annotations
 
 import io
+import math
+import statistics
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping
 
@@ -30,8 +32,10 @@ from stackwars.report import format as fmt
 COLUMNS = ("backend", "First Run", "Second Run", "Avg Steady State", "± (IQR)", "vs best", "achieved",
            "roofline", "peak mem", "parity", "status")
 
-CAPTION = ("Avg Steady State: median seconds per call over the steady-state samples (n), or the median of "
-           "the per-process medians (procs); ± (IQR): interquartile range (between processes when repeated); vs best: ratio of medians to the fastest cleanly measured backend, 95% bootstrap CI, "
+CAPTION = ("Avg Steady State: median seconds per call over the steady-state samples (n), or the mean of "
+           "the per-process medians (procs; a process measured while the machine was busy is left out when clean "
+           "ones remain); ± (IQR): interquartile range (between processes when there are several); vs best: ratio "
+           "to the fastest cleanly measured backend, 95% hierarchical bootstrap CI (processes, then samples), "
            "~ = not significant; roofline: time floor from measured device peaks / median; peak mem: "
            "{mem}; parity: max relative error against the float64 reference (peer: against another backend's "
            "outputs where no float64 reference fits); backend · X: the attention implementation that ran; "
@@ -62,10 +66,13 @@ def backend_variant(row: Mapping[str, Any]) -> str:
     return f"{row['backend']} · {what}" if what else row["backend"]
 
 
-def _group_key(row: Mapping[str, Any]) -> tuple:
+def _group_key(row: Mapping[str, Any], machine: bool = False) -> tuple:
+    """A table: workload, preset, phase, device, dtype, the overrides that are not an
+    implementation variant, and (``machine``) the machine, where rows from several are shown."""
     keys, _ = variant(row)
     over = ",".join(f"{k}={v}" for k, v in sorted((row.get("overrides") or {}).items()) if k not in keys)
-    return (row["workload"], row["preset"], row["phase"], row["device"], row["dtype"], over)
+    return (row["workload"], row["preset"], row["phase"], row["device"], row["dtype"], over,
+            (row.get("machine") or "unknown machine") if machine else None)
 
 
 def _label(row: Mapping[str, Any]) -> str:
@@ -104,8 +111,11 @@ def _parity(row: Mapping[str, Any]) -> str:
     return f"{err:.1e} {'✓' if tol is not None and err <= tol else '✗'}" + (" peer" if peer else "")
 
 
-def compared(row: Mapping[str, Any]) -> list[float]:
-    return row.get("process_medians") or row.get("steady_samples") or []
+def compared(row: Mapping[str, Any]) -> list[list[float]]:
+    """The row's steady-state samples, one list per process: what every comparison bootstraps."""
+    if row.get("process_samples"):
+        return row["process_samples"]
+    return [list(row["steady_samples"])] if row.get("steady_samples") else []
 
 
 def _vs_best(row: Mapping[str, Any], best: Mapping[str, Any] | None, shadowed: bool = False) -> str:
@@ -121,37 +131,59 @@ def _vs_best(row: Mapping[str, Any], best: Mapping[str, Any] | None, shadowed: b
     return f"{c.ratio:.2f}x" + ("" if c.significant else " ~") + (" ?" if doubtful else "")
 
 
+def added_memory(row: Mapping[str, Any]) -> int | None:
+    """The memory the computation itself needs, in the same window for every backend: the
+    device allocator's peak on a GPU (it counts the cell's own tensors), else the RSS peak
+    from the second call on (compiling is the first call's cost, not the step's) over the
+    worker's baseline just before the first call (framework, weights and inputs resident)."""
+    if row.get("peak_device_bytes") is not None:
+        return row["peak_device_bytes"]
+    peak, base = row.get("peak_rss_steady_bytes") or row.get("peak_rss_bytes"), row.get("baseline_rss_bytes")
+    return max(0, peak - base) if peak is not None and base is not None else None
+
+
+# each compiled backend's eager counterpart: what its first call must pay back against
+EAGER_OF = {"jax-jit": "jax-eager", "torch-compile": "torch-eager", "torch-compile-max-autotune": "torch-eager",
+            "torch-cudagraphs": "torch-eager", "torch-mlir-xla": "torch-eager"}
+TIMED = ("ok", "parity_fail")  # statuses whose samples are timings (a parity failure keeps its times)
+
+
 def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = 0.10) -> list[Mapping[str, Any]]:
-    """One display row per backend: a cell measured in several processes is summarised
-    over its processes; a cell measured once passes through unchanged."""
+    """One display row per backend: a cell measured in several processes is summarised over
+    its processes (mean of the per-process medians, hierarchical bootstrap CI); a process
+    flagged contended is left out while clean ones remain (``processes_excluded``). Every
+    row gets ``process_samples``, the samples per process its comparisons resample."""
     by: OrderedDict[str, list[Mapping[str, Any]]] = OrderedDict()
     for r in rows:
         by.setdefault(_label(r), []).append(r)
     out: list[Mapping[str, Any]] = []
     for group in by.values():
-        if len(group) == 1:
-            out.append(group[0])
-            continue
-        ok = [r for r in group if r["status"] == "ok" and r.get("steady_median_s")]
-        medians = [r["steady_median_s"] for r in ok]
+        timed = [r for r in group if r["status"] in TIMED and r.get("steady_samples")]
+        clean = [r for r in timed if not r.get("contended")]
+        used = clean or timed
         row = dict(group[0])
-        if not ok:
+        row["process_samples"] = [list(r["steady_samples"]) for r in used]
+        row["memory_added_bytes"] = _median_of([added_memory(r) for r in group])
+        if len(group) == 1:
             out.append(row)
             continue
-        summary = stats.summarize(medians, noise_threshold)
-
-        def median_of(key):
-            values = [r[key] for r in group if r.get(key) is not None]
-            return stats.summarize(values).median if values else None
-
-        scale = lambda key: (ok[0][key] * ok[0]["steady_median_s"] / summary.median) if ok[0].get(key) else None
+        row.update(processes=len(group), processes_ok=sum(r["status"] == "ok" for r in group),
+                   processes_used=len(used), processes_excluded=len(timed) - len(used),
+                   status="ok" if all(r["status"] == "ok" for r in group)
+                   else next(r["status"] for r in group if r["status"] != "ok"))
+        if not used:
+            out.append(row)
+            continue
+        h = stats.hierarchical(row["process_samples"])
+        medians = list(h.process_medians)
+        scale = lambda key: (used[0][key] * used[0]["steady_median_s"] / h.estimate) if used[0].get(key) else None
         errs = [r["parity_max_rel_err"] for r in group if r.get("parity_max_rel_err") is not None]
         row.update(
-            status="ok" if len(ok) == len(group) else next(r["status"] for r in group if r["status"] != "ok"),
-            first_call_s=median_of("first_call_s"), second_call_s=median_of("second_call_s"),
-            steady_median_s=summary.median, steady_iqr_s=summary.iqr, noisy=summary.noisy,
-            contended=any(r.get("contended") for r in group),
-            process_medians=medians, processes=len(group), processes_ok=len(ok),
+            first_call_s=_median_of(r.get("first_call_s") for r in group),
+            second_call_s=_median_of(r.get("second_call_s") for r in group),
+            steady_median_s=h.estimate, steady_ci_low_s=h.ci_low, steady_ci_high_s=h.ci_high,
+            steady_iqr_s=stats.summarize(medians).iqr, noisy=stats.summarize(medians, noise_threshold).noisy,
+            contended=not clean, process_medians=medians,
             achieved_flops_per_s=scale("achieved_flops_per_s"), roofline_fraction=scale("roofline_fraction"),
             peak_memory_bytes=max((r["peak_memory_bytes"] for r in group if r.get("peak_memory_bytes")), default=None),
             parity_max_rel_err=max(errs) if errs else None)
@@ -159,21 +191,56 @@ def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = 0.10
     return out
 
 
+def _median_of(values: Iterable[float | None]) -> float | None:
+    vs = [float(v) for v in values if v is not None]
+    return float(statistics.median(vs)) if vs else None
+
+
+def pays_after(compiled: Mapping[str, Any], eager: Mapping[str, Any]) -> dict[str, Any]:
+    """When a compiled backend's first call (trace + compile) has paid for itself against its
+    eager counterpart: the extra first-call cost over the per-call saving, or never where
+    its steady state is not (significantly) faster. Both rows combined over processes."""
+    cmp = stats.compare(compared(eager), compared(compiled))
+    saving = eager["steady_median_s"] - compiled["steady_median_s"]
+    extra = compiled["first_call_s"] - eager["first_call_s"]
+    if saving <= 0 or not cmp.significant:
+        calls, verdict = None, ("never pays: its steady state is not faster" if saving <= 0 else
+                                "cannot say: the steady states differ by less than the noise")
+    elif extra <= 0:
+        calls, verdict = 1, "from the first call"
+    else:
+        calls = math.ceil(extra / saving) + 1
+        verdict = f"after {calls:,} calls"
+    return {"calls": calls, "verdict": verdict, "extra_first_s": extra, "saving_per_call_s": saving}
+
+
 def _memory_counter(rows: Iterable[Mapping[str, Any]]) -> str:
     counters = sorted({r["peak_memory_counter"] for r in rows if r.get("peak_memory_counter")})
     return "; ".join(counters) if counters else "not measured"
 
 
-def group_rows(rows: Iterable[Mapping[str, Any]]) -> "OrderedDict[tuple, list[Mapping[str, Any]]]":
+def group_rows(rows: Iterable[Mapping[str, Any]], by_machine: bool | None = None
+               ) -> "OrderedDict[tuple, list[Mapping[str, Any]]]":
+    """Rows per table. Rows from several machines are never one table: ``by_machine`` None
+    splits them by machine exactly when there is more than one."""
+    rows = list(rows)
+    if by_machine is None:
+        by_machine = len({r.get("machine") for r in rows}) > 1
     groups: OrderedDict[tuple, list[Mapping[str, Any]]] = OrderedDict()
     for r in rows:
-        groups.setdefault(_group_key(r), []).append(r)
+        groups.setdefault(_group_key(r, by_machine), []).append(r)
     return groups
 
 
+def combined(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Every table's rows, one per backend (its processes combined): what a claim reads."""
+    return [r for group in group_rows(rows).values() for r in combine_repeats(group)]
+
+
 def title(key: tuple) -> str:
-    workload, preset, phase, device, dtype, over = key
-    return f"{workload} · {preset} · {phase} · {device} · {dtype}" + (f" · {over}" if over else "")
+    workload, preset, phase, device, dtype, over, machine = key
+    return (f"{workload} · {preset} · {phase} · {device} · {dtype}" + (f" · {over}" if over else "")
+            + (f" · on {machine}" if machine else ""))
 
 
 def _memory(row: Mapping[str, Any]) -> str:
@@ -205,6 +272,8 @@ def formatted(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for r in rows:
         median = r.get("steady_median_s")
         count = f"{r['processes_ok']}/{r['processes']} procs" if r.get("processes") else f"n={r.get('steady_n')}"
+        if r.get("processes_excluded"):
+            count += f", {r['processes_excluded']} busy left out"
         out.append({"row": r, "backend": _label(r), "First Run": fmt.seconds(r.get("first_call_s")),
                     "Second Run": fmt.seconds(r.get("second_call_s")),
                     "Avg Steady State": fmt.seconds(median) + (f" ({count})" if median is not None else ""),

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from stackwars.errors import SpecError, StackwarsError
-from stackwars.records import CellSpec, Measurement, MeasureConfig, _json_default
+from stackwars.records import CellSpec, Env, Measurement, MeasureConfig, _json_default
 from stackwars.store import db
 
 DEFAULT_DB = "stackwars.db"
@@ -277,14 +277,29 @@ def study_rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def cell_row(run_id: str, m: Measurement) -> dict[str, Any]:
-    """One flat row: Measurement.to_row plus its run id."""
-    return {"run_id": run_id, **m.to_row()}
+def cell_row(run_id: str, m: Measurement, env: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One flat row: Measurement.to_row plus its run id and, given the run's environment, the
+    machine it was measured on (every number carries it). A backend stored under an old
+    name is shown under its current one."""
+    from stackwars.registry import canonical_backend
+
+    row = {"run_id": run_id, **m.to_row()}
+    row["backend"] = canonical_backend(row["backend"])
+    if env is not None:
+        row["machine"] = Env(env).machine()
+    return row
 
 
 def rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
-    """Flat rows for export and reports."""
-    return [cell_row(rid, m) for rid, m in store.cells(run_id)]
+    """Flat rows for export and reports, each with its machine."""
+    envs: dict[str, dict[str, Any]] = {}
+
+    def env(rid: str) -> dict[str, Any]:
+        if rid not in envs:
+            envs[rid] = store.run(rid).env
+        return envs[rid]
+
+    return [cell_row(rid, m, env(rid)) for rid, m in store.cells(run_id)]
 
 
 def load_results(db_file: str | os.PathLike | None = None):

@@ -25,7 +25,7 @@ from stackwars.errors import SpecError
 from stackwars.records import CellSpec, Measurement, MeasureConfig
 from stackwars.harness import tmp
 
-BACKENDS = ("jax-jit", "jax-eager", "torch-compile", "torch-compile-max-autotune", "torch-xla")
+BACKENDS = ("jax-jit", "jax-eager", "torch-compile", "torch-compile-max-autotune", "torch-mlir-xla")
 ROW_KEYS = ("backend", "run", "first_call_s", "second_call_s", "compile_s", "cache_hits", "status")
 
 

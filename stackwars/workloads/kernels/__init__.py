@@ -67,7 +67,7 @@ class RowOp(Workload):
     def unsupported(self, cfg: RowConfig, framework: str, backend: str, phase: str) -> str | None:
         if cfg.impl != "custom":
             return None
-        if backend == "torch-xla":
+        if backend == "torch-mlir-xla":
             return "impl=custom: a Triton kernel cannot be exported to StableHLO"
         if framework == "torch" and backend != "torch-eager":
             return ("impl=custom: the Triton kernel is one launch, timed as launched (torch-eager); compiling the "

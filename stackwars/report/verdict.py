@@ -1,0 +1,372 @@
+"""The verdict: JAX or PyTorch, for each workload x preset x phase x dtype x device, on one machine.
+
+For every such group of stored cells, measured on one machine (the run's environment
+fingerprint: CPU, GPUs, framework versions), the verdict sets the best PyTorch backend
+against the best JAX backend, which is the question a user asks, rather than a
+framework's two modes against each other:
+
+* best: the fastest backend of the framework (any mode, option or implementation variant)
+  whose cells all ran ``ok``, parity included. A faster backend that failed parity is
+  named with its error against the tolerance and kept out;
+* ratio: JAX / PyTorch of the two estimates (mean of the per-process medians) with a 95%
+  CI from a hierarchical bootstrap over processes, then samples (stats.compare);
+* verdict: ``JAX faster`` / ``PyTorch faster`` (the CI excludes 1 and reaches beyond the
+  tie threshold), ``tie`` (the CI lies within the threshold, or holds 1 and is narrow), or
+  ``cannot say``: fewer than three clean processes on a side (one process's CI understates
+  the spread between launches), a CI too wide to decide, or a side with no backend that
+  ran and passed parity. The reason is in the row;
+* beside it: the calls each framework's compiled mode needs to pay for its first call
+  against its eager mode, the memory ratio (what each cell added), parity of both bests,
+  and a one-line why where a profile or a memory anatomy was recorded.
+
+Which backend is "best" is chosen from the same data as the ratio; with several close
+candidates on a side, that choice favours the side with more of them a little (the
+minimum of noisy estimates). Rows say how many candidates each side had.
+
+    stackwars verdict                     # the latest run of cells
+    stackwars verdict RUN_A RUN_B -f json # these runs; the latest processes of each cell
+"""
+
+from __future__ import annotations
+
+import io
+from collections import OrderedDict
+from typing import Any, Iterable, Mapping, Sequence
+
+from stackwars import stats
+from stackwars.report import format as fmt
+from stackwars.report import tables
+
+FRAMEWORKS = (("torch", "PyTorch"), ("jax", "JAX"))
+VERDICTS = ("JAX faster", "PyTorch faster", "tie", "cannot say")
+DECISION = {"lower": "JAX faster", "higher": "PyTorch faster", "tie": "tie", "noisy": "cannot say"}
+
+
+def cell_id(row: Mapping[str, Any]) -> str:
+    """A cell's identity across runs and processes: its key without the process number."""
+    return str(row["cell_key"]).split("#r")[0]
+
+
+def latest_processes(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """For every cell and machine, the processes of the latest run that measured it (rows in
+    the store's order, oldest first): a later run replaces an earlier one, never mixes with it."""
+    latest: OrderedDict[tuple[str, str], list[Mapping[str, Any]]] = OrderedDict()
+    run_of: dict[tuple[str, str], str] = {}
+    for r in rows:
+        key = (str(r.get("machine")), cell_id(r))
+        if run_of.get(key) != r.get("run_id"):
+            latest.pop(key, None)
+            run_of[key] = r.get("run_id")
+        latest.setdefault(key, []).append(r)
+    return [r for group in latest.values() for r in group]
+
+
+def _group_key(row: Mapping[str, Any]) -> tuple:
+    return (*tables._group_key(row, machine=True), row.get("matmul_precision"))
+
+
+def _parity(row: Mapping[str, Any]) -> dict[str, Any]:
+    err, tol = row.get("parity_max_rel_err"), row.get("parity_tolerance")
+    return {"max_rel_err": err, "tolerance": tol, "ok": None if err is None or tol is None else err <= tol,
+            "reference": row.get("parity_reference")}
+
+
+def _parity_text(p: Mapping[str, Any] | None) -> str:
+    if not p or p.get("max_rel_err") is None:
+        return "unchecked"
+    return f"{p['max_rel_err']:.1e} " + ("✓" if p["ok"] else f"✗ (tol {p['tolerance']:.0e})")
+
+
+def _pays(side: list[Mapping[str, Any]], by_backend: Mapping[tuple, Mapping[str, Any]]) -> dict[str, Any]:
+    """The framework's fastest compiled mode against its eager mode (same implementation variant)."""
+    compiled = [r for r in side if r["backend"] in tables.EAGER_OF and r["status"] == "ok"]
+    if not compiled:
+        return {"verdict": "eager only"}
+    c = min(compiled, key=lambda r: r["steady_median_s"])
+    e = by_backend.get((tables.EAGER_OF[c["backend"]], tables.variant(c)[1]))
+    if e is None or e["status"] != "ok" or c.get("first_call_s") is None or e.get("first_call_s") is None:
+        return {"compiled": tables.backend_variant(c), "verdict": f"no {tables.EAGER_OF[c['backend']]} cell"}
+    return {"compiled": tables.backend_variant(c), "eager": tables.backend_variant(e), **tables.pays_after(c, e)}
+
+
+def _why(best: Mapping[str, Mapping[str, Any] | None], profiles: Mapping[str, Mapping[str, Any]],
+         anatomy: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """One line from the profiles (busy share, the top kernel, the largest named region) or,
+    failing that, the train steps' memory anatomy of the two best cells."""
+    parts = []
+    for fw, name in FRAMEWORKS:
+        r = best.get(fw)
+        if r is None:
+            continue
+        p = profiles.get(cell_id(r))
+        if p and p.get("wall_s"):
+            bits = [f"step {fmt.seconds(p['wall_s'])}, busy {fmt.fraction(p.get('busy_fraction'))}"]
+            if p.get("top_kernels"):
+                k = p["top_kernels"][0]
+                bits.append(f"top {k['name'][:40]} {fmt.fraction(k.get('share'))}")
+            if p.get("regions"):
+                g = p["regions"][0]
+                bits.append(f"{g['name'][:30]} {fmt.seconds(g['time_per_step_s'])}")
+            parts.append(f"{name} {r['backend']}: " + ", ".join(bits))
+            continue
+        a = anatomy.get(cell_id(r))
+        if a and a.get("sum_bytes") and not a.get("error"):
+            big = sorted(((k, v["bytes"]) for k, v in a["parts"].items() if v.get("bytes")), key=lambda kv: -kv[1])[:2]
+            parts.append(f"{name} {r['backend']}: memory {fmt.nbytes(a['sum_bytes'])} "
+                         f"({', '.join(f'{k.replace(chr(95), chr(32))} {fmt.nbytes(v)}' for k, v in big)})")
+    return "; ".join(parts) or None
+
+
+def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, Any]] = (),
+             anatomy: Sequence[Mapping[str, Any]] = (), threshold: float = stats.TIE_THRESHOLD,
+             min_processes: int = stats.MIN_PROCESSES) -> list[dict[str, Any]]:
+    """One verdict per machine x workload x preset x phase x device x dtype (x overrides that
+    change the computation, x matmul precision), from flat cell rows (``store.results.rows``),
+    one row per process. ``profiles`` / ``anatomy``: rows of report/profiles.py, for the why."""
+    rows = latest_processes(rows)
+    prof = {str(p["cell"]).split("#r")[0]: p for p in profiles}
+    anat = {str(a["cell"]).split("#r")[0]: a for a in anatomy}
+    groups: OrderedDict[tuple, list[Mapping[str, Any]]] = OrderedDict()
+    for r in rows:
+        groups.setdefault(_group_key(r), []).append(r)
+    out = []
+    for key, group in groups.items():
+        workload, preset, phase, device, dtype, over, machine, precision = key
+        combined = tables.combine_repeats(group)
+        by_backend = {(r["backend"], tables.variant(r)[1]): r for r in combined}
+        row: dict[str, Any] = {"machine": machine, "workload": workload, "preset": preset, "phase": phase,
+                               "device": device, "dtype": dtype, "overrides": over, "matmul_precision": precision,
+                               "runs": sorted({str(r.get("run_id")) for r in group})}
+        best: dict[str, Mapping[str, Any] | None] = {}
+        missing = []
+        for fw, name in FRAMEWORKS:
+            side = [r for r in combined if r.get("framework") == fw]
+            eligible = [r for r in side if r["status"] == "ok" and r.get("process_samples")
+                        and _parity(r)["ok"] is not False]
+            b = min(eligible, key=lambda r: r["steady_median_s"]) if eligible else None
+            best[fw] = b
+            failed = [r for r in side if r["status"] == "parity_fail" and r.get("steady_median_s")
+                      and (b is None or r["steady_median_s"] < b["steady_median_s"])]
+            row[f"{fw}_candidates"] = len(side)
+            row[f"{fw}_excluded"] = [{"backend": tables.backend_variant(r), "seconds": r["steady_median_s"],
+                                      "why": f"failed parity: {_parity_text(_parity(r))}"} for r in failed]
+            row[f"{fw}_pays"] = _pays(side, by_backend)
+            if b is None:
+                why = ("none measured" if not side else
+                       "none ran ok with parity (" + ", ".join(f"{tables.backend_variant(r)} {r['status']}"
+                                                               for r in side) + ")")
+                missing.append(f"no {name} backend: {why}")
+                row.update({f"best_{fw}": None, f"{fw}_s": None, f"{fw}_processes": 0})
+                continue
+            row.update({f"best_{fw}": tables.backend_variant(b), f"{fw}_label": tables._label(b),
+                        f"{fw}_s": b["steady_median_s"], f"{fw}_first_call_s": b.get("first_call_s"),
+                        f"{fw}_ci_low_s": b.get("steady_ci_low_s"), f"{fw}_ci_high_s": b.get("steady_ci_high_s"),
+                        f"{fw}_processes": len(b["process_samples"]),
+                        f"{fw}_processes_excluded": b.get("processes_excluded", 0),
+                        f"{fw}_parity": _parity(b), f"{fw}_memory_bytes": b.get("memory_added_bytes"),
+                        f"{fw}_optimizer_impl": b.get("optimizer_impl"), f"{fw}_attention": b.get("attention")})
+        row["processes"] = min(row["torch_processes"], row["jax_processes"])
+        row["why"] = _why(best, prof, anat)
+        mt, mj = row.get("torch_memory_bytes"), row.get("jax_memory_bytes")
+        row["memory_ratio"] = mj / mt if mt and mj is not None else None
+        row["memory_counter"] = next((r.get("peak_memory_counter") for r in combined if r.get("peak_memory_counter")),
+                                     None)
+        if missing:
+            row.update(ratio=None, ci_low=None, ci_high=None, verdict="cannot say", reason="; ".join(missing),
+                       reason_tag="one side missing")
+            out.append(row)
+            continue
+        c = stats.compare(best["torch"]["process_samples"], best["jax"]["process_samples"])
+        row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high)
+        decision = stats.decide(c, threshold)
+        verdict, reason = DECISION[decision], _reason(decision, c, threshold)
+        tag = "noisy" if decision == "noisy" else None
+        if row["processes"] < min_processes:
+            excluded = row.get("torch_processes_excluded", 0) + row.get("jax_processes_excluded", 0)
+            verdict, tag = "cannot say", "busy machine" if excluded else "too few processes"
+            reason = (f"{row['torch_processes']} PyTorch / {row['jax_processes']} JAX process(es)"
+                      + (f" ({excluded} measured while the machine was busy, left out)" if excluded else "")
+                      + f"; a verdict needs {min_processes} per side (run --processes {min_processes}): one "
+                        f"process's interval understates the spread between launches; it would read: "
+                        f"{DECISION[decision]}")
+        row.update(verdict=verdict, reason=reason, reason_tag=tag)
+        out.append(row)
+    return out
+
+
+def _reason(decision: str, c: stats.Comparison, threshold: float) -> str:
+    ci = f"95% CI {c.ci_low:.3f}-{c.ci_high:.3f}"
+    if decision == "noisy":
+        return f"{ci} holds 1 and is too wide to decide (noisy); measure more processes"
+    if decision == "tie":
+        if c.ci_low <= 1 <= c.ci_high:
+            return f"{ci} holds 1"
+        return f"{ci} lies within the ±{threshold:.0%} tie threshold"
+    faster = 1 / c.ratio if decision == "lower" else c.ratio
+    return f"{ci}; {faster:.2f}x"
+
+
+# ---- presentation ----------------------------------------------------------------------------
+COLUMNS = ("workload", "best PyTorch", "best JAX", "JAX/PyTorch (95% CI)", "verdict", "procs", "compile pays "
+           "(PyTorch / JAX)", "memory JAX/PyTorch", "parity (PyTorch / JAX)", "why")
+STYLE = {"JAX faster": "bold cyan", "PyTorch faster": "bold magenta", "tie": "green", "cannot say": "yellow"}
+LEGEND = ("best: the fastest backend of the framework whose cells ran ok and passed parity (time: mean of the "
+          "per-process medians); JAX/PyTorch < 1: JAX faster; 95% CI from a hierarchical bootstrap over processes "
+          "and their samples, widened to Student's t for few processes; tie: the CI lies within ±{t:.0%} or holds "
+          "1; cannot say: fewer than {p} clean processes a side, a CI too wide, or a side with nothing that ran "
+          "and passed; compile pays: calls until the framework's fastest compiled mode has paid for its first call "
+          "against its eager mode; memory: the steady-state peak over the worker's baseline (device allocator on a GPU; "
+          "{mem}).")
+
+
+def _title(r: Mapping[str, Any]) -> str:
+    over = f" · {r['overrides']}" if r.get("overrides") else ""
+    prec = "" if r.get("matmul_precision") in (None, "float32") else f" · {r['matmul_precision']} matmuls"
+    return f"{r['workload']} · {r['preset']} · {r['phase']} · {r['device']} · {r['dtype']}{over}{prec}"
+
+
+def _side(r: Mapping[str, Any], fw: str) -> str:
+    if r.get(f"best_{fw}") is None:
+        return fmt.DASH
+    text = f"{r[f'{fw}_label']} {fmt.seconds(r[f'{fw}_s'])}"
+    for x in r.get(f"{fw}_excluded") or ():
+        text += f" (faster but out: {x['backend']} {fmt.seconds(x['seconds'])}, {x['why']})"
+    return text
+
+
+def _pays_text(p: Mapping[str, Any]) -> str:
+    if p.get("calls") is not None:
+        return f"{p['compiled']}: {p['verdict']}"
+    return f"{p['compiled']}: {p['verdict']}" if p.get("compiled") else p.get("verdict", fmt.DASH)
+
+
+def cells(r: Mapping[str, Any]) -> list[str]:
+    """The row's table cells as text (terminal, Markdown and the report page show these)."""
+    ratio = fmt.DASH if r.get("ratio") is None else f"{r['ratio']:.3f} ({r['ci_low']:.3f}-{r['ci_high']:.3f})"
+    mem = fmt.DASH if r.get("memory_ratio") is None else f"{r['memory_ratio']:.2f}x"
+    parity = f"{_parity_text(r.get('torch_parity'))} / {_parity_text(r.get('jax_parity'))}"
+    verdict = r["verdict"] + (f" ({r['reason_tag']})" if r.get("reason_tag") else "")
+    return [_title(r), _side(r, "torch"), _side(r, "jax"), ratio, verdict, str(r["processes"]),
+            f"{_pays_text(r['torch_pays'])} / {_pays_text(r['jax_pays'])}", mem, parity, r.get("why") or fmt.DASH]
+
+
+def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the table cells abbreviate: why a row cannot decide, and what was kept out."""
+    out = []
+    for r in rows:
+        if r["verdict"] == "cannot say" or r.get("reason_tag") == "noisy":
+            out.append(f"{_title(r)}: {r['verdict']}: {r['reason']}")
+    return out
+
+
+def by_machine(rows: Sequence[Mapping[str, Any]]) -> "OrderedDict[str, list[Mapping[str, Any]]]":
+    out: OrderedDict[str, list[Mapping[str, Any]]] = OrderedDict()
+    for r in rows:
+        out.setdefault(r["machine"], []).append(r)
+    return out
+
+
+def legend(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_THRESHOLD) -> str:
+    counters = sorted({r["memory_counter"] for r in rows if r.get("memory_counter")})
+    return LEGEND.format(t=threshold, p=stats.MIN_PROCESSES, mem="; ".join(counters) or "not measured")
+
+
+def summary(rows: Sequence[Mapping[str, Any]]) -> str:
+    counts = OrderedDict((v, sum(r["verdict"] == v for r in rows)) for v in VERDICTS)
+    return f"{len(rows)} verdict(s): " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+
+
+NARROW = 160  # below this many columns, a block of lines per verdict instead of the table
+
+
+def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshold: float = stats.TIE_THRESHOLD):
+    """One table per machine (or stacked blocks on a narrow terminal), then the legend."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    parts: list[Any] = []
+    for machine, group in by_machine(rows).items():
+        title = f"Verdict · {machine} · {summary(group)}"
+        if width is not None and width < NARROW:
+            parts.append(Text(title, style="bold"))
+            for r in group:
+                c = cells(r)
+                line = Text(f"  {c[0]}: ")
+                line.append(r["verdict"], style=STYLE[r["verdict"]])
+                parts.append(line)
+                parts.append(Text(f"      PyTorch {c[1]} | JAX {c[2]} | JAX/PyTorch {c[3]} | procs {c[5]}"))
+                parts.append(Text(f"      {r.get('reason') or ''}", style="dim"))
+                parts.append(Text(f"      compile pays {c[6]} | memory {c[7]} | parity {c[8]}", style="dim"))
+                if r.get("why"):
+                    parts.append(Text(f"      why: {r['why']}", style="dim"))
+            continue
+        table = Table(title=title, title_justify="left")
+        for col in COLUMNS:
+            table.add_column(col, overflow="fold", justify="right" if col in ("procs",) else "left")
+        for r in group:
+            c = cells(r)
+            c[4] = Text(c[4], style=STYLE[r["verdict"]])
+            table.add_row(*[x if isinstance(x, Text) else Text(x) for x in c])
+        parts.append(table)
+        parts += [Text(f"  {n}", style="yellow") for n in notes(group)]
+    if rows:
+        parts.append(Text(legend(rows, threshold), style="dim"))
+    return Group(*parts)
+
+
+def markdown(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_THRESHOLD) -> str:
+    lines = []
+    for machine, group in by_machine(rows).items():
+        lines += [f"**Verdict · {machine}** ({summary(group)})", "", "| " + " | ".join(COLUMNS) + " |",
+                  "|" + "---|" * len(COLUMNS)]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in group]
+        lines.append("")
+        lines += [f"- {n}" for n in notes(group)] + ([""] if notes(group) else [])
+    if rows:
+        lines.append(legend(rows, threshold))
+    return "\n".join(lines) + "\n"
+
+
+def to_text(rows: Sequence[Mapping[str, Any]], width: int = 250) -> str:
+    from rich.console import Console
+    console = Console(width=width, record=True, color_system=None, force_terminal=False, file=io.StringIO())
+    console.print(render(rows, width))
+    return console.export_text()
+
+
+def forest_png(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_THRESHOLD) -> bytes | None:
+    """The verdicts of one machine as a forest plot: JAX/PyTorch on a log axis, one row per
+    workload, the point estimate with its 95% CI, the tie band shaded, coloured by verdict."""
+    shown = [r for r in rows if r.get("ratio")]
+    if not shown:
+        return None
+    import math
+
+    from stackwars.report.plots import plt_agg, to_png
+    plt = plt_agg()
+    colour = {"JAX faster": "tab:blue", "PyTorch faster": "tab:red", "tie": "tab:green", "cannot say": "tab:gray"}
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.32 * len(shown)))
+    ax.axvspan(1 / (1 + threshold), 1 + threshold, color="tab:green", alpha=0.12, lw=0,
+               label=f"tie band (±{threshold:.0%})")
+    ax.axvline(1.0, color="black", lw=0.8)
+    for i, r in enumerate(shown):
+        c = colour[r["verdict"]]
+        ax.errorbar(r["ratio"], i, xerr=[[r["ratio"] - r["ci_low"]], [r["ci_high"] - r["ratio"]]], fmt="o", color=c,
+                    ms=4, capsize=2, lw=1.2, mfc=c if r["processes"] >= stats.MIN_PROCESSES else "white")
+    ax.set_yticks(range(len(shown)), [f"{_title(r)} ({r['best_torch']} vs {r['best_jax']})" for r in shown],
+                  fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    lo = min(min(r["ci_low"] for r in shown), 1 / (1 + threshold))
+    hi = max(max(r["ci_high"] for r in shown), 1 + threshold)
+    pad = math.exp(0.08 * (math.log(hi) - math.log(lo)) + 0.02)
+    ax.set_xlim(lo / pad, hi * pad)
+    ax.set_xlabel("JAX time / PyTorch time, best backend of each (log; < 1: JAX faster); 95% CI over processes")
+    for v, c in colour.items():
+        ax.plot([], [], "o", color=c, label=v)
+    ax.plot([], [], "o", color="tab:gray", mfc="white", label=f"fewer than {stats.MIN_PROCESSES} processes")
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(alpha=0.3, axis="x", which="both")
+    fig.tight_layout()
+    return to_png(fig)

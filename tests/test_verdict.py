@@ -1,0 +1,245 @@
+"""The verdict's statistics do not invent winners, and the verdict table says what its data shows.
+
+A synthetic machine drives the real Timer with a fake clock (no device, no sleep): every
+process draws its own speed (the spread between launches), every call its own noise and
+an occasional straggler. Measured like that, the same program on both sides must come out
+a tie in at least 95% of seeded trials, and a 10% shift must be found with enough
+processes. Then the verdict table itself, from hand-built rows: best of each framework,
+parity failures kept out and named, contended processes left out, one process never a
+verdict, machines never mixed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from stackwars import stats
+from stackwars.cli import app
+from stackwars.harness.timer import Timer
+from stackwars.records import CellSpec, MeasureConfig, Parity
+from stackwars.report import verdict as vd
+from stackwars.store.results import Store, rows
+
+from tests.factories import measurement
+
+runner = CliRunner()
+
+
+# The spread between processes measured on the 2-core CPU VM for gemm small forward, six
+# processes each: the sd of the process medians was 2.0% (jax-jit) and 0.7% (torch-mlir-xla).
+BETWEEN = 0.015
+
+
+class SyntheticMachine:
+    """Calls of ``centre`` seconds on a machine whose speed differs between processes
+    (log-normal, ``between``) and between calls (``within``), with a straggler call 3% of
+    the time. The clock advances only when the caller synchronises."""
+
+    def __init__(self, rng: np.random.Generator, centre: float, between: float = BETWEEN, within: float = 0.03):
+        self.rng, self.now, self.pending = rng, 0.0, 0.0
+        self.speed = centre * float(np.exp(rng.normal(0.0, between)))
+        self.within = within
+
+    def clock(self) -> float:
+        return self.now
+
+    def fn(self) -> None:
+        d = self.speed * float(np.exp(self.rng.normal(0.0, self.within)))
+        if self.rng.random() < 0.03:
+            d *= 1.5  # a straggler: an interrupt, a page fault
+        self.pending += d
+
+    def sync(self, outs) -> None:
+        self.now, self.pending = self.now + self.pending, 0.0
+
+
+def _processes(rng, centre, n_processes, samples=40, **kw) -> list[list[float]]:
+    out = []
+    for _ in range(n_processes):
+        dev = SyntheticMachine(rng, centre, **kw)
+        st = Timer(dev.fn, dev.sync, dev.clock).steady(min_samples=samples, min_time_s=0.0, max_samples=samples)
+        out.append(list(st.samples))
+    return out
+
+
+def _decisions(shift: float, n_processes: int, trials: int, **kw) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for seed in range(trials):
+        rng = np.random.default_rng(seed)
+        torch_side = _processes(rng, 1e-3, n_processes, **kw)
+        jax_side = _processes(rng, 1e-3 * shift, n_processes, **kw)
+        d = stats.decide(stats.compare(torch_side, jax_side, seed=seed))
+        counts[d] = counts.get(d, 0) + 1
+    return counts
+
+
+def test_the_same_program_is_a_tie_in_at_least_95_percent_of_trials():
+    trials = 300
+    counts = _decisions(1.0, 3, trials)
+    assert counts.get("tie", 0) >= 0.95 * trials, counts
+    # on a machine whose launches spread more, ties fall (more "cannot say"), but false
+    # winners stay within what a 95% interval allows
+    rough = _decisions(1.0, 3, trials, between=0.03)
+    assert rough.get("lower", 0) + rough.get("higher", 0) <= 0.05 * trials, rough
+
+
+def test_a_ten_percent_shift_is_found_with_enough_processes():
+    trials = 100
+    five = _decisions(0.9, 5, trials)
+    assert five.get("lower", 0) >= 0.95 * trials, five  # JAX 10% faster: found
+    assert five.get("higher", 0) == 0, five  # and never the other way round
+    # with one process a side the interval ignores the spread between launches: false
+    # winners appear, which is why one process never supports a verdict
+    one = _decisions(1.0, 1, trials, between=0.04)
+    assert one.get("lower", 0) + one.get("higher", 0) > 0.05 * trials, one
+
+
+def test_few_processes_widen_the_interval_to_students_t():
+    rng = np.random.default_rng(7)
+    procs = _processes(rng, 1e-3, 3, between=0.03)
+    h = stats.hierarchical(procs)
+    medians = np.array(h.process_medians)
+    t_half = stats.t_quantile(0.975, 2) * medians.std(ddof=1) / np.sqrt(3)
+    # the widened bootstrap interval is about as wide as the t interval of the process medians
+    assert 0.7 * 2 * t_half < h.ci_high - h.ci_low < 1.6 * 2 * t_half
+    assert h.ci_low < h.estimate < h.ci_high and h.estimate == pytest.approx(medians.mean())
+    assert stats.t_quantile(0.975, 4) == pytest.approx(2.7764, abs=1e-3)
+
+
+@pytest.mark.parametrize("ci, expected", [
+    ((0.97, 1.02), "tie"),  # holds 1, narrow
+    ((0.97, 0.99), "tie"),  # excludes 1, within the 5% threshold
+    ((0.80, 0.93), "lower"),
+    ((1.06, 1.20), "higher"),
+    ((0.80, 1.25), "noisy"),  # holds 1, too wide to decide
+])
+def test_decide(ci, expected):
+    c = stats.Comparison((ci[0] + ci[1]) / 2, *ci, not ci[0] <= 1 <= ci[1])
+    assert stats.decide(c) == expected
+
+
+# ---- the verdict table -----------------------------------------------------------------------
+MACHINE = {"cpu_model": "Test CPU", "cpu_count_logical": 2, "versions": {"torch": "2.13.0", "jax": "0.10.2"}}
+
+
+def _cell(backend, scale, proc, workload="gemm", framework=None, status="ok", contended=False, parity=1e-7,
+          first=0.5, seed=0):
+    rng = np.random.default_rng(1000 * seed + proc)
+    m = measurement(backend, status=status, workload=workload, framework=framework,
+                    samples=tuple(scale * 1e-3 * (1 + 0.01 * rng.standard_normal(30))))
+    m = dataclasses.replace(m, spec=dataclasses.replace(m.spec, repeat=proc), first_call_s=first,
+                            parity=Parity(max_rel_err=parity, tolerance=2e-4))
+    if contended:
+        m = dataclasses.replace(m, settings={"contention": {"contended": True, "fraction": 0.3}})
+    return m
+
+
+def _store(path, cells, env=MACHINE):
+    with Store(path) as store:
+        run_id = store.create_run([m.spec for m in cells], {"measure": MeasureConfig().to_dict()}, command="test")
+        session = store.start_session(run_id, env)
+        for m in cells:
+            store.add_cell(run_id, session, m)
+        return run_id, rows(store, run_id)
+
+
+def _three(backend, scale, **kw):
+    return [_cell(backend, scale, p, **kw) for p in range(3)]
+
+
+def test_best_of_each_framework_and_a_faster_parity_failure_kept_out(tmp_path):
+    cells = [*_three("torch-eager", 2.0, first=0.01), *_three("torch-compile", 1.0, first=2.0),
+             *_three("jax-eager", 0.5, status="parity_fail", parity=3e-3),
+             *_three("jax-jit", 1.5, first=0.2)]
+    _, found = _store(tmp_path / "v.db", cells)
+    (v,) = vd.verdicts(found)
+    assert v["best_torch"] == "torch-compile" and v["best_jax"] == "jax-jit"
+    assert v["ratio"] == pytest.approx(1.5, rel=0.02) and v["ci_low"] > 1.3
+    assert v["verdict"] == "PyTorch faster" and v["processes"] == 3
+    assert v["machine"] == "Test CPU (2 CPUs) · torch 2.13.0 · jax 0.10.2"
+    # jax-eager ran faster but failed parity: named with its error against the tolerance, not chosen
+    (out,) = v["jax_excluded"]
+    assert out["backend"] == "jax-eager" and "3.0e-03" in out["why"] and "tol 2e-04" in out["why"]
+    # torch-compile pays for its 1.99 s longer first call at 1 ms saved a call
+    assert v["torch_pays"]["calls"] == pytest.approx(1991, abs=30)
+    assert "faster but out: jax-eager" in vd.cells(v)[2]
+    text = vd.to_text([v])
+    assert "PyTorch faster" in text and "Test CPU" in text
+
+
+def test_one_process_is_not_a_verdict_and_busy_processes_are_left_out(tmp_path):
+    one = [_cell("torch-eager", 1.0, 0), _cell("jax-jit", 0.5, 0)]
+    _, found = _store(tmp_path / "a.db", one)
+    (v,) = vd.verdicts(found)
+    assert v["verdict"] == "cannot say" and "a verdict needs 3 per side" in v["reason"]
+    assert "it would read: JAX faster" in v["reason"] and v["ratio"] == pytest.approx(0.5, rel=0.02)
+    busy = [*_three("torch-eager", 1.0), _cell("jax-jit", 0.5, 0), _cell("jax-jit", 0.5, 1),
+            _cell("jax-jit", 0.2, 2, contended=True)]
+    _, found = _store(tmp_path / "b.db", busy)
+    (v,) = vd.verdicts(found)
+    assert v["jax_processes"] == 2 and v["jax_processes_excluded"] == 1
+    assert v["verdict"] == "cannot say" and "measured while the machine was busy" in v["reason"]
+    assert v["jax_s"] == pytest.approx(0.5e-3, rel=0.02)  # the busy process does not drag the estimate
+
+
+def test_a_side_with_nothing_that_passed_and_a_tie(tmp_path):
+    cells = [*_three("torch-eager", 1.0), *_three("jax-jit", 1.0, status="error"),
+             *_three("torch-eager", 1.0, workload="ffn"), *_three("jax-jit", 1.0, workload="ffn")]
+    cells[3:6] = [dataclasses.replace(m, samples=()) for m in cells[3:6]]
+    _, found = _store(tmp_path / "c.db", cells)
+    by = {v["workload"]: v for v in vd.verdicts(found)}
+    assert by["gemm"]["verdict"] == "cannot say" and "no JAX backend" in by["gemm"]["reason"]
+    assert by["ffn"]["verdict"] == "tie" and by["ffn"]["ci_low"] <= 1 <= by["ffn"]["ci_high"]
+
+
+def test_machines_are_never_mixed(tmp_path):
+    path = tmp_path / "m.db"
+    _store(path, [*_three("torch-eager", 1.0), *_three("jax-jit", 0.5)])
+    _store(path, [*_three("torch-eager", 1.0), *_three("jax-jit", 2.0)],
+           env={**MACHINE, "cpu_model": "Other CPU", "gpus": [{"name": "H100"}]})
+    with Store(path) as store:
+        found = rows(store)
+    result = vd.verdicts(found)
+    assert [(v["machine"].split(" (")[0], v["verdict"]) for v in result] == [
+        ("Test CPU", "JAX faster"), ("Other CPU", "PyTorch faster")]
+    assert "1x H100" in result[1]["machine"]
+    md = vd.markdown(result)
+    assert md.count("**Verdict · ") == 2  # one table per machine
+
+
+def test_a_later_run_replaces_a_cells_processes(tmp_path):
+    path = tmp_path / "l.db"
+    _store(path, [*_three("torch-eager", 1.0), *_three("jax-jit", 0.5)])
+    _store(path, [*_three("jax-jit", 2.0, seed=1)])
+    with Store(path) as store:
+        found = rows(store)
+    (v,) = vd.verdicts(found)
+    assert v["jax_processes"] == 3 and v["jax_s"] == pytest.approx(2e-3, rel=0.02)
+
+
+def test_cli_verdict_json_and_refusals(tmp_path):
+    path = tmp_path / "j.db"
+    run_id, _ = _store(path, [*_three("torch-eager", 1.0), *_three("jax-jit", 0.5)])
+    done = runner.invoke(app, ["verdict", "--db", str(path), "-f", "json"])
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.stdout)
+    (v,) = data["verdicts"]
+    for key in ("best_torch", "best_jax", "ratio", "ci_low", "ci_high", "verdict", "processes", "machine"):
+        assert v[key] is not None, key
+    assert data["runs"] == [run_id] and v["verdict"] == "JAX faster"
+    done = runner.invoke(app, ["verdict", "--db", str(path)], env={"COLUMNS": "90"})
+    assert done.exit_code == 0 and "JAX faster" in done.output and "┏" not in done.output
+    assert max(len(line) for line in done.output.splitlines()) <= 90
+    for args, message in ((["-f", "csv"], "unknown format"), (["--threshold", "0.9"], "--threshold"),
+                          (["nope"], "no run 'nope'")):
+        done = runner.invoke(app, ["verdict", "--db", str(path), *args])
+        assert done.exit_code == 2 and message in done.output, done.output
+    with Store(path) as store:
+        study = store.create_run([], {}, kind="train:mnist", command="train")
+    done = runner.invoke(app, ["verdict", study, "--db", str(path)])
+    assert done.exit_code == 2 and "train:mnist run" in done.output

@@ -6,6 +6,8 @@ can run, into one database, then the report.
 
 The plan is a list of steps, each one stackwars command (the same commands the README
 documents), run in order of importance as subprocesses writing to the same database. The
+`run` steps measure every cell in three processes (run's default), so the report that
+closes the plan opens with a verdict that can name winners. The
 steps done are recorded in ``OUT/reproduce-state.json`` (with their run ids, status and time),
 so running the command again continues where it stopped; a step that would start after the
 budget is left for the next invocation and listed as such. Each step's output goes to
@@ -43,7 +45,7 @@ def plan(device: str, data_dir: str | None) -> list[Step]:
              ("run", "gemm", "ffn", "mha", "--preset", size, "--phase", "forward", "--phase", "train-step", *dev), 12),
         Step("models", "S3's model table (the six models), forward",
              ("run", "resnet50", "bert-base", "gpt2", "vit-b16", "gpt-neo-1.3b", "llama3-8b", "--preset",
-              size, "--phase", "forward", *dev) + (("--dtype", "bfloat16") if device == "cuda" else ()), 25),
+              size, "--phase", "forward", *dev) + (("--dtype", "bfloat16") if device == "cuda" else ()), 30),
         Step("recompile", "S1/S2: what changing shapes recompiles",
              ("study", "recompile", "mha", "--vary", "seq=16,32,48,64,96,128", *dev), 3),
         Step("cache", "S1: compile caches, cold vs warm", ("study", "cache", "mha", *dev), 3),
@@ -58,9 +60,9 @@ def plan(device: str, data_dir: str | None) -> list[Step]:
               "1,2,4" if device == "cpu" else "1", *dev), 6),
         Step("why", "S1/S2: where a train step's time and memory go (profiles, memory anatomy), GPT-2",
              ("run", "gpt2", "--preset", size, "--phase", "train-step", "-b", "torch-eager", "-b", "torch-compile",
-              "-b", "jax-jit", "--profile", "2", *dev) + (("--dtype", "bfloat16") if device == "cuda" else ()), 6),
+              "-b", "jax-jit", "--profile", "2", *dev) + (("--dtype", "bfloat16") if device == "cuda" else ()), 10),
         Step("kernels", "S2: a custom kernel in Triton (PyTorch) and in Pallas (JAX) beside the operators",
-             ("run", "softmax", "layernorm", "--preset", size, "--set", "impl=framework,custom", *dev), 5),
+             ("run", "softmax", "layernorm", "--preset", size, "--set", "impl=framework,custom", *dev), 7),
     ]
     mnist = ("train", "mnist", "--lr", "0.01", "--batch-size", "64", "--batch-size", "256", "--batch-size", "1024",
              "--epochs", "10" if device == "cuda" else "3", *dev)

@@ -190,20 +190,32 @@ def t_quantile(p: float, df: float) -> float:
     return (lo + hi) / 2
 
 
-def _expansion(var_corrected: float, var_boot: float, df: float, confidence: float) -> float:
-    """How much to widen a bootstrap distribution so that its percentile interval has the
-    width Student's t gives (Hesterberg's expanded percentile interval): the bootstrap of a
-    mean over P processes has (P-1)/P of the variance, and a normal quantile where t's
-    belongs; with three processes both matter (t with 2 df is 4.30, not 1.96)."""
-    if var_boot <= 0 or not math.isfinite(df):
+def _t_width(var_target: float, var_boot: float, df: float, confidence: float) -> float:
+    """How much to rescale a bootstrap distribution (around its centre) so that its
+    percentile interval has the width of Student's t interval for the same estimate.
+
+    With few processes a bootstrap alone misleads in both directions: resampling P
+    processes gives (P-1)/P of the variance and uses a normal where t belongs (with three
+    processes t is 4.30, not 1.96), while resampling the samples inside each process adds
+    their noise a second time (the process medians already carry it). ``var_target`` is
+    the unbiased variance of the estimate from the spread of the process medians, on the
+    log scale; the bootstrap keeps the interval's shape, t its width."""
+    if var_boot <= 0 or var_target <= 0 or not math.isfinite(df):
         return 1.0
-    return math.sqrt(var_corrected / var_boot) * t_quantile(0.5 + confidence / 2, df) / _z(confidence)
+    return math.sqrt(var_target / var_boot) * t_quantile(0.5 + confidence / 2, df) / _z(confidence)
+
+
+def _log_var(medians: Sequence[float]) -> float:
+    """Unbiased variance of the log of the mean of these process medians (delta method)."""
+    m = np.asarray(medians, dtype=np.float64)
+    return float(m.var(ddof=1) / (m.size * m.mean() ** 2)) if m.size > 1 and m.mean() > 0 else 0.0
 
 
 @dataclass(frozen=True)
 class Hierarchical:
     """A cell's steady state over its processes: the mean of the per-process medians with a
-    hierarchical-bootstrap 95% CI (expanded for few processes), and the spread between them."""
+    hierarchical-bootstrap 95% CI (its width that of Student's t on the process medians),
+    and the spread between them."""
 
     estimate: float
     ci_low: float
@@ -228,8 +240,7 @@ def hierarchical(processes: "Processes | Sequence[float]", confidence: float = 0
     centre, logs = _log_draws(procs, resamples, seed)
     p = len(procs)
     if p > 1:
-        v = float(np.var(logs))
-        logs = centre + _expansion(v * p / (p - 1), v, p - 1, confidence) * (logs - centre)
+        logs = centre + _t_width(_log_var(medians), float(np.var(logs)), p - 1, confidence) * (logs - centre)
     lo, hi = np.exp(np.quantile(logs, [alpha, 1.0 - alpha]))
     spread = (max(medians) - min(medians)) / est if est > 0 else 0.0
     return Hierarchical(est, float(min(lo, est)), float(max(hi, est)), p, medians, float(spread))
@@ -256,8 +267,9 @@ def compare(base: "Processes | Sequence[float]", other: "Processes | Sequence[fl
     """The ratio other / base of the two estimates (mean of per-process medians; for one
     process, its median), with the percentile interval of the ratio of two independent
     hierarchical bootstraps. With two or more processes on both sides the interval is
-    expanded to Welch's t width (degrees of freedom from the two sides' bootstrap
-    variances, each corrected by P/(P-1)). A flat list of samples is one process."""
+    rescaled to the width of Welch's t interval on the log of the two estimates (each
+    side's variance and degrees of freedom from the spread of its process medians; see
+    ``_t_width``). A flat list of samples is one process."""
     a, b = _processes(base), _processes(other)
     ca, la = _log_draws(a, resamples, seed)
     cb, lb = _log_draws(b, resamples, seed + 1)
@@ -266,13 +278,12 @@ def compare(base: "Processes | Sequence[float]", other: "Processes | Sequence[fl
         return Comparison(ratio, ratio, ratio, False, (len(a), len(b)))
     logs = lb - la
     pa, pb = len(a), len(b)
-    if pa > 1 and pb > 1:
-        va, vb = float(np.var(la)), float(np.var(lb))
-        ua, ub = va * pa / (pa - 1), vb * pb / (pb - 1)
+    if pa > 1 and pb > 1:  # Welch: each side's variance from its own process medians
+        ua, ub = _log_var([np.median(x) for x in a]), _log_var([np.median(x) for x in b])
         den = ua * ua / (pa - 1) + ub * ub / (pb - 1)
         df = max(1.0, (ua + ub) ** 2 / den) if den > 0 else math.inf
         centre = cb - ca
-        logs = centre + _expansion(ua + ub, va + vb, df, confidence) * (logs - centre)
+        logs = centre + _t_width(ua + ub, float(np.var(logs)), df, confidence) * (logs - centre)
     alpha = (1.0 - confidence) / 2.0
     lo, hi = np.exp(np.quantile(logs, [alpha, 1.0 - alpha]))
     lo, hi = float(min(lo, ratio)), float(max(hi, ratio))

@@ -180,3 +180,13 @@ def test_cli_compare_refuses_runs_with_nothing_in_common(tmp_path):
 def test_cell_identity_ignores_the_process_number():
     row = _m("jax-jit", repeat=2).to_row()
     assert cmp.cell_id(row) == CellSpec("gemm", "small", "forward", "jax-jit").key
+
+
+def test_a_busy_process_is_left_out_not_the_whole_cell():
+    """Four processes a side, one of B's measured on a busy machine at twice the time: it is
+    left out (not allowed to make a regression), and the three clean ones decide."""
+    a = [_m("jax-jit", 1.0, seed=s, repeat=s) for s in range(4)]
+    b = [_m("jax-jit", 1.0, seed=10 + s, repeat=s) for s in range(3)] + [_m("jax-jit", 2.0, seed=20, repeat=3,
+                                                                          contended=True)]
+    (row,) = cmp.compare_cells(_rows(a), _rows(b))
+    assert row["n_b"] == 3 and row["verdict"] == "not significant" and not row["contended_b"]

@@ -6,9 +6,9 @@ from noise a regression.
 
 Verdicts: ``regression`` / ``improvement`` (the interval excludes 1 and the change is larger
 than the threshold), ``same`` (the interval excludes 1 but the change is within the
-threshold), ``not significant`` (the interval holds 1), ``unreliable`` (either side was
-measured on a contended machine: its samples say how busy the machine was, not how fast
-the code is), ``broke`` / ``fixed`` (the status changed from or to ``ok``), ``status``
+threshold), ``not significant`` (the interval holds 1), ``unreliable`` (every process of a
+side was measured on a contended machine: its samples say how busy the machine was, not
+how fast the code is; a busy process among clean ones is left out), ``broke`` / ``fixed`` (the status changed from or to ``ok``), ``status``
 (another status change), and ``only in A`` / ``only in B``.
 
 A cell measured in several processes (``--processes``) is compared with the hierarchical
@@ -52,7 +52,11 @@ def _status(group: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _processes(group: Sequence[Mapping[str, Any]]) -> list[list[float]]:
-    return [[float(x) for x in r["steady_samples"]] for r in group if r["status"] == "ok" and r.get("steady_samples")]
+    """Samples per process; a process measured on a busy machine is left out while clean ones
+    remain (the rule the tables and the verdict follow)."""
+    timed = [r for r in group if r["status"] == "ok" and r.get("steady_samples")]
+    used = [r for r in timed if not r.get("contended")] or timed
+    return [[float(x) for x in r["steady_samples"]] for r in used]
 
 
 def _median(values: Iterable[float | None]) -> float | None:
@@ -97,7 +101,8 @@ def compare_cells(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[
                    first_call_b_s=_median(r.get("first_call_s") for r in b),
                    memory_a_bytes=_median(r.get("peak_memory_bytes") for r in a),
                    memory_b_bytes=_median(r.get("peak_memory_bytes") for r in b),
-                   contended_a=any(r.get("contended") for r in a), contended_b=any(r.get("contended") for r in b),
+                   # contended: every process of the side was measured on a busy machine
+                   contended_a=all(r.get("contended") for r in a), contended_b=all(r.get("contended") for r in b),
                    noisy_a=any(r.get("noisy") for r in a), noisy_b=any(r.get("noisy") for r in b))
         row["first_call_ratio"] = _ratio(row["first_call_a_s"], row["first_call_b_s"])
         row["memory_ratio"] = _ratio(row["memory_a_bytes"], row["memory_b_bytes"])

@@ -77,6 +77,16 @@ def _parity_text(p: Mapping[str, Any] | None) -> str:
     return f"{p['max_rel_err']:.1e} " + ("✓" if p["ok"] else f"✗ (tol {p['tolerance']:.0e})")
 
 
+def analysis(backend: str) -> bool:
+    """An analysis path rather than a way the framework's users run code (registry flag)."""
+    from stackwars import registry
+    from stackwars.errors import SpecError
+    try:
+        return bool(getattr(registry.backend(backend), "analysis", False))
+    except SpecError:  # a plugin backend not importable here
+        return False
+
+
 def _pays(side: list[Mapping[str, Any]], by_backend: Mapping[tuple, Mapping[str, Any]]) -> dict[str, Any]:
     """The framework's fastest compiled mode against its eager mode (same implementation variant)."""
     compiled = [r for r in side if r["backend"] in tables.EAGER_OF and r["status"] == "ok"]
@@ -84,8 +94,11 @@ def _pays(side: list[Mapping[str, Any]], by_backend: Mapping[tuple, Mapping[str,
         return {"verdict": "eager only"}
     c = min(compiled, key=lambda r: r["steady_median_s"])
     e = by_backend.get((tables.EAGER_OF[c["backend"]], tables.variant(c)[1]))
-    if e is None or e["status"] != "ok" or c.get("first_call_s") is None or e.get("first_call_s") is None:
-        return {"compiled": tables.backend_variant(c), "verdict": f"no {tables.EAGER_OF[c['backend']]} cell"}
+    eager = tables.EAGER_OF[c["backend"]]
+    if e is None or c.get("first_call_s") is None or e.get("first_call_s") is None:
+        return {"compiled": tables.backend_variant(c), "verdict": f"no {eager} cell"}
+    if e["status"] != "ok":
+        return {"compiled": tables.backend_variant(c), "verdict": f"{eager} {e['status']}"}
     return {"compiled": tables.backend_variant(c), "eager": tables.backend_variant(e), **tables.pays_after(c, e)}
 
 
@@ -111,9 +124,9 @@ def _why(best: Mapping[str, Mapping[str, Any] | None], profiles: Mapping[str, Ma
             continue
         a = anatomy.get(cell_id(r))
         if a and a.get("sum_bytes") and not a.get("error"):
-            big = sorted(((k, v["bytes"]) for k, v in a["parts"].items() if v.get("bytes")), key=lambda kv: -kv[1])[:2]
-            parts.append(f"{name} {r['backend']}: memory {fmt.nbytes(a['sum_bytes'])} "
-                         f"({', '.join(f'{k.replace(chr(95), chr(32))} {fmt.nbytes(v)}' for k, v in big)})")
+            k, v = max(((k, v["bytes"]) for k, v in a["parts"].items() if v.get("bytes")), key=lambda kv: kv[1])
+            parts.append(f"{name} step memory {fmt.nbytes(a['sum_bytes'])}, most in {k.replace('_', ' ')} "
+                         f"{fmt.nbytes(v)}")
     return "; ".join(parts) or None
 
 
@@ -140,13 +153,20 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
         best: dict[str, Mapping[str, Any] | None] = {}
         missing = []
         for fw, name in FRAMEWORKS:
-            side = [r for r in combined if r.get("framework") == fw]
+            everything = [r for r in combined if r.get("framework") == fw]
+            # the framework's own modes; an analysis path (PyTorch's program on XLA) only where none ran
+            native = [r for r in everything if not analysis(r["backend"])]
+            side = native if any(r["status"] == "ok" for r in native) else everything
             eligible = [r for r in side if r["status"] == "ok" and r.get("process_samples")
                         and _parity(r)["ok"] is not False]
             b = min(eligible, key=lambda r: r["steady_median_s"]) if eligible else None
             best[fw] = b
             failed = [r for r in side if r["status"] == "parity_fail" and r.get("steady_median_s")
                       and (b is None or r["steady_median_s"] < b["steady_median_s"])]
+            row[f"{fw}_aside"] = [{"backend": tables.backend_variant(r), "seconds": r["steady_median_s"]}
+                                  for r in everything if r not in side and r["status"] == "ok"
+                                  and r.get("steady_median_s") and b is not None
+                                  and r["steady_median_s"] < b["steady_median_s"]]
             row[f"{fw}_candidates"] = len(side)
             row[f"{fw}_excluded"] = [{"backend": tables.backend_variant(r), "seconds": r["steady_median_s"],
                                       "why": f"failed parity: {_parity_text(_parity(r))}"} for r in failed]
@@ -159,6 +179,7 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
                 row.update({f"best_{fw}": None, f"{fw}_s": None, f"{fw}_processes": 0})
                 continue
             row.update({f"best_{fw}": tables.backend_variant(b), f"{fw}_label": tables._label(b),
+                        f"{fw}_analysis_path": analysis(b["backend"]),
                         f"{fw}_s": b["steady_median_s"], f"{fw}_first_call_s": b.get("first_call_s"),
                         f"{fw}_ci_low_s": b.get("steady_ci_low_s"), f"{fw}_ci_high_s": b.get("steady_ci_high_s"),
                         f"{fw}_processes": len(b["process_samples"]),
@@ -186,9 +207,10 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
             verdict, tag = "cannot say", "busy machine" if excluded else "too few processes"
             reason = (f"{row['torch_processes']} PyTorch / {row['jax_processes']} JAX process(es)"
                       + (f" ({excluded} measured while the machine was busy, left out)" if excluded else "")
-                      + f"; a verdict needs {min_processes} per side (run --processes {min_processes}): one "
-                        f"process's interval understates the spread between launches; it would read: "
-                        f"{DECISION[decision]}")
+                      + f"; a verdict needs {min_processes} clean ones a side (run --processes "
+                        f"{max(min_processes, row['processes'] + excluded + 1)}): fewer understate the spread "
+                        f"between launches"
+                      + (f"; it would read: {DECISION[decision]} ({reason})" if decision != "noisy" else ""))
         row.update(verdict=verdict, reason=reason, reason_tag=tag)
         out.append(row)
     return out
@@ -212,10 +234,10 @@ COLUMNS = ("workload", "best PyTorch", "best JAX", "JAX/PyTorch (95% CI)", "verd
 STYLE = {"JAX faster": "bold cyan", "PyTorch faster": "bold magenta", "tie": "green", "cannot say": "yellow"}
 LEGEND = ("best: the fastest backend of the framework whose cells ran ok and passed parity (time: mean of the "
           "per-process medians); JAX/PyTorch < 1: JAX faster; 95% CI from a hierarchical bootstrap over processes "
-          "and their samples, widened to Student's t for few processes; tie: the CI lies within ±{t:.0%} or holds "
+          "and their samples, its width Student's t on the process medians (Welch); tie: the CI lies within ±{t:.0%} or holds "
           "1; cannot say: fewer than {p} clean processes a side, a CI too wide, or a side with nothing that ran "
           "and passed; compile pays: calls until the framework's fastest compiled mode has paid for its first call "
-          "against its eager mode; memory: the steady-state peak over the worker's baseline (device allocator on a GPU; "
+          "against its eager mode (never: not faster; within noise: not significantly faster); memory: the steady-state peak over the worker's baseline (device allocator on a GPU; "
           "{mem}).")
 
 
@@ -234,10 +256,17 @@ def _side(r: Mapping[str, Any], fw: str) -> str:
     return text
 
 
+SHORT_PAYS = {"never pays: its steady state is not faster": "never",
+              "cannot say: the steady states differ by less than the noise": "within noise",
+              "from the first call": "from call 1"}
+
+
 def _pays_text(p: Mapping[str, Any]) -> str:
-    if p.get("calls") is not None:
-        return f"{p['compiled']}: {p['verdict']}"
-    return f"{p['compiled']}: {p['verdict']}" if p.get("compiled") else p.get("verdict", fmt.DASH)
+    if not p.get("compiled"):
+        return p.get("verdict", fmt.DASH)
+    verdict = p["verdict"]
+    short = f"{p['calls']:,} calls" if p.get("calls") and p["calls"] > 1 else SHORT_PAYS.get(verdict, verdict)
+    return f"{p['compiled']} {short}"
 
 
 def cells(r: Mapping[str, Any]) -> list[str]:
@@ -251,11 +280,21 @@ def cells(r: Mapping[str, Any]) -> list[str]:
 
 
 def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """What the table cells abbreviate: why a row cannot decide, and what was kept out."""
+    """What the table cells abbreviate: why a row cannot decide, and what was kept aside."""
     out = []
     for r in rows:
         if r["verdict"] == "cannot say" or r.get("reason_tag") == "noisy":
             out.append(f"{_title(r)}: {r['verdict']}: {r['reason']}")
+    for fw, name in FRAMEWORKS:
+        aside = [(r, x) for r in rows for x in r.get(f"{fw}_aside") or ()]
+        if aside:
+            which = "; ".join(f"{_title(r)} {x['backend']} {fmt.seconds(x['seconds'])}" for r, x in aside)
+            out.append(f"ran faster than {name}'s best own mode, but an analysis path ({name}'s program compiled by "
+                       f"XLA: it compares programs, not frameworks), so not in the verdict: {which}")
+        stand_in = [_title(r) for r in rows if r.get(f"{fw}_analysis_path")]
+        if stand_in:
+            out.append(f"no own mode of {name} was measured, so its analysis path stands in (two programs on one "
+                       f"compiler): {'; '.join(stand_in)}")
     return out
 
 

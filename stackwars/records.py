@@ -101,6 +101,7 @@ class MeasureConfig:
     flush_cache: bool = False  # write a buffer larger than the last-level cache before every timed call
     cuda_graph_replay: bool = False  # CUDA: time the steady state as replays of one captured call (torch forward)
     processes: int = 1  # fresh worker processes per cell (run --processes); the verdict needs several
+    max_processes: int | None = None  # a verdict that cannot decide (busy, noisy) may add processes up to this
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -186,6 +186,8 @@ def validate_config(config: MeasureConfig) -> None:
     for ok, msg in checks:
         if not ok:
             raise SpecError(msg)
+    if config.max_processes is not None and config.max_processes < config.processes:
+        raise SpecError(f"max-processes ({config.max_processes}) must be at least --processes ({config.processes})")
     if config.threads is not None:
         from stackwars.harness.settings import available_cpus
         n = len(available_cpus())
@@ -330,6 +332,23 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
     finally:
         shutil.rmtree(references, ignore_errors=True)
     return done
+
+
+def more_rounds(plan: Sequence[CellSpec], wanted: Mapping[str, int]) -> list[CellSpec]:
+    """More processes of planned cells: ``wanted`` maps a cell's key without its process number
+    to how many to add. Numbered after the cell's last process and interleaved round by round
+    (A B A B, not A A B B), like the plan itself."""
+    last: dict[str, CellSpec] = {}
+    for s in plan:
+        base = s.key.split("#r")[0]
+        if base not in last or s.repeat > last[base].repeat:
+            last[base] = s
+    out = []
+    for k in range(max(wanted.values(), default=0)):
+        for base, n in wanted.items():
+            if k < n and base in last:
+                out.append(replace(last[base], repeat=last[base].repeat + 1 + k))
+    return out
 
 
 def new_run(store: Store, specs: Sequence[CellSpec], config: MeasureConfig, command: str | None = None) -> str:

@@ -54,6 +54,8 @@ CASES = [
     ("min-time per process beyond timeout", ["run", "gemm", "--min-time", "1900"], {}, None,
      "633.333 s per process, --min-time spread over 3 processes) must be shorter than the per-cell timeout"),
     ("processes 0", ["run", "gemm", "--processes", "0"], {}, None, "--processes must be >= 1, got 0"),
+    ("max-processes below processes", ["run", "gemm", "--processes", "3", "--max-processes", "2"], {}, None,
+     "max-processes (2) must be at least --processes (3)"),
     ("timeout inf", ["run", "gemm", "--timeout", "inf"], {}, None, "timeout must be a finite number"),
     ("seed -1", ["run", "gemm", "--seed", "-1"], {}, None, "--seed must be a non-negative integer"),
     ("db in a missing directory", ["run", "gemm", "--db", "/nonexistent/dir/x.db"], {}, None,

@@ -264,3 +264,33 @@ def test_cli_verdict_json_and_refusals(tmp_path):
         study = store.create_run([], {}, kind="train:mnist", command="train")
     done = runner.invoke(app, ["verdict", study, "--db", str(path)])
     assert done.exit_code == 2 and "train:mnist run" in done.output
+
+
+def test_a_verdict_that_cannot_decide_asks_for_more_processes_once(tmp_path):
+    """Busy machine: as many more processes as were left out, on the side that lost them; a
+    CI too wide: as many again on both sides; never past the cap. The runner numbers them
+    after each cell's last process, interleaved."""
+    from stackwars import runner
+
+    busy = [*_three("torch-eager", 1.0), _cell("jax-jit", 0.5, 0), _cell("jax-jit", 0.5, 1),
+            _cell("jax-jit", 0.5, 2, contended=True)]
+    _, found = _store(tmp_path / "b.db", busy)
+    (v,) = vd.verdicts(found)
+    wanted = vd.more_processes([v], max_processes=6)
+    assert wanted == {"gemm/small/forward/jax-jit/cpu/float32": 1}
+    assert vd.more_processes([v], max_processes=3) == {}  # the cap: no more than 3 a cell
+    plan = [m.spec for m in busy]
+    extra = runner.more_rounds(plan, wanted)
+    assert [s.key for s in extra] == ["gemm/small/forward/jax-jit/cpu/float32#r3"]
+
+    rng = np.random.default_rng(3)
+    wide = [_cell("torch-eager", 1.0 + 0.3 * rng.random(), p) for p in range(3)] + \
+           [_cell("jax-jit", 1.0 + 0.3 * rng.random(), p) for p in range(3)]
+    _, found = _store(tmp_path / "n.db", wide)
+    (v,) = vd.verdicts(found)
+    assert v["reason_tag"] == "noisy", v["reason"]
+    wanted = vd.more_processes([v], max_processes=6)
+    assert wanted == {"gemm/small/forward/torch-eager/cpu/float32": 3, "gemm/small/forward/jax-jit/cpu/float32": 3}
+    extra = runner.more_rounds([m.spec for m in wide], wanted)
+    assert [(s.backend, s.repeat) for s in extra][:2] == [("torch-eager", 3), ("jax-jit", 3)]  # interleaved
+    assert len(extra) == 6 and max(s.repeat for s in extra) == 5

@@ -69,6 +69,11 @@ def run(
                                   help="measure every cell in N fresh processes, interleaved across backends (A B C "
                                        "A B C ...); --min-time is spread over them. The verdict needs 3 or more: "
                                        "its confidence interval is bootstrapped over processes"),
+    max_processes: Optional[int] = typer.Option(None, "--max-processes",
+                                                help="a verdict that cannot decide (a process measured while the "
+                                                     "machine was busy, a CI too wide) measures its two best cells "
+                                                     "in more processes, once, up to N a cell (default: twice "
+                                                     "--processes; equal to --processes: never)"),
     min_block_time: float = typer.Option(1e-3, "--min-block-time",
                                          help="calls shorter than this are timed in blocks, one sync per block "
                                               "(throughput); 0 = sync after every call (latency)"),
@@ -118,7 +123,7 @@ def run(
             raise SpecError("--resume measures as the stored run did; give no --profile, --profile-dir, --flush-l2 "
                             "or --cuda-graph-replay")
         if workloads or backend or set_ or compile_mode or fullgraph is not None or stablehlo \
-                or processes != DEFAULT_PROCESSES \
+                or processes != DEFAULT_PROCESSES or max_processes is not None \
                 or xla_autotune_level is not None or torch_optimizer is not None:
             raise SpecError("--resume takes the cells from the stored run; give no workloads, backends or options")
         if not path.exists():
@@ -134,6 +139,7 @@ def run(
             warmup=warmup, min_samples=min_samples, min_time_s=min_time / processes, max_samples=max_samples,
             processes=processes,
             min_block_s=min_block_time, timeout_s=timeout,
+            max_processes=2 * processes if max_processes is None else max_processes,
             threads=threads, matmul_precision=matmul_precision, cache_dir=str(warm_cache) if warm_cache else None,
             seed=seed, memory_limit_bytes=int(memory_limit * 2**30) if memory_limit else runner.default_memory_limit(),
             parity_mode=parity, flush_cache=flush_l2, cuda_graph_replay=cuda_graph_replay, **profiling)
@@ -194,6 +200,16 @@ def run(
                     progress.advance(task)
 
                 runner.execute(store, run_id, specs, config, env, on_start, on_done, inline)
+                # once: where a verdict could not decide for a busy machine or a wide CI, more
+                # processes of its two best cells (the plan grows, so --resume would measure them too)
+                wanted = vd.more_processes(vd.verdicts(rows(store, run_id)), config.max_processes or 0)
+                extra = runner.more_rounds(store.run(run_id).plan, wanted)
+                if extra:
+                    progress.console.print(f"[yellow]{len(wanted)} cell(s) of verdicts that could not decide (busy "
+                                           f"machine or a wide CI): {len(extra)} more process(es)[/]")
+                    store.extend_plan(run_id, extra)
+                    progress.update(task, total=len(specs) + len(extra))
+                    runner.execute(store, run_id, extra, config, env, on_start, on_done, inline)
         except KeyboardInterrupt as exc:
             err.print(f"\n{interruption(exc)}: finished cells are stored; continue with "
                       f"`stackwars run --resume {run_id}`" + (f" --db {db}" if db else ""))

@@ -179,7 +179,7 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
                 row.update({f"best_{fw}": None, f"{fw}_s": None, f"{fw}_processes": 0})
                 continue
             row.update({f"best_{fw}": tables.backend_variant(b), f"{fw}_label": tables._label(b),
-                        f"{fw}_analysis_path": analysis(b["backend"]),
+                        f"{fw}_cell": cell_id(b), f"{fw}_analysis_path": analysis(b["backend"]),
                         f"{fw}_s": b["steady_median_s"], f"{fw}_first_call_s": b.get("first_call_s"),
                         f"{fw}_ci_low_s": b.get("steady_ci_low_s"), f"{fw}_ci_high_s": b.get("steady_ci_high_s"),
                         f"{fw}_processes": len(b["process_samples"]),
@@ -213,6 +213,28 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
                       + (f"; it would read: {DECISION[decision]} ({reason})" if decision != "noisy" else ""))
         row.update(verdict=verdict, reason=reason, reason_tag=tag)
         out.append(row)
+    return out
+
+
+def more_processes(found: Sequence[Mapping[str, Any]], max_processes: int) -> dict[str, int]:
+    """The processes worth adding once, per cell id, to the two best cells of a verdict that
+    could not decide: as many as were left out for a busy machine, or, for a CI too wide
+    (noisy), as many again as it has; never beyond ``max_processes`` a cell. (A second look at
+    a noisy comparison raises the chance of a false winner a little; one look more at most.)"""
+    out: dict[str, int] = {}
+    for v in found:
+        tag = v.get("reason_tag")
+        if tag not in ("busy machine", "noisy"):
+            continue
+        for fw, _ in FRAMEWORKS:
+            have = v[f"{fw}_processes"] + v.get(f"{fw}_processes_excluded", 0)
+            if tag == "busy machine":
+                want = max(0, stats.MIN_PROCESSES - v[f"{fw}_processes"])
+            else:
+                want = v[f"{fw}_processes"]
+            add = min(want, max_processes - have)
+            if add > 0:
+                out[v[f"{fw}_cell"]] = max(out.get(v[f"{fw}_cell"], 0), add)
     return out
 
 

@@ -135,6 +135,16 @@ class Store:
                 [(run_id, i, s.key, _dumps(s.to_dict())) for i, s in enumerate(plan)])
         return run_id
 
+    def extend_plan(self, run_id: str, plan: Iterable[Any]) -> None:
+        """Append cells to a run's plan (more processes of cells it measured): the plan only
+        grows, so --resume measures whatever of it is still missing."""
+        with self._tx():
+            start = self.conn.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM run_plan WHERE run_id = ?",
+                                      (run_id,)).fetchone()[0]
+            self.conn.executemany(
+                "INSERT INTO run_plan (run_id, position, cell_key, spec_json) VALUES (?,?,?,?)",
+                [(run_id, start + i, s.key, _dumps(s.to_dict())) for i, s in enumerate(plan)])
+
     def start_session(self, run_id: str, env: Mapping[str, Any]) -> int:
         with self._tx():
             cur = self.conn.execute("INSERT INTO sessions (run_id, started_at, env_json) VALUES (?,?,?)",

@@ -292,21 +292,28 @@ def compare(base: "Processes | Sequence[float]", other: "Processes | Sequence[fl
 
 MIN_PROCESSES = 3  # fresh processes per side before a comparison may name a winner
 TIE_THRESHOLD = 0.05  # a ratio whose whole CI lies within 1/(1+t) .. 1+t is a tie
-NOISY_WIDTH = 0.10  # a CI that holds 1 and spans more than (1+w)^2 from end to end cannot decide
+NOISY_BOUND = 0.20  # a CI that holds 1 but reaches past 1/(1+b) or 1+b cannot decide
 
 
-def decide(c: Comparison, threshold: float = TIE_THRESHOLD, noisy_width: float = NOISY_WIDTH) -> str:
+def decide(c: Comparison, threshold: float = TIE_THRESHOLD, noisy_bound: float = NOISY_BOUND) -> str:
     """The one rule from a ratio's interval to a decision:
 
     * ``tie``: the CI lies within [1/(1+threshold), 1+threshold] (the difference, if any, is
-      smaller than the threshold), or it holds 1 and is narrow enough to mean something;
-    * ``noisy``: the CI holds 1 but spans more than (1+noisy_width)^2: too wide to decide;
+      smaller than the threshold), or it holds 1 and stays within [1/(1+noisy_bound),
+      1+noisy_bound] (no difference the measurement can resolve; ``tie_bound`` says how close);
+    * ``noisy``: the CI holds 1 but reaches past that: it cannot exclude a large difference;
     * ``lower`` / ``higher``: the CI excludes 1 and reaches beyond the threshold (other is
       faster / slower than base)."""
-    if not (0 <= threshold < 1 and noisy_width >= 0):
-        raise ValueError(f"threshold {threshold} must be in [0, 1) and noisy_width {noisy_width} >= 0")
+    if not (0 <= threshold < 1 and noisy_bound >= 0):
+        raise ValueError(f"threshold {threshold} must be in [0, 1) and noisy_bound {noisy_bound} >= 0")
+    noisy_bound = max(noisy_bound, threshold)  # a tie band wider than the noise bound widens it
     if c.ci_low >= 1.0 / (1.0 + threshold) and c.ci_high <= 1.0 + threshold:
         return "tie"
     if c.ci_low <= 1.0 <= c.ci_high:
-        return "noisy" if c.ci_high > c.ci_low * (1.0 + noisy_width) ** 2 else "tie"
+        return "tie" if tie_bound(c) <= noisy_bound else "noisy"
     return "lower" if c.ci_high < 1.0 else "higher"
+
+
+def tie_bound(c: Comparison) -> float:
+    """The largest difference the CI allows either way, as a fraction (0.08: within 8%)."""
+    return max(1.0 / c.ci_low - 1.0 if c.ci_low > 0 else math.inf, c.ci_high - 1.0)

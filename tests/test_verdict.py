@@ -294,3 +294,21 @@ def test_a_verdict_that_cannot_decide_asks_for_more_processes_once(tmp_path):
     extra = runner.more_rounds([m.spec for m in wide], wanted)
     assert [(s.backend, s.repeat) for s in extra][:2] == [("torch-eager", 3), ("jax-jit", 3)]  # interleaved
     assert len(extra) == 6 and max(s.repeat for s in extra) == 5
+
+
+def test_self_check_splits_a_cells_processes_into_even_and_odd_rounds(tmp_path):
+    """`stackwars verdict --aa`: six processes of one program, split 3 against 3, is a tie;
+    a cell with fewer than six clean processes is not checked; without any, exit 2."""
+    cells = [_cell("jax-jit", 1.0, p, seed=4) for p in range(6)] + [*_three("torch-eager", 1.0)]
+    path = tmp_path / "aa.db"
+    _store(path, cells)
+    with Store(path) as store:
+        (check,) = vd.self_check(rows(store))
+    assert check["backend"] == "jax-jit" and check["processes"] == [3, 3] and check["decision"] == "tie"
+    done = runner.invoke(app, ["verdict", "--aa", "--db", str(path), "-f", "json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["counts"] == {"tie": 1, "lower": 0, "higher": 0, "noisy": 0}
+    few = tmp_path / "few.db"
+    _store(few, _three("jax-jit", 1.0))
+    done = runner.invoke(app, ["verdict", "--aa", "--db", str(few)])
+    assert done.exit_code == 2 and "--processes 6" in done.output

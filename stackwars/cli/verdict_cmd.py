@@ -49,6 +49,9 @@ def verdict(
     format: str = typer.Option("table", "--format", "-f", help="table, markdown or json"),
     threshold: float = typer.Option(stats.TIE_THRESHOLD, "--threshold",
                                     help="a ratio whose whole 95% CI lies within 1/(1+t)..1+t is a tie"),
+    aa: bool = typer.Option(False, "--aa", help="self-check instead: each cell's processes split into even and odd "
+                                               "rounds, the same program set against itself; counts ties, false "
+                                               "verdicts and undecided (needs 6+ processes a cell)"),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """JAX or PyTorch: per workload x preset x phase x dtype x device and machine, the best
@@ -60,6 +63,9 @@ def verdict(
     path = check_db(db, create=False)
     with Store(path, create=False) as store:
         ids, found, profiles, anatomy = load(store, run_ids)
+    if aa:
+        _self_check(found, ids, threshold, format)
+        return
     result = vd.verdicts(found, profiles, anatomy, threshold=threshold)
     if format == "json":
         print(to_json(result, ids, threshold), end="")
@@ -70,3 +76,23 @@ def verdict(
             out.print(f"runs {', '.join(ids)} hold no cells to decide on", highlight=False)
             return
         out.print(vd.render(result, table_width(), threshold), width=table_width())
+
+
+def _self_check(found: list[dict[str, Any]], ids: list[str], threshold: float, format: str) -> None:
+    checks = vd.self_check(found, threshold)
+    if not checks:
+        raise SpecError(f"runs {', '.join(ids)} have no cell with 6 or more clean processes; the self-check splits a "
+                        f"cell's processes in two halves of 3+ (run ... --processes 6)")
+    counts = {d: sum(c["decision"] == d for c in checks) for d in ("tie", "lower", "higher", "noisy")}
+    false = counts["lower"] + counts["higher"]
+    summary = (f"{len(checks)} same-program comparisons (even against odd rounds): {counts['tie']} tie, {false} false "
+               f"verdict(s) ({false / len(checks):.1%}), {counts['noisy']} too wide to decide")
+    if format == "json":
+        print(json.dumps({"runs": ids, "threshold": threshold, "summary": summary, "counts": counts,
+                          "checks": checks}, indent=1, default=str))
+        return
+    bullet = "- " if format == "markdown" else ""
+    for c in checks:
+        print(f"{bullet}{c['table']} · {c['backend']} ({c['processes'][0]} vs {c['processes'][1]} processes): "
+              f"{c['ratio']:.3f} ({c['ci_low']:.3f}-{c['ci_high']:.3f}) {c['decision']}")
+    print(f"\n{summary}")

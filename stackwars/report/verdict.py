@@ -11,7 +11,8 @@ framework's two modes against each other:
 * ratio: JAX / PyTorch of the two estimates (mean of the per-process medians) with a 95%
   CI from a hierarchical bootstrap over processes, then samples (stats.compare);
 * verdict: ``JAX faster`` / ``PyTorch faster`` (the CI excludes 1 and reaches beyond the
-  tie threshold), ``tie`` (the CI lies within the threshold, or holds 1 and is narrow), or
+  tie threshold), ``tie`` (the CI lies within the threshold, or holds 1 and allows no
+  difference beyond ±20%; the row says how close), or
   ``cannot say``: fewer than three clean processes on a side (one process's CI understates
   the spread between launches), a CI too wide to decide, or a side with no backend that
   ran and passed parity. The reason is in the row;
@@ -211,6 +212,8 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
                         f"{max(min_processes, row['processes'] + excluded + 1)}): fewer understate the spread "
                         f"between launches"
                       + (f"; it would read: {DECISION[decision]} ({reason})" if decision != "noisy" else ""))
+        if verdict == "tie":
+            row["tie_within"] = stats.tie_bound(c)
         row.update(verdict=verdict, reason=reason, reason_tag=tag)
         out.append(row)
     return out
@@ -238,13 +241,42 @@ def more_processes(found: Sequence[Mapping[str, Any]], max_processes: int) -> di
     return out
 
 
+def self_check(rows: Iterable[Mapping[str, Any]], threshold: float = stats.TIE_THRESHOLD) -> list[dict[str, Any]]:
+    """An A/A check of the verdict's rule on this machine's own data: every cell measured in
+    at least 2 x 3 clean processes is split into its even and its odd rounds (neighbours in
+    time, as the two sides of a verdict are) and the two halves, the same program, are set
+    against each other. Anything but ``tie`` is a false verdict, or (``noisy``) no verdict."""
+    out = []
+    by_run: OrderedDict[Any, list[Mapping[str, Any]]] = OrderedDict()
+    for r in rows:  # each run on its own: its processes were interleaved with each other
+        by_run.setdefault(r.get("run_id"), []).append(r)
+    for run_rows in by_run.values():
+        for group in tables.group_rows(run_rows, by_machine=True).values():
+            by: OrderedDict[str, list[Mapping[str, Any]]] = OrderedDict()
+            for r in group:
+                by.setdefault(tables._label(r), []).append(r)
+            for label, procs in by.items():
+                clean = sorted((r for r in procs if r["status"] == "ok" and r.get("steady_samples")
+                                and not r.get("contended")), key=lambda r: r.get("repeat") or 0)
+                halves = clean[0::2], clean[1::2]
+                if min(len(h) for h in halves) < stats.MIN_PROCESSES:
+                    continue
+                c = stats.compare([h["steady_samples"] for h in halves[0]], [h["steady_samples"] for h in halves[1]])
+                out.append({"run": group[0].get("run_id"), "machine": group[0].get("machine"),
+                            "table": _title({**group[0], "matmul_precision": None, "overrides": ""}),
+                            "backend": label, "processes": [len(h) for h in halves], "ratio": c.ratio,
+                            "ci_low": c.ci_low, "ci_high": c.ci_high, "decision": stats.decide(c, threshold)})
+    return out
+
+
 def _reason(decision: str, c: stats.Comparison, threshold: float) -> str:
     ci = f"95% CI {c.ci_low:.3f}-{c.ci_high:.3f}"
     if decision == "noisy":
-        return f"{ci} holds 1 and is too wide to decide (noisy); measure more processes"
+        return (f"{ci} holds 1 but allows a difference of {stats.tie_bound(c):.0%} (more than "
+                f"{stats.NOISY_BOUND:.0%}): too wide to decide (noisy); measure more processes")
     if decision == "tie":
         if c.ci_low <= 1 <= c.ci_high:
-            return f"{ci} holds 1"
+            return f"{ci} holds 1: any difference is within {stats.tie_bound(c):.0%}"
         return f"{ci} lies within the ±{threshold:.0%} tie threshold"
     faster = 1 / c.ratio if decision == "lower" else c.ratio
     return f"{ci}; {faster:.2f}x"
@@ -256,8 +288,8 @@ COLUMNS = ("workload", "best PyTorch", "best JAX", "JAX/PyTorch (95% CI)", "verd
 STYLE = {"JAX faster": "bold cyan", "PyTorch faster": "bold magenta", "tie": "green", "cannot say": "yellow"}
 LEGEND = ("best: the fastest backend of the framework whose cells ran ok and passed parity (time: mean of the "
           "per-process medians); JAX/PyTorch < 1: JAX faster; 95% CI from a hierarchical bootstrap over processes "
-          "and their samples, its width Student's t on the process medians (Welch); tie: the CI lies within ±{t:.0%} or holds "
-          "1; cannot say: fewer than {p} clean processes a side, a CI too wide, or a side with nothing that ran "
+          "and their samples, its width Student's t on the process medians (Welch); tie (±x: the largest difference the CI "
+          "allows): the CI lies within ±{t:.0%}, or holds 1 within ±{n:.0%}; cannot say: fewer than {p} clean processes a side, a CI too wide, or a side with nothing that ran "
           "and passed; compile pays: calls until the framework's fastest compiled mode has paid for its first call "
           "against its eager mode (never: not faster; within noise: not significantly faster); memory: the steady-state peak over the worker's baseline (device allocator on a GPU; "
           "{mem}).")
@@ -296,7 +328,8 @@ def cells(r: Mapping[str, Any]) -> list[str]:
     ratio = fmt.DASH if r.get("ratio") is None else f"{r['ratio']:.3f} ({r['ci_low']:.3f}-{r['ci_high']:.3f})"
     mem = fmt.DASH if r.get("memory_ratio") is None else f"{r['memory_ratio']:.2f}x"
     parity = f"{_parity_text(r.get('torch_parity'))} / {_parity_text(r.get('jax_parity'))}"
-    verdict = r["verdict"] + (f" ({r['reason_tag']})" if r.get("reason_tag") else "")
+    verdict = r["verdict"] + (f" ({r['reason_tag']})" if r.get("reason_tag") else
+                              f" (±{r['tie_within']:.0%})" if r.get("tie_within") is not None else "")
     return [_title(r), _side(r, "torch"), _side(r, "jax"), ratio, verdict, str(r["processes"]),
             f"{_pays_text(r['torch_pays'])} / {_pays_text(r['jax_pays'])}", mem, parity, r.get("why") or fmt.DASH]
 
@@ -329,7 +362,8 @@ def by_machine(rows: Sequence[Mapping[str, Any]]) -> "OrderedDict[str, list[Mapp
 
 def legend(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_THRESHOLD) -> str:
     counters = sorted({r["memory_counter"] for r in rows if r.get("memory_counter")})
-    return LEGEND.format(t=threshold, p=stats.MIN_PROCESSES, mem="; ".join(counters) or "not measured")
+    return LEGEND.format(t=threshold, n=stats.NOISY_BOUND, p=stats.MIN_PROCESSES,
+                         mem="; ".join(counters) or "not measured")
 
 
 def summary(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -150,6 +150,7 @@ class Parity:
     metric: str = "max|out-ref| / max|ref| per output, max over outputs"
     reference: str = "float64 numpy"
     excluded: Mapping[str, float] = field(default_factory=dict)  # fraction of each output left out
+    rule: str = ""  # how the tolerance was set (fixed for the dtype, or from the reference's own float32 error)
 
     @property
     def ok(self) -> bool:
@@ -289,6 +290,7 @@ class Measurement:
             "peak_rss_steady_bytes": mem.peak_rss_steady_bytes if mem else None,
             "peak_device_bytes": mem.peak_device_bytes if mem else None,
             "parity_tolerance": self.parity.tolerance if self.parity else None,
+            "parity_rule": self.parity.rule if self.parity else None,
             "graphs": self.compile.graphs if self.compile else None,
             "graph_breaks": self.compile.graph_breaks if self.compile else None,
             "recompiles": self.compile.recompiles if self.compile else None,

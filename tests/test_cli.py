@@ -4,6 +4,7 @@ run prints the tables and writes the database and JSON; show and export read the
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 
@@ -69,7 +70,8 @@ def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
     assert done.returncode == 0, done.stderr
     for header in ("First Run", "Second Run", "Avg Steady State", "± (IQR)", "peak mem", "parity", "status"):
         assert header in done.stdout
-    assert "ffn · tiny · forward · cpu · float32" in done.stdout and "3/3 procs" in done.stdout
+    # three processes a cell, or up to six where a verdict could not decide (a busy machine)
+    assert "ffn · tiny · forward · cpu · float32" in done.stdout and re.search(r"\b[3-6]/[3-6] procs", done.stdout)
     assert "Environment:" in done.stdout and "torch" in done.stdout
     # the verdict is what the run ends with: after the cell tables, one row per workload
     tail = done.stdout[done.stdout.index("Verdict · "):]
@@ -77,7 +79,7 @@ def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
     assert "ffn · tiny · forward · cpu · float32" in tail and "Environment:" not in tail
     assert "stackwars verdict" in done.stderr and "-f json" in done.stderr
     cells = json.loads(out.read_text())
-    assert len(cells) == 12 and sorted({c["repeat"] for c in cells}) == [0, 1, 2]
+    assert 12 <= len(cells) <= 24 and {0, 1, 2} <= {c["repeat"] for c in cells}
     for c in cells:
         assert set(ROW_KEYS) <= set(c)
         assert c["status"] == "ok", c["error"]
@@ -91,7 +93,7 @@ def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
     found = json.loads(verdict.stdout)["verdicts"]
     assert [v["workload"] for v in found] == ["gemm", "ffn"]
     for v in found:
-        assert (v["best_torch"], v["best_jax"], v["processes"]) == ("torch-eager", "jax-jit", 3)
+        assert (v["best_torch"], v["best_jax"]) == ("torch-eager", "jax-jit") and 2 <= v["processes"] <= 6
         assert v["ci_low"] <= v["ratio"] <= v["ci_high"] and v["verdict"] in ("JAX faster", "PyTorch faster", "tie",
                                                                               "cannot say")
         assert v["machine"] == cells[0]["machine"] and "CPUs" in v["machine"]
@@ -103,7 +105,7 @@ def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
     exported = subprocess.run([sys.executable, "-m", "stackwars", "export", "--format", "csv", "--db", str(db)],
                               capture_output=True, text=True, timeout=120, env=_env())
     table = list(csv.DictReader(io.StringIO(exported.stdout)))
-    assert len(table) == 12 and set(ROW_KEYS) <= set(table[0]) and table[0]["machine"] == cells[0]["machine"]
+    assert len(table) == len(cells) and set(ROW_KEYS) <= set(table[0]) and table[0]["machine"] == cells[0]["machine"]
     assert len(json.loads(table[0]["steady_samples"])) == len(cells[0]["steady_samples"])
 
 

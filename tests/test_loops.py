@@ -223,3 +223,13 @@ def test_the_study_runs_from_the_cli(tmp_path):
     (run,) = json.loads(listed.stdout)
     assert run["kind"] == "study:control-flow" and run["done"] == run["planned"] == 4
     assert run["statuses"] == {"ok": 4}
+    # the report's section holds the study's cells (its results are cells, not study rows: the
+    # section once showed only its legend), its table and its figure
+    reported = subprocess.run([sys.executable, "-m", "stackwars", "report", "--db", str(tmp_path / "s.db"), "--out",
+                               str(tmp_path / "report")], capture_output=True, text=True, timeout=300, env=env)
+    assert reported.returncode == 0, reported.stderr[-3000:]
+    md = (tmp_path / "report" / "report.md").read_text()
+    section = md[md.index("## Study: control-flow"):]
+    section = section[:section.find("\n## ", 1) if "\n## " in section[1:] else None]
+    assert "rnn · forward: first call / steady state" in section and "jax-jit" in section
+    assert "control-flow-rnn.png" in section

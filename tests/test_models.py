@@ -50,9 +50,13 @@ def _assert_parity(m: Measurement):
 @pytest.mark.parametrize("backend", ("torch-eager", "jax-jit"))
 @pytest.mark.parametrize("workload", MODELS)
 def test_model_parity_float32(workload, backend, phase):
+    from stackwars.harness.reference import derived_tolerance
+
     m = _cell(workload, phase, backend)
     _assert_parity(m)
-    assert m.parity.tolerance == 1e-3
+    # float32's fixed 1e-3, or 4 x the PyTorch twin's own float32 error where that is larger
+    assert (m.parity.tolerance, m.parity.rule) == derived_tolerance(1e-3, m.settings["reference"]["float32_error"])
+    assert m.parity.tolerance >= 1e-3
     assert m.parity.reference == "PyTorch twin, float64, on the host"
     assert m.flops == registry.workload(workload).flops(registry.workload(workload).config("tiny"), phase)
 
@@ -89,11 +93,11 @@ def test_naive_attention_option_matches_too():
 
 
 def test_jax_twin_in_float64_is_the_torch_twin():
-    """In float64 the twins may differ only in the order of operations. With naive attention
-    they agree to ~1e-13 (forward, loss, every gradient, BatchNorm's new statistics), so a
-    wrong epsilon, scale or mask cannot hide. With the fused kernels only to float32's
-    ~1e-7 (up to ~2e-6 on the analytically zero key-bias gradient), because
-    jax.nn.dot_product_attention computes its softmax in float32 even for float64 inputs."""
+    """In float64 the twins may differ only in the order of operations: ~1e-13 (forward, loss,
+    every gradient, BatchNorm's new statistics), so a wrong epsilon, scale or mask cannot
+    hide. That holds with the fused attention too: jax.nn.dot_product_attention computes its
+    softmax in float32 even for float64 inputs, so float64 never goes through it
+    (workloads/jax_util.py); the naive variant is checked as well."""
     args = [*MODELS, *(f"{m}:attention=naive" for m in MODELS if m != "resnet50")]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run([sys.executable, str(ROOT / "tests" / "x64_twins.py"), *args], capture_output=True,
@@ -103,10 +107,8 @@ def test_jax_twin_in_float64_is_the_torch_twin():
     for arg, errs in results.items():
         assert errs.pop("dtype") == "float64"
         assert any(k.startswith("grad.") for k in errs) and "loss" in errs
-        exact = arg == "resnet50" or arg.endswith("attention=naive")
-        limit = 1e-10 if exact else 1e-5
         worst = max(errs.items(), key=lambda kv: kv[1])
-        assert worst[1] < limit, (arg, worst)
+        assert worst[1] < 1e-10, (arg, worst)
     assert any(k.startswith("state.") for k in results["resnet50"])  # running statistics were compared
 
 

@@ -88,13 +88,20 @@ def test_compile_stats_come_from_the_frameworks():
     assert m.first_call_s > c.total_s  # the first call also executes
     assert m.memory.compiled["argument_size_in_bytes"] > 0
 
-    m = _measure(CellSpec("ffn", "tiny", "train-step", "torch-compile"))
+    m = _measure(CellSpec("ffn", "tiny", "train-step", "torch-compile", options=(("optimizer_impl", "default"),)))
     c = m.compile
-    assert c.graphs == 1 and c.graph_breaks == 0 and c.recompiles == 0
+    assert c.graphs == 1 and c.graph_breaks == 0 and c.recompiles == 0  # the model alone: one graph
     assert c.total_s > 0
     # Inductor ran, or the (session-wide, warm) AOTAutograd cache says why it did not
     assert c.breakdown["inductor_s"] > 0 or c.extra["aot_autograd_cache"].get("autograd_cache_hit", 0) > 0
     assert m.first_call_s > c.total_s * 0.9
+
+    # by default the optimizer step is compiled too: its own graph, and the graph breaks
+    # PyTorch's optimizer code asks for itself (torch._dynamo.graph_break())
+    m = _measure(CellSpec("ffn", "tiny", "train-step", "torch-compile"))
+    c = m.compile
+    assert c.graphs == 2 and c.recompiles == 0
+    assert all("graph_break()" in r for r in c.break_reasons) and c.graph_breaks == 2
 
     m = _measure(CellSpec("ffn", "tiny", "forward", "jax-eager"))
     assert m.compile.extra["primitive_executables_compiled"] >= 0

@@ -193,10 +193,18 @@ def test_ir_excerpts_are_quoted_as_text(tmp_path):
                                      '"ops": {"stablehlo.dot_general": 4}}}}')
     (ir / "jax.stablehlo.mlir").write_text("func.func @main(%arg0: tensor<4x16xf32>) -> tensor<4x16xf32> {\n"
                                            "  // </pre><script>alert(1)</script>\n" + "  op\n" * 100)
+    # an HLO module's text opens with XLA's source-location tables: the excerpt starts at the program
+    (ir / "jax.hlo.txt").write_text("HloModule jit_forward\nFileNames\n1 \"/tmp/x.py\"\nFunctionNames\n1 \"f\"\n"
+                                    "StackFrames\n1 {file_location_id=1}\n\n%fused_computation (p: f32[4]) -> f32[4] {\n"
+                                    "  ROOT %r = f32[4] add(%p, %p)\n}\n")
     html, md = _report(_db(tmp_path / "r.db"), tmp_path / "out", "--ir", str(ir))
     assert "tensor&lt;4x16xf32&gt;" in html and "<script>" not in html
     assert "jax.stablehlo.mlir: the first 40 of 102 lines" in html
     assert "stablehlo.dot_general 4" in md
+    excerpt = md[md.index("HloModule jit_forward"):]
+    assert excerpt.split("\n")[1].startswith("%fused_computation") and "FileNames" not in excerpt[:200]
+    assert "(after 7 lines of source-location metadata)" in md
+    assert str(tmp_path) not in md and "of the dump ir/" in md  # no temporary path cited
     bad = runner.invoke(app, ["report", "--db", str(tmp_path / "r.db"), "--ir", str(tmp_path), "--out",
                               str(tmp_path / "o")])
     assert bad.exit_code == 2 and "no summary.json" in bad.output
@@ -232,3 +240,19 @@ def test_the_report_folder_keeps_the_traces_it_names(tmp_path):
     assert profiles[0]["trace"] == "traces/run-1/gemm.trace.json.gz"
     assert (tmp_path / "out" / profiles[0]["trace"]).read_bytes() == b"\x1f\x8b trace"
     assert profiles[1]["trace"] == "x.trace.json.gz (no longer on disk)" and profiles[2]["trace"] is None
+
+
+def test_heatmap_colour_is_clipped_and_memory_chart_plots_what_it_says():
+    from stackwars.report.build import HEATMAP_CLIP, MEMORY_LABEL, heatmap_colour, memory_points
+
+    # an interpreted kernel 9,791x slower saturates the scale instead of stretching it
+    assert heatmap_colour(9791.0) == heatmap_colour(HEATMAP_CLIP) == 3.0
+    assert heatmap_colour(2.6) > heatmap_colour(1.0) + 1.3  # 1x and 2.6x stay apart
+    assert heatmap_colour(0.4) == -1.0 and heatmap_colour(1.0) == 0.0  # below 1: its own side of the scale
+    # the chart plots the memory each cell added (its steady peak over the baseline), per process median
+    cells = [dataclasses.replace(m, memory=dataclasses.replace(m.memory, peak_rss_steady_bytes=(250 + 10 + i) * 2**20))
+             for i, m in enumerate(_processes(measurement("jax-jit", samples=FAST)))]
+    groups = tables.group_rows([m.to_row() for m in cells])
+    (point,) = memory_points(groups)
+    assert point[1] == "jax-jit" and point[2] == 11 * 2**20  # median of 10, 11, 12 MiB added; the total was 260+
+    assert "added" in MEMORY_LABEL and "over the worker's baseline" in MEMORY_LABEL

@@ -7,9 +7,11 @@ from stackwars.backends.torch_xla_spec import TorchXlaSpec
 from stackwars.registry import register_backend
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-# torch backends' optimizer_impl (torch_common.make_optimizer): PyTorch's default or one it names
-OPTIMIZER_IMPLS = ("default", "for-loop", "foreach", "fused")
-_OPT = {"optimizer_impl": "default"}
+# torch backends' optimizer_impl (torch_common.optimizer_plan): fast (default: what PyTorch's
+# experts run: fused eager, the step compiled under torch.compile), PyTorch's own default rule,
+# an implementation it names, or its step compiled
+OPTIMIZER_IMPLS = ("fast", "default", "for-loop", "foreach", "fused", "compiled")
+_OPT = {"optimizer_impl": "fast"}
 _COMPILE_CHOICES = {"mode": COMPILE_MODES, "fullgraph": (True, False), "optimizer_impl": OPTIMIZER_IMPLS}
 
 register_backend(BackendSpec(

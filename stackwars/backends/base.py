@@ -128,6 +128,12 @@ class Backend:
     def device_peak_memory(self, device: str) -> tuple[int | None, str | None]:
         return None, None
 
+    def start_memory_window(self, device: str) -> dict[str, Any]:
+        """Called right before the first call: the device peak ``device_peak_memory`` reports
+        covers the same window in every framework (from the first call to the last sample),
+        as the RSS window does on the host. Returns what the record should keep about it."""
+        return {}
+
     def cache_flusher(self, device: str) -> tuple[Callable[[], None], dict[str, Any]]:
         """What ``--flush-l2`` runs before every timed call (harness/flush.py), and its record."""
         if device == "cpu":

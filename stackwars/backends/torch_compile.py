@@ -1,7 +1,8 @@
 """torch-compile: TorchDynamo -> AOTAutograd -> Inductor.
 
 What is compiled: ``twin.forward`` (forward phase) or ``twin.loss`` (train-step: forward
-and, through AOTAutograd, backward); the optimizer step runs eagerly. Compile cost and
+and, through AOTAutograd, backward), and by default the optimizer step as well (its own
+``torch.compile``; ``--torch-optimizer`` picks another implementation, run eagerly). Compile cost and
 graph structure come from Dynamo's own records: ``calculate_time_spent()`` (taken right
 after the first call, which includes the lazily compiled backward), the per-compile
 ``CompilationMetrics`` (recompile reasons) and ``counters`` (graphs, graph breaks), the
@@ -24,6 +25,8 @@ def _first_line(reason: str) -> str:
 
 class TorchCompile(TorchBackend):
     """Serves torch-compile, torch-compile-max-autotune and torch-cudagraphs (mode differs)."""
+
+    compiles = True
 
     def wrap(self, fn: Callable) -> Callable:
         return torch.compile(fn, mode=self.options["mode"], fullgraph=self.options["fullgraph"])
@@ -51,9 +54,11 @@ class TorchCompile(TorchBackend):
 
         prepared.after_first_call = after_first_call
         prepared.compile_stats = lambda: self._stats(first)
+        step_compiled = "step compiled" in str(prepared.notes.get("optimizer_impl"))
         prepared.notes.update(compile_mode=self.options["mode"], fullgraph=self.options["fullgraph"],
                               compiled="twin.forward" if phase == "forward"
-                              else "twin.loss (forward + AOTAutograd backward); optimizer eager")
+                              else "twin.loss (forward + AOTAutograd backward); optimizer step "
+                                   + ("compiled" if step_compiled else "eager"))
         return prepared
 
     @staticmethod

@@ -50,9 +50,12 @@ def run(
                                                help="torch.compile mode: default, reduce-overhead, max-autotune, ..."),
     fullgraph: Optional[bool] = typer.Option(None, "--fullgraph/--no-fullgraph", help="torch.compile fullgraph"),
     torch_optimizer: Optional[str] = typer.Option(None, "--torch-optimizer",
-                                                  help="train steps on PyTorch backends: the optimizer's "
-                                                       "implementation: default (PyTorch's: for-loop on the CPU, "
-                                                       "foreach on CUDA), for-loop, foreach or fused"),
+                                                  help="train steps on PyTorch backends: fast (the default: the "
+                                                       "fused optimizer in eager modes, its step compiled under "
+                                                       "torch.compile, as PyTorch's own guidance has it), default "
+                                                       "(PyTorch's rule: for-loop on the CPU, foreach on CUDA), "
+                                                       "for-loop, foreach, fused, or compiled (the step compiled in "
+                                                       "any mode)"),
     xla_autotune_level: Optional[int] = typer.Option(None, "--xla-autotune-level",
                                                      help="JAX backends: XLA's GPU autotuning level 0-4 "
                                                           "(default: XLA's, 4; 0 = off)"),

@@ -59,7 +59,7 @@ def show(
     header = f"run {run_id} ({info.kind}, {info.created_at}): {info.command or ''}"
     if info.kind == "study:control-flow":
         from stackwars.studies import control_flow
-        result = [control_flow.row(m) for m in measured]
+        result = [control_flow.row(m) for m in measured]  # its results are cells (report.build does the same)
     if info.kind != "cells":
         _show_study(info, result, header, format)
         return

@@ -36,6 +36,7 @@ def train(
     seed: int = typer.Option(0, help="initial weights and batch order"),
     split_seed: int = typer.Option(0, help="the train/validation split"),
     threads: Optional[int] = typer.Option(None, help="CPU threads for both frameworks (default: all)"),
+    matmul_precision: str = typer.Option("float32", help="float32 (exact) or tf32, applied to both frameworks"),
     timeout: float = typer.Option(3600.0, help="per-training wall-clock limit, seconds"),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     inline: bool = typer.Option(False, "--inline", help="debug: train in this process"),
@@ -50,7 +51,7 @@ def train(
     check_seed(seed, "--seed")
     check_seed(split_seed, "--split-seed")
     configs = study.plan(framework or list(study.FRAMEWORKS), batch_size or [64, 256, 1024], epochs, lr,
-                         placement, compile, device, seed)
+                         placement, compile, device, seed, matmul_precision)
     runner.validate_config(MeasureConfig(threads=threads, timeout_s=timeout))
     writable_dir(out_dir, "--out")
     path = check_db(db)

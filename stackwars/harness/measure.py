@@ -206,6 +206,7 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     rss = PeakRSS()
     baseline = current_rss()
     stage("first call")
+    settings["memory_window"] = backend.start_memory_window(cell.device)
     rss.reset()
     first_s, out = timer.once()
     peak_first = rss.peak()

@@ -71,7 +71,9 @@ def _compile_stages(workload, cfg, phase, params, batch, device, dtype, settings
     inductor_config.fx_graph_cache = False
     functorch_config.enable_autograd_cache = False
     inductor_config.post_grad_custom_post_pass = rec.post_grad_pass()
-    backend = registry.backend("torch-compile").load()
+    # the optimizer step stays eager (PyTorch's own rule): the dump is the model's forward and
+    # backward as Dynamo, AOTAutograd and Inductor see them, one graph, not the optimizer's code
+    backend = registry.backend("torch-compile").load({"optimizer_impl": "default"})
     backend.configure(settings)
     backend.wrap = lambda fn: torch.compile(fn, backend=rec.backend)
     prepared = backend.prepare(workload, cfg, phase, params, batch, device, dtype)

@@ -60,11 +60,19 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
         else:  # the latest run of each study on each workload and size
             key = " ".join(str(info.config.get(k)) for k in ("workload", "preset", "op") if info.config.get(k))
             studies.pop(f"{r['kind']}|{key}", None)
-            studies[f"{r['kind']}|{key}"] = (info, store.study_rows(r["run_id"]))
+            studies[f"{r['kind']}|{key}"] = (info, study_rows_of(info.kind, r["run_id"], store, measured))
     # every process of each cell's latest run on each machine: a later run replaces an earlier one
     cells = verdict.latest_processes(cells)
     return {"runs": runs, "cells": cells, "studies": studies, "envs": envs,
             "profiles": [p for p, _ in why.values() if p], "anatomy": [a for _, a in why.values() if a]}
+
+
+def study_rows_of(kind: str, run_id: str, store, measured) -> list[dict[str, Any]]:
+    """A study's rows: stored as rows, or (the control-flow study) as measured cells, one row each."""
+    if kind == "study:control-flow":  # its results are cells (in CELL_KINDS), not study rows
+        from stackwars.studies import control_flow
+        return [control_flow.row(m) for _, m in measured]
+    return store.study_rows(run_id)
 
 
 # ---- figures ----------------------------------------------------------------------------------------
@@ -90,29 +98,47 @@ def speedups(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str, 
     return out
 
 
+HEATMAP_CLIP = 8.0  # colour saturates at 8x: a 9,791x interpreted kernel must not make 1x and 2.6x look alike
+
+
+def heatmap_colour(ratio: float) -> float:
+    """The colour value of a ratio: log2, clipped to [-1, log2(HEATMAP_CLIP)] (below 0: a noisy
+    or busy row measured faster than the table's fastest clean one). The cell's text keeps the
+    exact ratio."""
+    if not ratio > 0:
+        return math.nan
+    return min(max(math.log2(ratio), -1.0), math.log2(HEATMAP_CLIP))
+
+
 def heatmap(points: Sequence[Mapping[str, Any]]) -> bytes | None:
     if not points:
         return None
     plt = plt_agg()
     import numpy as np
+    from matplotlib.colors import TwoSlopeNorm
     rows = list(dict.fromkeys(p["table"] for p in points))
     cols = list(dict.fromkeys(p["backend"] for p in points))
     grid = np.full((len(rows), len(cols)), np.nan)
     marks = {}
     for p in points:
         i, j = rows.index(p["table"]), cols.index(p["backend"])
-        grid[i, j] = math.log2(p["ratio"]) if p["ratio"] > 0 else np.nan
-        marks[i, j] = ("fastest" if p["fastest"] else f"{p['ratio']:.2f}x") + ("" if p["significant"] else " ~") + \
+        grid[i, j] = heatmap_colour(p["ratio"])
+        marks[i, j] = ("fastest" if p["fastest"] else f"{p['ratio']:,.2f}x") + ("" if p["significant"] else " ~") + \
             (" ?" if p["doubtful"] else "")
     fig, ax = plt.subplots(figsize=(2.0 + 1.6 * len(cols), 1.0 + 0.42 * len(rows)))
-    ax.imshow(grid, cmap="RdYlGn_r", vmin=0, vmax=max(1.0, float(np.nanmax(grid)) if np.isfinite(grid).any() else 1),
-              aspect="auto")
+    norm = TwoSlopeNorm(vmin=-1.0, vcenter=0.0, vmax=math.log2(HEATMAP_CLIP))
+    image = ax.imshow(grid, cmap="RdYlGn_r", norm=norm, aspect="auto")
+    bar = fig.colorbar(image, ax=ax, fraction=0.03, pad=0.01)
+    ticks = [-1.0, 0.0, 1.0, 2.0, math.log2(HEATMAP_CLIP)]
+    bar.set_ticks(ticks, labels=["0.5x", "1x", "2x", "4x", f"≥{HEATMAP_CLIP:g}x"])
+    bar.ax.tick_params(labelsize=7)
     for (i, j), text in marks.items():
         ax.text(j, i, text, ha="center", va="center", fontsize=7)
     ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right", fontsize=8)
     ax.set_yticks(range(len(rows)), rows, fontsize=7)
-    ax.set_title("steady-state time over the fastest backend of each table (~: not significant; ?: noisy or "
-                 "contended)", fontsize=8)
+    ax.set_title(f"steady-state time over the fastest cleanly measured backend of each table; colour clipped at "
+                 f"{HEATMAP_CLIP:g}x (the text is exact); below 1x: a noisy or busy row measured faster "
+                 "(~: not significant; ?: noisy or contended)", fontsize=8, wrap=True)
     fig.tight_layout()
     return to_png(fig)
 
@@ -159,19 +185,29 @@ def first_vs_steady_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> b
     return to_png(fig)
 
 
+MEMORY_LABEL = ("memory the cell added, MiB: its steady-state peak over the worker's baseline before the first call "
+                "(RSS on a CPU: framework, weights and inputs already resident), or the device allocator's peak on "
+                "a GPU; median over processes")
+
+
+def memory_points(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[tuple[str, str, int]]:
+    """(table, backend, bytes) per table and backend, its processes combined: what the chart plots."""
+    return [(tables.title(k), tables.backend_variant(r), int(r["memory_added_bytes"]))
+            for k, rows in groups.items() for r in tables.combine_repeats(list(rows))
+            if r["status"] == "ok" and r.get("memory_added_bytes")]
+
+
 def memory_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> bytes | None:
-    bars = [(tables.title(k), tables.backend_variant(r), r.get("peak_memory_bytes"), r.get("peak_memory_counter"))
-            for k, rows in groups.items() for r in rows if r["status"] == "ok" and r.get("peak_memory_bytes")]
+    bars = memory_points(groups)
     if not bars:
         return None
     plt = plt_agg()
     fig, ax = plt.subplots(figsize=(10, 0.9 + 0.22 * len(bars)))
-    labels = [f"{t} · {b}" for t, b, _, _ in bars]
-    ax.barh(range(len(bars)), [m / 2**20 for _, _, m, _ in bars], color="tab:blue")
-    ax.set_yticks(range(len(bars)), labels, fontsize=6)
+    ax.barh(range(len(bars)), [m / 2**20 for _, _, m in bars], color="tab:blue")
+    ax.set_yticks(range(len(bars)), [f"{t} · {b}" for t, b, _ in bars], fontsize=6)
     ax.invert_yaxis()
     ax.set_xscale("log")
-    ax.set_xlabel("peak memory added by the cell, MiB (counter in the tables)")
+    ax.set_xlabel(MEMORY_LABEL, fontsize=7)
     ax.grid(alpha=0.3, axis="x")
     fig.tight_layout()
     return to_png(fig)
@@ -280,6 +316,21 @@ IR_EXCERPT_LINES = 40
 IR_FILES = ("jax.jaxpr.txt", "jax.stablehlo.mlir", "torch.stablehlo.mlir", "jax.hlo.txt", "torch.hlo.txt")
 
 
+HLO_METADATA = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+
+
+def ir_excerpt(text: str) -> tuple[list[str], int]:
+    """A program's lines from where the program starts: an HLO module's text opens with tables
+    of source files, functions and stack frames (XLA's location metadata), which are not the
+    program. Returns (lines, how many were skipped)."""
+    lines = text.splitlines()
+    if not any(line.strip() in HLO_METADATA for line in lines[:5]):
+        return lines, 0
+    start = next((i for i, line in enumerate(lines) if line.startswith(("%", "ENTRY", "fused_", "region_"))),
+                 len(lines))
+    return lines[:1] + lines[start:], start - 1
+
+
 def ir_sections(dirs: Sequence[Path]) -> list[Section]:
     """From `stackwars ir ... --out DIR` dumps: the statistics of every stage both frameworks
     produced (summary.json), and the opening lines of the programs side by side."""
@@ -298,13 +349,14 @@ def ir_sections(dirs: Sequence[Path]) -> list[Section]:
                     rows.append((fw, stage, str(st.get("n_ops", "")), top))
         if rows:
             s.blocks.append(TableBlock(("framework", "stage", "ops", "most frequent"), tuple(rows),
-                                       f"from {d}/summary.json"))
+                                       f"from summary.json of the dump {d.name}/ (stackwars ir ... --out)"))
         for name in IR_FILES:
             f = d / name
             if f.exists():
-                lines = f.read_text(errors="replace").splitlines()
+                lines, skipped = ir_excerpt(f.read_text(errors="replace"))
                 s.blocks.append(Pre("\n".join(lines[:IR_EXCERPT_LINES]),
-                                    f"{name}: the first {min(len(lines), IR_EXCERPT_LINES)} of {len(lines)} lines"))
+                                    f"{name}: the first {min(len(lines), IR_EXCERPT_LINES)} of {len(lines)} lines"
+                                    + (f" (after {skipped} lines of source-location metadata)" if skipped else "")))
         out.append(s)
     return out
 
@@ -358,8 +410,11 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
         png = heatmap(points)
         heat = Section("Speed-up and first call")
         if png:
-            heat.blocks.append(Figure("speedup-heatmap", png, "steady-state time over the fastest backend of each "
-                                                              "table; ~ marks a difference that is not significant"))
+            heat.blocks.append(Figure("speedup-heatmap", png, "steady-state time over the fastest cleanly measured "
+                                                              f"backend of each table, colour clipped at "
+                                                              f"{HEATMAP_CLIP:g}x (the text is exact; below 1x: a "
+                                                              "noisy or busy row measured faster); ~ marks a "
+                                                              "difference that is not significant"))
         doc.sections.append(heat)
         first = first_vs_steady_figure(groups)
         if first:
@@ -376,8 +431,7 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
         mem = memory_figure(groups)
         if mem:
             m = Section("Memory")
-            m.blocks.append(Figure("memory", mem, "peak memory per cell; each table names its counter (device "
-                                                  "allocator on a GPU, RSS high-water mark on a CPU)"))
+            m.blocks.append(Figure("memory", mem, MEMORY_LABEL + "; each table's peak mem column has the total"))
             doc.sections.append(m)
         for key, rows in groups.items():
             s = Section(tables.title(key))

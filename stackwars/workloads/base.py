@@ -174,6 +174,14 @@ class Workload:
     def reference_name(self, cfg: Config) -> str:
         return "float64 numpy"
 
+    def reference_float32(self, cfg: Config, phase: str, params: Arrays, batch: Arrays,
+                          device: str = "cpu") -> Arrays | None:
+        """The reference implementation run in float32, where it is a program with a float32
+        mode (the models' PyTorch twin): how far float32 alone moves this workload from
+        float64, which the float32 cells' tolerance is derived from (harness/reference.py).
+        None: the tolerance stays the dtype's fixed one."""
+        return None
+
     def unsupported(self, cfg: Config, framework: str, backend: str, phase: str) -> str | None:
         """Why this framework and backend cannot run this configuration by design (checked
         before a worker starts; the cell is ``unsupported``), or None."""

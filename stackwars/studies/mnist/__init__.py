@@ -39,7 +39,8 @@ register_study(MnistStudy())
 
 
 def plan(frameworks: Sequence[str], batch_sizes: Sequence[int], epochs: int, lr: float, placement: str = "device",
-         compile: bool = False, device: str = "cpu", seed: int = 0) -> list[TrainConfig]:
+         compile: bool = False, device: str = "cpu", seed: int = 0,
+         matmul_precision: str = "float32") -> list[TrainConfig]:
     for fw in frameworks:
         if fw not in FRAMEWORKS:
             raise SpecError(f"unknown framework {fw!r}; allowed: {', '.join(FRAMEWORKS)}")
@@ -56,7 +57,11 @@ def plan(frameworks: Sequence[str], batch_sizes: Sequence[int], epochs: int, lr:
         raise SpecError(f"unknown placement {placement!r}; allowed: {', '.join(PLACEMENTS)}")
     if compile and "torch" not in frameworks:
         raise SpecError("--compile applies to the PyTorch training; add --framework torch")
-    return [TrainConfig(fw, b, epochs, lr, placement, compile and fw == "torch", device, seed, seed)
+    from stackwars.records import MATMUL_PRECISIONS
+    if matmul_precision not in MATMUL_PRECISIONS:
+        raise SpecError(f"unknown matmul precision {matmul_precision!r}; allowed: {', '.join(MATMUL_PRECISIONS)}")
+    return [TrainConfig(fw, b, epochs, lr, placement, compile and fw == "torch", device, seed, seed,
+                        matmul_precision=matmul_precision)
             for b in batch_sizes for fw in frameworks]
 
 

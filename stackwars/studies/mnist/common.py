@@ -32,6 +32,7 @@ class TrainConfig:
     device: str = "cpu"
     init_seed: int = 0
     shuffle_seed: int = 0
+    matmul_precision: str = "float32"  # float32 (exact) in both frameworks, or tf32 in both (a GPU's choice)
     limit_train: int | None = None  # tests: train on the first N training images only
     limit_eval: int | None = None
 

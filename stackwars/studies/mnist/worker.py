@@ -20,15 +20,24 @@ DIVERGED_LOSS = 100 * math.log(10)
 
 
 def _trainer(cfg: TrainConfig, params):
+    """The framework's trainer, its matmul precision set as the cells set it: the same in both
+    (JAX's own default on a GPU is TF32, PyTorch's full float32; left alone, they differ)."""
+    settings = {"matmul_precision": cfg.matmul_precision}
     if cfg.framework == "jax":
+        from stackwars.backends.jax_common import configure_jax
         from stackwars.studies.mnist.jax_train import JaxTrainer
-        return JaxTrainer(cfg, params), {}
+        applied = configure_jax(settings)
+        return JaxTrainer(cfg, params), {"jax_default_matmul_precision": applied["jax_default_matmul_precision"]}
     import torch
 
+    from stackwars.backends.torch_common import configure_torch
     from stackwars.studies.mnist.torch_train import TorchTrainer
     threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    torch.set_num_threads(threads)  # the same budget XLA sizes its pool from (the pinned CPUs)
-    return TorchTrainer(cfg, params), {"torch_num_threads": torch.get_num_threads(), "torch": torch.__version__}
+    # the same thread budget XLA sizes its pool from (the pinned CPUs)
+    applied = configure_torch({**settings, "threads": threads})
+    return TorchTrainer(cfg, params), {"torch_num_threads": torch.get_num_threads(), "torch": torch.__version__,
+                                       "torch_float32_matmul_precision": applied["torch_float32_matmul_precision"],
+                                       "torch_cuda_matmul_allow_tf32": applied["torch_cuda_matmul_allow_tf32"]}
 
 
 def train(config: dict[str, Any], data_file: str, split_seed: int) -> dict[str, Any]:

@@ -187,8 +187,8 @@ def _run(item, result_path, rank, world, device) -> None:
     first_all = [None] * world
     dist.all_gather_object(first_all, first_s)
 
-    if cuda:
-        torch.cuda.reset_peak_memory_stats(device)
+    # no reset after the first step: JAX's allocator cannot reset its peak, so both frameworks'
+    # peaks cover the worker's whole life, first step included
     mine_samples = scaling.timed_steps(step, sync, item["warmup"], item["steps"], before=dist.barrier)
     peak = torch.cuda.max_memory_allocated(device) if cuda else (read_hwm() or current_rss()) - rss0
     state_bytes = sum(_local_bytes(p) for p in wrapped.parameters()) + sum(
@@ -222,7 +222,7 @@ def _run(item, result_path, rank, world, device) -> None:
             "process_count": world, "first_step_s": max(first_all), "step_samples_s": scaling.slowest(everyone),
             "per_rank": everyone, "collectives": comm, "comm_source": "c10d operators of one profiled step (rank 0)",
             "state_bytes_per_device": int(state_bytes), "peak_device_bytes": int(max(r["peak_bytes"] for r in everyone)),
-            "peak_counter": ("torch.cuda.max_memory_allocated, steady steps" if cuda else
+            "peak_counter": ("torch.cuda.max_memory_allocated, since the rank started (first step included, as JAX's peak)" if cuda else
                              "VmHWM - RSS before wrapping (process), the largest rank"),
             "parity": result_parity, "threads": torch.get_num_threads(),
             "device_kind": torch.cuda.get_device_name(device) if cuda else "cpu",

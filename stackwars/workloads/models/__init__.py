@@ -32,7 +32,7 @@ T = TransformerConfig
 
 GPT2 = dict(kind="lm", d_model=768, n_layers=12, n_heads=12, d_ff=3072, vocab=50257, max_pos=1024, gelu="tanh")
 BERT = dict(kind="encoder", d_model=768, n_layers=12, n_heads=12, d_ff=3072, vocab=30522, max_pos=512, type_vocab=2,
-            prenorm=False, final_norm=False, norm_eps=1e-12, gelu="erf")
+            pad_id=0, prenorm=False, final_norm=False, norm_eps=1e-12, gelu="erf")
 VIT = dict(kind="vit", d_model=768, n_layers=12, n_heads=12, d_ff=3072, image=224, patch=16, classes=1000,
            channels=3, norm_eps=1e-6, gelu="erf")
 NEO = dict(kind="lm", d_model=2048, n_layers=24, n_heads=16, d_ff=8192, vocab=50257, max_pos=2048, qkv_bias=False,
@@ -139,17 +139,26 @@ class ModelWorkload(Workload):
     reference_devices = ("cpu", "cuda")  # the PyTorch twin in float64 runs on a GPU too
 
     def reference(self, cfg, phase: str, params: Arrays, batch: Arrays, device: str = "cpu") -> Arrays:
+        return self._twin_run(cfg, phase, params, batch, device, "float64")
+
+    def reference_float32(self, cfg, phase: str, params: Arrays, batch: Arrays, device: str = "cpu") -> Arrays:
+        """The same PyTorch twin and step in float32 (exact float32 matmuls on the CPU)."""
+        out = self._twin_run(cfg, phase, params, batch, device, "float32")
+        return {k: v for k, v in out.items() if not k.startswith("grad") and k != "grad_floor"}
+
+    def _twin_run(self, cfg, phase: str, params: Arrays, batch: Arrays, device: str, dtype: str) -> Arrays:
         import torch
 
         from stackwars.backends.torch_common import make_optimizer
         from stackwars.workloads.models import torch_nets
 
         def host(t):
-            return t.detach().cpu().numpy()
+            return t.detach().cpu().double().numpy()
 
-        model = torch_nets.build(cfg, {k: torch.from_numpy(np.asarray(v, dtype=np.float64)).to(device)
+        npd = {"float64": np.float64, "float32": np.float32}[dtype]
+        model = torch_nets.build(cfg, {k: torch.from_numpy(np.asarray(v, dtype=npd)).to(device)
                                        for k, v in params.items()})
-        tb = {k: torch.from_numpy(v if np.issubdtype(v.dtype, np.integer) else np.asarray(v, dtype=np.float64))
+        tb = {k: torch.from_numpy(v if np.issubdtype(v.dtype, np.integer) else np.asarray(v, dtype=npd))
               .to(device) for k, v in batch.items()}
         if phase == "forward":
             model.eval()

@@ -23,6 +23,7 @@ class TransformerConfig(Config):
     n_kv_heads: int | None = None  # grouped-query attention (Llama 3); None = n_heads
     max_pos: int | None = None  # learned position table; None with RoPE
     type_vocab: int | None = None  # BERT token types
+    pad_id: int | None = None  # BERT's padding token: its embedding row gets no gradient from the lookup
     image: int | None = None  # ViT
     patch: int | None = None
     classes: int | None = None
@@ -78,6 +79,8 @@ class TransformerConfig(Config):
         else:
             if not self.vocab:
                 raise SpecError("a language model needs vocab")
+            if self.pad_id is not None and not 0 <= self.pad_id < self.vocab:
+                raise SpecError(f"pad_id={self.pad_id} must be a token id, 0 to vocab-1 ({self.vocab - 1})")
             if self.positions == "learned" and (self.max_pos or 0) < self.seq:
                 raise SpecError(f"seq={self.seq} exceeds the position table (max_pos={self.max_pos})")
 

@@ -40,10 +40,15 @@ def _rotate_half(x):
     return jnp.concatenate((-b, a), axis=-1)
 
 
-def _embed(layer: nnx.Embed, ids):
+def _embed(layer: nnx.Embed, ids, pad_id: int | None = None):
     """A row gather in the table's own dtype. (nnx.Embed's call returns float32 even from a
-    bfloat16 table, which would silently run a bfloat16 model in float32 from here on.)"""
-    return jnp.take(layer.embedding[...], ids, axis=0)
+    bfloat16 table, which would silently run a bfloat16 model in float32 from here on.)
+    ``pad_id``: the padding token's row gets no gradient through the lookup (PyTorch's
+    ``padding_idx``, which BERT uses); its value is still read."""
+    x = jnp.take(layer.embedding[...], ids, axis=0)
+    if pad_id is None:
+        return x
+    return jnp.where((ids == pad_id)[..., None], jax.lax.stop_gradient(x), x)
 
 
 def _wide(x):
@@ -165,7 +170,7 @@ class Transformer(nnx.Module):
             x = jnp.concatenate([cls.astype(x.dtype), x], axis=1) + self.pos[...]
         else:
             ids = batch["ids"]  # [B, T]
-            x = _embed(self.tok_emb, ids)
+            x = _embed(self.tok_emb, ids, cfg.pad_id)
             if cfg.positions == "learned":
                 x = x + _embed(self.pos_emb, jnp.arange(ids.shape[1]))
             if cfg.type_vocab:

@@ -132,7 +132,8 @@ class Transformer(nn.Module):
             self.cls = nn.Parameter(torch.zeros(1, 1, d))
             self.pos = nn.Parameter(torch.zeros(1, cfg.tokens, d))
         else:
-            self.tok_emb = nn.Embedding(cfg.vocab, d)
+            # BERT: the padding token's row gets no gradient from the lookup (HF's padding_idx)
+            self.tok_emb = nn.Embedding(cfg.vocab, d, padding_idx=cfg.pad_id)
             if cfg.positions == "learned":
                 self.pos_emb = nn.Embedding(cfg.max_pos, d)
             if cfg.type_vocab:

@@ -309,6 +309,8 @@ class Measurement:
             # the conditions a comparison holds under: matmul precision, what PyTorch's optimizer ran
             "matmul_precision": (self.settings or {}).get("matmul_precision"),
             "optimizer_impl": ((self.settings or {}).get("backend") or {}).get("optimizer_impl"),
+            "workload_origin": ((self.settings or {}).get("origin") or {}).get("workload"),
+            "backend_origin": ((self.settings or {}).get("origin") or {}).get("backend"),
             "graph_replayed": bool(((self.settings or {}).get("graph_replay") or {}).get("replayed")),
         }
         row.update(roofline(self.flops, self.bytes_moved, median, self.peak))

@@ -25,10 +25,11 @@ import psutil
 
 from stackwars import registry, stats
 from stackwars.errors import SpecError
+from stackwars.parse import comma_list, unique
 from stackwars.harness import env as envmod
 from stackwars.harness.isolation import Outcome, run_inline, run_task
 from stackwars.records import DEVICES, DTYPES, MATMUL_PRECISIONS, CellSpec, Measurement, MeasureConfig
-from stackwars.store.results import Store
+from stackwars.store.results import Store, StoreWriteError, keep_pending
 from stackwars.harness import tmp
 
 PROBE_TIMEOUT_S = 300
@@ -79,6 +80,10 @@ def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequenc
     machine spread over all cells instead of landing on one."""
     if repeats < 1:
         raise SpecError(f"repeat must be >= 1, got {repeats}")
+    # one rule for repeated choices, before anything runs: refused, naming the value
+    workloads, presets, phases = unique(workloads, "workload"), unique(presets, "--preset"), unique(phases, "--phase")
+    backends = unique([registry.canonical_backend(b) for b in backends], "--backend")
+    devices, dtypes = unique(devices, "--device"), unique(dtypes, "--dtype")
     if not workloads:
         raise SpecError(f"name at least one workload; available: {', '.join(registry.workloads())}")
     if not backends:
@@ -120,10 +125,7 @@ def expand_overrides(overrides: Mapping[str, Any]) -> list[dict[str, Any]]:
     values = []
     for k in keys:
         v = overrides[k]
-        parts = [p.strip() for p in v.split(",")] if isinstance(v, str) else [v]
-        if any(p == "" for p in parts):
-            raise SpecError(f"--set {k}={v}: an empty value in the list; give KEY=V1,V2,...")
-        values.append(list(dict.fromkeys(parts)))
+        values.append(comma_list(v, f"--set {k}") if isinstance(v, str) else [v])
     return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
 
 
@@ -313,7 +315,11 @@ def profile_folder(config: MeasureConfig, run_id: str | None) -> str | None:
 
 def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: MeasureConfig, env: Mapping[str, Any],
             on_start: Callable[[CellSpec], None] | None = None,
-            on_done: Callable[[Measurement], None] | None = None, inline: bool = False) -> list[Measurement]:
+            on_done: Callable[[Measurement], None] | None = None, inline: bool = False,
+            on_unsaved: Callable[[Measurement, Any, StoreWriteError], None] | None = None) -> list[Measurement]:
+    """Measure ``specs`` in turn, storing each cell as it finishes. A cell the database refuses
+    (locked too long, read-only, full) is kept in the run's pending file (``keep_pending``;
+    ``--resume`` stores it) and reported to ``on_unsaved``; the run goes on."""
     session = store.start_session(run_id, env)
     probe = env.get("probe", {})
     done = []
@@ -325,7 +331,13 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
                 on_start(spec)
             peak = store.latest_peak(envmod.device_key(env, spec.device), spec.dtype, config.matmul_precision)
             m = measure_one(spec, config, probe, peak, inline, reference_dir=references, run_id=run_id)
-            store.add_cell(run_id, session, m)
+            try:
+                store.add_cell(run_id, session, m)
+            except StoreWriteError as exc:
+                where = keep_pending(store.path, run_id, m)
+                if on_unsaved is None:
+                    raise
+                on_unsaved(m, where, exc)
             done.append(m)
             if on_done:
                 on_done(m)

@@ -35,7 +35,7 @@ runner = CliRunner()
     (["run", "gemm", "--threads", "4096"], "only"),
     (["run", "gemm", "--json", "/nonexistent/dir/out.json"], "does not exist"),
     (["run"], "name at least one workload"),
-    (["run", "--resume", "x", "gemm"], "--resume takes the cells from the stored run"),
+    (["run", "--resume", "x", "gemm"], "workloads cannot change it"),
     (["show"], "no results database"),
     (["export", "--format", "xml"], "unknown format 'xml'; allowed: csv, json"),
     (["peaks", "--device", "tpu"], "unknown device"),

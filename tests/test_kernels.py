@@ -80,7 +80,7 @@ def test_one_table_holds_the_framework_operators_and_the_kernels_labelled():
     labels = sorted(r["backend"] for r in formatted(next(iter(groups.values()))))
     assert labels == ["jax-jit", "jax-jit · pallas kernel (interpreted)", "torch-eager",
                       "torch-eager · triton kernel (interpreted)"]
-    with pytest.raises(SpecError, match="empty value"):
+    with pytest.raises(SpecError, match="an empty item in the list"):
         runner.plan_cells(["softmax"], ["tiny"], ["forward"], ["jax-jit"], overrides={"impl": "framework,"})
 
 

@@ -222,7 +222,7 @@ def test_an_existing_process_group_is_used_and_rank_0_stores_one_run(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--devices", "1,0"], "give positive device counts"),
+    (["--devices", "1,0"], "'0' is not allowed; give positive integers (device counts)"),
     (["--hosts", "2", "--devices", "1,2"], "multiple of the host count"),
     (["--strategy", "zero"], "allowed: dp, fsdp, shard_map, pmap"),
     (["--steps", "0"], "--steps must be at least 1"),

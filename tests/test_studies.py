@@ -64,8 +64,8 @@ def test_python_scalars_and_dtypes():
     ("heads=2,4", "can vary batch, seq, d_model"),
     ("seq", "--vary expects KEY=V1,V2"),
     ("seq=16", "at least two values"),
-    ("seq=a,b", "must be integers"),
-    ("dtype=float32,float16", "float16 not allowed"),
+    ("seq=a,b", "'a' is not allowed; give positive integers"),
+    ("dtype=float32,float16", "'float16' is not allowed; give dtypes (float32, bfloat16)"),
     ("seq=0,16", "positive"),
 ])
 def test_bad_vary_exits_2(vary, message, tmp_path):

@@ -5,12 +5,22 @@ from __future__ import annotations
 from typing import Optional
 
 import typer
+from typer.core import TyperGroup
 
 from stackwars import __version__
+from stackwars.cli.common import refuse_empty_values
 from stackwars.cli import (compare_cmd, describe_cmd, export_cmd, fidelity_cmd, ir_cmd, list_cmd, peaks_cmd,
                            report_cmd, reproduce_cmd, run_cmd, scaling_cmd, show_cmd, study_cmd, train_cmd, verdict_cmd)
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+class _Group(TyperGroup):
+    """The top command: it sees every argument as typed, before any is converted."""
+
+    def parse_args(self, ctx, args):
+        refuse_empty_values(args)
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(cls=_Group, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="JAX or PyTorch, which execution mode, for this workload, and why: honest measurements.")
 
 
@@ -44,5 +54,26 @@ study_cmd.app.command("scaling")(scaling_cmd.scaling)
 app.add_typer(study_cmd.app, name="study")
 
 
-def main() -> None:
-    app()
+def main(args: list[str] | None = None) -> None:
+    """The ``stackwars`` command. A parse error (an unknown option, a missing argument, a value
+    of the wrong type) is one plain line on stderr, like every other bad input, exit 2: click's
+    own form is a four-line box around the same sentence."""
+    import sys
+
+    from typer import _click as click
+
+    try:
+        result = app(args=args, standalone_mode=False, prog_name="stackwars")
+    except click.exceptions.NoArgsIsHelpError as exc:  # ``stackwars study``: its help, as before
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.ClickException as exc:
+        ctx = getattr(exc, "ctx", None)
+        where = f"; see {ctx.command_path} --help" if ctx is not None else ""
+        print(f"error: {exc.format_message()}{where}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    if isinstance(result, int) and not isinstance(result, bool):  # typer.Exit(code) in this mode
+        sys.exit(result)

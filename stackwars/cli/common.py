@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import math
 import os
@@ -17,11 +18,17 @@ from rich.console import Console
 
 from stackwars.errors import SpecError, StackwarsError
 from stackwars.harness import tmp
+from stackwars.parse import unique
 
 out = Console()  # tables and reports: stdout
 err = Console(stderr=True)  # progress, messages, errors: stderr
 
 DB_HELP = "results database (default: $STACKWARS_DB or ./stackwars.db)"
+
+
+def waiting(message: str) -> None:
+    """What a database write that waits for another process's lock tells the user."""
+    err.print(f"[yellow]{message}[/]", highlight=False)
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -40,11 +47,66 @@ def command(fn: Callable) -> Callable:
         for console in (out, err):  # full width into files and pipes: nothing cut to '23…'
             console.width = _width(console)
         try:
+            for name, value in kwargs.items():  # one rule for a choice given twice, before any work
+                if isinstance(value, list):
+                    unique(value, _flag(name))
+            if kwargs.get("timeout") is not None:  # every command's --timeout: a finite, positive time
+                number(kwargs["timeout"], "--timeout", low=0, why=" (seconds)")
+            device = kwargs.get("device")  # every command that takes --device: can this machine do it?
+            for d in (device if isinstance(device, list) else [device] if device else []):
+                check_device(d)
             return fn(*args, **kwargs)
         except (SpecError, StackwarsError) as exc:
-            fail(str(exc))
+            fail(str(exc), getattr(exc, "exit_code", 2))
+        except BrokenPipeError:  # the reader of our output went away (``| head``): nothing to say
+            _silence_stdout()
+            raise typer.Exit(0)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+                raise
+            _silence_stdout()  # the failing stream must not fail again at exit
+            fail(f"could not write the output ({exc.strerror or exc}); finished work stored in the database is "
+                 f"kept", 1)
 
     return wrapper
+
+
+def refuse_empty_values(argv: list[str]) -> None:
+    """An option given an empty value (``--db ''``) is refused by name, exit 2: typer would turn
+    it into the current directory, and the message would then be about '.'."""
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        if arg.startswith("--") and eq and not value.strip():
+            fail(f"{name} is empty; give a value")
+        if arg.startswith("-") and not eq and i + 1 < len(argv) and argv[i + 1].strip() == "":
+            fail(f"{arg} is empty; give a value")
+
+
+def check_device(device: str) -> None:
+    """Before any work: a device this machine has. A GPU asked for where none is visible would
+    otherwise run to the end and store a run of ``unsupported`` cells, exit 0."""
+    from stackwars.records import DEVICES
+
+    if device not in DEVICES:
+        raise SpecError(f"unknown device {device!r}; allowed: {', '.join(DEVICES)}")
+    if device == "cuda":
+        from stackwars.runner import machine_memory
+        if machine_memory()[1] is None:
+            raise SpecError("--device cuda: no NVIDIA GPU is visible here (NVML finds none); nothing was run or "
+                            "written. Use --device cpu, or run on a machine with a GPU")
+
+
+def _flag(param: str) -> str:
+    """The option a command parameter comes from: ``scaling_`` is ``--scaling``; positional
+    arguments (``workloads``, ``run_ids``) are named by what they hold."""
+    if param in ("workloads", "run_ids"):
+        return {"workloads": "workload", "run_ids": "run"}[param]
+    return "--" + param.rstrip("_").replace("_", "-")
+
+
+def _silence_stdout() -> None:
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 class Interrupted(KeyboardInterrupt):
@@ -112,16 +174,6 @@ def backend_names(names: Iterable[str] | None) -> list[str] | None:
     return [registry.canonical_backend(n) for n in names]
 
 
-def parse_assignments(items: Iterable[str], flag: str) -> dict[str, str]:
-    out_: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise SpecError(f"{flag} expects KEY=VALUE, got {item!r}")
-        out_[key.strip()] = value.strip()
-    return out_
-
-
 def _try_write_in(directory: Path, what: str) -> None:
     """Writability by trying (os.access says yes to root everywhere, /proc included): create
     and remove a temporary file in ``directory``."""
@@ -131,27 +183,6 @@ def _try_write_in(directory: Path, what: str) -> None:
         os.unlink(probe)
     except OSError as exc:
         raise SpecError(f"{what}: cannot write in {directory} ({exc.strerror or exc})") from None
-
-
-def writable_file(path: Path, flag: str) -> Path:
-    """Check before any work that ``path`` can be written, so a bad path fails early and
-    nothing is left behind."""
-    path = path.expanduser()
-    parent = path.resolve().parent
-    if path.exists() and path.is_dir():
-        raise SpecError(f"{flag} {path} is a directory; give a file name")
-    if not parent.exists():
-        raise SpecError(f"{flag} {path}: directory {parent} does not exist")
-    if not parent.is_dir():
-        raise SpecError(f"{flag} {path}: {parent} is not a directory")
-    _try_write_in(parent, f"{flag} {path}")
-    if path.exists():
-        try:
-            with open(path, "a"):
-                pass
-        except OSError as exc:
-            raise SpecError(f"{flag} {path}: cannot write it ({exc.strerror or exc})") from None
-    return path
 
 
 def writable_dir(path: Path, flag: str) -> Path:
@@ -203,12 +234,6 @@ def profile_settings(steps: int, folder: Path | None, db_path: Path) -> dict[str
         return {"profile_steps": 0, "profile_dir": None}
     folder = writable_dir(folder if folder is not None else db_path.resolve().parent / "profiles", "--profile-dir")
     return {"profile_steps": steps, "profile_dir": str(folder.resolve())}
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def command_line() -> str:

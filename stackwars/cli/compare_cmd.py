@@ -4,12 +4,12 @@ samples (pyperf / asv style); see ``stackwars.report.compare``."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from stackwars import outputs
 from stackwars.cli.common import DB_HELP, command, number, out, table_width
 from stackwars.errors import SpecError
 from stackwars.report import compare as cmp
@@ -48,7 +48,7 @@ def compare(
         raise SpecError(f"unknown format {format!r}; allowed: {', '.join(FORMATS)}")
     number(threshold, "--threshold", low=0, high=0.99, low_inclusive=True)
     path_a = check_db(db, create=False)
-    path_b = check_db(db_b, create=False) if db_b is not None else path_a
+    path_b = check_db(db_b, create=False, flag="--db-b") if db_b is not None else path_a
     info_a, rows_a = _load(path_a, run_a, "A")
     info_b, rows_b = _load(path_b, run_b, "B")
     result = cmp.compare_cells(rows_a, rows_b, threshold=threshold)
@@ -58,7 +58,7 @@ def compare(
     diffs = cmp.environment_differences(info_a.env, info_b.env, info_a.config, info_b.config)
     if format in ("csv", "json"):
         from stackwars.cli.export_cmd import to_csv
-        sys.stdout.write(to_csv(result) if format == "csv" else json.dumps(
+        outputs.emit(to_csv(result) if format == "csv" else json.dumps(
             {"run_a": run_a, "run_b": run_b, "threshold": threshold, "environment_differences": diffs,
              "cells": result}, indent=1, default=str) + "\n")
     else:

@@ -10,7 +10,9 @@ import typer
 from rich.table import Table
 
 from stackwars import registry
-from stackwars.cli.common import command, out, parse_assignments
+from stackwars import outputs
+from stackwars.parse import assignments
+from stackwars.cli.common import command, out
 from stackwars.report import format as fmt
 
 
@@ -55,8 +57,8 @@ def describe(
     json_: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
 ) -> None:
     """Configuration, parameter count, FLOPs per step and memory estimate; nothing allocated."""
-    d = describe_workload(workload, preset, parse_assignments(set_ or [], "--set"))
+    d = describe_workload(workload, preset, assignments(set_ or [], "--set"))
     if json_:
-        print(json.dumps(d, indent=1, default=str))
+        outputs.emit(json.dumps(d, indent=1, default=str) + "\n")
     else:
         _render(d)

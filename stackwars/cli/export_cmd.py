@@ -6,13 +6,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from stackwars.cli.common import DB_HELP, command, writable_file, write_atomic
+from stackwars import outputs
+from stackwars.cli.common import DB_HELP, command
 from stackwars.errors import SpecError
 from stackwars.store.results import CELL_KINDS, Store, check_db, rows, study_rows
 
@@ -43,14 +43,14 @@ def export(
     """Export stored cells (raw samples included), or one run's rows, as CSV or JSON."""
     if format not in FORMATS:
         raise SpecError(f"unknown format {format!r}; allowed: {', '.join(FORMATS)}")
-    if output is not None:
-        writable_file(output, "--output")
     path = check_db(db, create=False)
+    if output is not None:
+        outputs.check(output, "--output", [path])
     with Store(path, create=False) as store:
         kind = store.run(run_id).kind if run_id is not None else "cells"  # unknown run -> clear error
         result_rows = rows(store, run_id) if kind in CELL_KINDS else study_rows(store, run_id)
     text = to_csv(result_rows) if format == "csv" else json.dumps(result_rows, indent=1, default=str) + "\n"
     if output is None:
-        sys.stdout.write(text)
+        outputs.emit(text)
     else:
-        write_atomic(output, text)
+        outputs.write(output, text, "--output")

@@ -11,7 +11,8 @@ import typer
 from rich.table import Table
 
 from stackwars import runner
-from stackwars.cli.common import command, err, out, writable_file, write_atomic
+from stackwars import outputs
+from stackwars.cli.common import command, err, out
 from stackwars.errors import SpecError
 from stackwars.harness import env as envmod
 from stackwars.records import DEVICES, MeasureConfig
@@ -33,7 +34,7 @@ def fidelity(
     if device not in DEVICES:
         raise SpecError(f"unknown device {device!r}; allowed: {', '.join(DEVICES)}")
     if output is not None:
-        writable_file(output, "--out")
+        outputs.check(output, "--out")
     config = MeasureConfig(min_time_s=min_time, threads=threads, memory_limit_bytes=runner.default_memory_limit())
     runner.validate_config(config)
     probe = runner.probe_machine(inline)
@@ -71,5 +72,5 @@ def fidelity(
     if output is not None:
         record = {"device": device, "env": env, "config": config.to_dict(), "target_ratio": TARGET,
                   "overhead_target_s": OVERHEAD_TARGET_S, **result}
-        write_atomic(output, json.dumps(record, indent=1, default=str))
+        outputs.write(output, json.dumps(record, indent=1, default=str), "--out")
         err.print(f"wrote {output}")

@@ -8,7 +8,8 @@ from typing import Optional
 import typer
 
 from stackwars import runner
-from stackwars.cli.common import command, err, out, parse_assignments, writable_dir
+from stackwars.parse import assignments
+from stackwars.cli.common import command, err, out, writable_dir
 from stackwars.errors import SpecError, Unsupported
 from stackwars.harness.isolation import run_inline, run_task
 from stackwars.ir.jax_ir import STAGES as JAX_STAGES
@@ -46,6 +47,8 @@ def ir(
         if fw not in FRAMEWORK_STAGES:
             raise SpecError(f"unknown framework {fw!r}; allowed: jax, torch")
     if compare:
+        if framework and set(frameworks) != {"jax", "torch"}:
+            raise SpecError("--compare sets the two frameworks side by side; drop --framework (it takes both)")
         if stage:
             raise SpecError("--compare chooses its stages (StableHLO and optimized HLO); drop --stage")
         stages = {"jax": ["stablehlo", "hlo"], "torch": ["stablehlo", "hlo"]}
@@ -60,7 +63,7 @@ def ir(
             raise SpecError(f"unknown stage(s) {', '.join(unknown)}; allowed: {allowed}")
     # one cell spec validates the workload, preset, phase, overrides, device and dtype
     spec = runner.plan_cells([workload], [preset], [phase], ["jax-jit"], [device], [dtype],
-                             parse_assignments(set_ or [], "--set"))[0]
+                             assignments(set_ or [], "--set"))[0]
     directory = writable_dir(out_dir or Path("ir") / f"{workload}-{preset}-{phase}-{dtype}", "--out")
     probe = runner.probe_machine(inline)
     if stages.get("torch") and {"stablehlo", "hlo"} & set(stages["torch"]) \

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from stackwars import runner
-from stackwars.cli.common import DB_HELP, command, err, interruptible, number, out, table_width
+from stackwars.cli.common import waiting, DB_HELP, command, err, interruptible, number, out, table_width
 from stackwars.errors import SpecError
 from stackwars.harness import env as envmod
 from stackwars.records import DEVICES, DTYPES, MeasureConfig
@@ -42,7 +42,7 @@ def peaks(
     probe = runner.probe_machine(inline)
     env = envmod.fingerprint(threads, probe)
     err.print(f"measuring peaks of {envmod.device_key(env, device)} ...")
-    with Store(path) as store, interruptible():
+    with Store(path, on_wait=waiting) as store, interruptible():
         stored = runner.measure_peaks(store, device, dtype, config, env, inline, min_time)
     table = Table(title=f"device peaks: {envmod.device_key(env, device)}", title_justify="left")
     for c in ("dtype", "matmul precision", "framework", "GEMM (median)", "GEMM (best)", "stream (median)", "status"):

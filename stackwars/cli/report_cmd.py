@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from stackwars.cli.common import DB_HELP, command, err, writable_dir
+from stackwars import outputs
+from stackwars.cli.common import DB_HELP, command, err, exit_code, interruptible, interruption, writable_dir
 from stackwars.errors import SpecError
 from stackwars.store.results import Store, check_db
 
@@ -33,12 +35,26 @@ def report(
         if not (d / "summary.json").is_file():
             raise SpecError(f"--ir {d}: no summary.json there; give a directory written by `stackwars ir ... --out`")
     path = check_db(db, create=False)
+    if out_dir.exists():
+        for name in ("report.html", "report.md"):  # the page and its twin may not replace the database
+            outputs.check(out_dir / name, "--out", [path])
     with Store(path, create=False) as store:
         data = build.collect(store, run_ids)
     if not data["runs"]:
         raise SpecError(f"{path} holds no runs; run `stackwars run ...` or a study first")
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    build.keep_traces(data.get("profiles") or [], out_dir)
-    html_path, md_path = page.write(build.document(data, generated, ir or ()), out_dir)
+    created = not out_dir.exists()
+    try:
+        with interruptible():
+            out_dir.mkdir(parents=True, exist_ok=True)
+            build.keep_traces(data.get("profiles") or [], out_dir)
+            html_path, md_path = page.write(build.document(data, generated, ir or ()), out_dir)
+    except (KeyboardInterrupt, Exception) as exc:
+        if created:  # a folder this command made holds nothing worth keeping if it did not finish
+            shutil.rmtree(out_dir, ignore_errors=True)
+        if isinstance(exc, KeyboardInterrupt):
+            err.print(f"{interruption(exc)}: no report written" + (f"; {out_dir} removed" if created else
+                                                                     f"; files already in {out_dir} were kept"))
+            raise typer.Exit(exit_code(exc))
+        raise
     err.print(f"wrote {html_path} and {md_path} ({len(data['runs'])} runs, {len(data['cells'])} cells)")

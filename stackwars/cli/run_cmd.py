@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from stackwars import registry, runner
-from stackwars.cli.common import (DB_HELP, backend_names, PROFILE_DIR_HELP, PROFILE_HELP, command, command_line, err, exit_code,
-                                  interruptible, interruption, number, out, parse_assignments, profile_settings,
-                                  seed as check_seed, table_width, writable_dir, writable_file, write_atomic)
+from stackwars import outputs, registry, runner
+from stackwars.cli.common import (waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP, backend_names, command, command_line, err,
+                                  exit_code, interruptible, interruption, number, out, profile_settings,
+                                  seed as check_seed, table_width, writable_dir)
+from stackwars.parse import assignments
 from stackwars.errors import SpecError
 from stackwars.harness import env as envmod
 from stackwars.records import Env, MeasureConfig, Measurement
@@ -20,7 +22,7 @@ from stackwars.report import format as fmt
 from stackwars.cli import verdict_cmd
 from stackwars.report import verdict as vd
 from stackwars.report.tables import render
-from stackwars.store.results import Store, check_db, rows
+from stackwars.store.results import Store, StoreWriteError, check_db, rows, store_pending
 
 
 def _progress_line(m: Measurement) -> str:
@@ -38,6 +40,7 @@ DEFAULT_PROCESSES = runner.DEFAULT_PROCESSES
 
 @command
 def run(
+    ctx: typer.Context,
     workloads: Optional[list[str]] = typer.Argument(None, help="workloads to measure (see `stackwars list`)"),
     preset: list[str] = typer.Option(["small"], "--preset", "-p", help="preset(s): tiny, small, paper"),
     phase: list[str] = typer.Option(["forward"], "--phase", help="phase(s): forward, train-step"),
@@ -112,26 +115,26 @@ def run(
     bad input (nothing run, nothing written); 128+N when stopped by signal N (SIGINT, SIGTERM
     or SIGHUP: finished cells are kept and the resume command is printed).
     """
-    if json_out is not None:
-        writable_file(json_out, "--json")
     if warm_cache is not None:
         warm_cache = writable_dir(warm_cache, "--warm-cache").resolve()
     if memory_limit is not None:
         number(memory_limit, "--memory-limit (GiB)", low=0)
     check_seed(seed)
     path = check_db(db)
+    if json_out is not None:
+        outputs.check(json_out, "--json", [path])
     profiling = profile_settings(profile, profile_dir, path)
     if resume is not None:
-        if profile or profile_dir is not None or flush_l2 or cuda_graph_replay:
-            raise SpecError("--resume measures as the stored run did; give no --profile, --profile-dir, --flush-l2 "
-                            "or --cuda-graph-replay")
-        if workloads or backend or set_ or compile_mode or fullgraph is not None or stablehlo \
-                or processes != DEFAULT_PROCESSES or max_processes is not None \
-                or xla_autotune_level is not None or torch_optimizer is not None:
-            raise SpecError("--resume takes the cells from the stored run; give no workloads, backends or options")
+        # the stored run fixes what is measured and how; only where the results go and how long a
+        # cell may take can change, and the message says so
+        fixed = [f"--{n.rstrip('_').replace('_', '-')}" if n != "workloads" else "workloads" for n in given_options(ctx)
+                 if n not in RESUME_MAY_CHANGE]
+        if fixed:
+            raise SpecError(f"--resume measures what and how the stored run planned; {', '.join(fixed)} cannot "
+                            f"change it (allowed with --resume: --db, --timeout, --json, --inline)")
         if not path.exists():
             raise SpecError(f"--resume {resume}: no results database at {path}")
-        with Store(path) as store:
+        with Store(path, on_wait=waiting) as store:
             store.cell_run(resume, "--resume")  # an unknown id or a training/study run: refused here
 
     if resume is None:
@@ -161,7 +164,7 @@ def run(
             options["optimizer_impl"] = torch_optimizer
         if stablehlo is not None:
             options["stablehlo"] = str(stablehlo.resolve())
-        overrides = parse_assignments(set_ or [], "--set")
+        overrides = assignments(set_ or [], "--set")
         # validate names, sizes and options before the (seconds-long) machine probe
         backend = backend_names(backend)
         planned = runner.plan_cells(workloads or [], preset, phase, backend or list(registry.backends()), device,
@@ -177,18 +180,28 @@ def run(
             warm_cache.mkdir(parents=True, exist_ok=True)
 
     # The request is valid; from here on the database is written.
-    with Store(path) as store:
+    with Store(path, on_wait=waiting) as store:
         if resume is None:
             env = envmod.fingerprint(config.threads, probe)
             run_id = runner.new_run(store, specs, config, command_line())
         else:
             info = store.cell_run(resume, "--resume")
             config = info.measure_config
+            if "timeout" in given_options(ctx) and timeout != config.timeout_s:
+                err.print(f"resuming with --timeout {timeout:g} s per cell (the run was started with "
+                          f"{config.timeout_s:g} s)")
+                config = dataclasses.replace(config, timeout_s=timeout)
+                runner.validate_config(config)
             env = envmod.fingerprint(config.threads, probe)
             runner.check_resumable(info.env, env)
+            kept = store_pending(store, resume, store.start_session(resume, env))
+            if kept:
+                err.print(f"stored {kept} cell(s) an earlier session measured but could not store")
             run_id, specs = resume, store.missing(resume)
             err.print(f"resuming run {run_id}: {len(specs)} of {len(info.plan)} cells still to measure")
         err.print(f"run {run_id} -> {path}  ({len(specs)} cells, each in a fresh worker)")
+        resume_hint = f"`stackwars run --resume {run_id}{f' --db {db}' if db else ''}`"
+        unsaved: list[tuple[Any, Any, Any]] = []
         try:
             with interruptible(), Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                            MofNCompleteColumn(), TimeElapsedColumn(), console=err,
@@ -202,7 +215,15 @@ def run(
                     progress.console.print(_progress_line(m), highlight=False)
                     progress.advance(task)
 
-                runner.execute(store, run_id, specs, config, env, on_start, on_done, inline)
+                def on_unsaved(m, where, exc):
+                    unsaved.append((m, where, exc))
+                    progress.console.print(f"[red]not stored[/] {m.spec.key}: {exc.reason}; "
+                                           + (f"kept in {where}" if where else "and no file could keep it"),
+                                           highlight=False)
+
+                runner.execute(store, run_id, specs, config, env, on_start, on_done, inline, on_unsaved)
+                if unsaved:
+                    raise _Unsaved()
                 # once: where a verdict could not decide for a busy machine or a wide CI, more
                 # processes of its two best cells (the plan grows, so --resume would measure them too)
                 wanted = vd.more_processes(vd.verdicts(rows(store, run_id)), config.max_processes or 0)
@@ -212,11 +233,21 @@ def run(
                                            f"machine or a wide CI): {len(extra)} more process(es)[/]")
                     store.extend_plan(run_id, extra)
                     progress.update(task, total=len(specs) + len(extra))
-                    runner.execute(store, run_id, extra, config, env, on_start, on_done, inline)
+                    runner.execute(store, run_id, extra, config, env, on_start, on_done, inline, on_unsaved)
+                    if unsaved:
+                        raise _Unsaved()
         except KeyboardInterrupt as exc:
-            err.print(f"\n{interruption(exc)}: finished cells are stored; continue with "
-                      f"`stackwars run --resume {run_id}`" + (f" --db {db}" if db else ""))
+            err.print(f"\n{interruption(exc)}: finished cells are stored; continue with {resume_hint}")
             raise typer.Exit(exit_code(exc))
+        except (_Unsaved, StoreWriteError) as exc:
+            where = sorted({str(w) for _, w, _ in unsaved if w})
+            lost = sum(1 for _, w, _ in unsaved if not w)
+            err.print(f"[red]{len(unsaved)} measured cell(s) could not be stored in {path}[/] "
+                      f"({unsaved[0][2].reason if unsaved else exc}); "
+                      + (f"they are kept in {', '.join(where)}; " if where else "")
+                      + (f"{lost} could not be kept anywhere; " if lost else "")
+                      + f"{resume_hint} stores them and measures what is still missing", highlight=False)
+            raise typer.Exit(1)
         result_rows = rows(store, run_id)
         run_env = store.run(run_id).env
         _, _, profiles, anatomy = verdict_cmd.load(store, [run_id])
@@ -227,7 +258,7 @@ def run(
         out.print(vd.render(decided, table_width()), width=table_width())
         err.print(f"the verdict as JSON: `stackwars verdict {run_id} -f json{f' --db {db}' if db else ''}`")
     if json_out is not None:
-        write_atomic(json_out, json.dumps(result_rows, indent=1, default=str))
+        outputs.write(json_out, json.dumps(result_rows, indent=1, default=str), "--json")
         err.print(f"wrote {len(result_rows)} cells to {json_out}")
     failed = [r for r in result_rows if r["status"] in FAILED]
     if failed:
@@ -236,6 +267,19 @@ def run(
 
 
 FAILED = ("error", "timeout", "parity_fail")  # oom and unsupported are results, not failures
+
+
+RESUME_MAY_CHANGE = ("resume", "db", "timeout", "json_out", "inline")
+
+
+def given_options(ctx: typer.Context) -> list[str]:
+    """The parameters given on the command line (not left at their defaults)."""
+    return [p.name for p in ctx.command.params
+            if getattr(ctx.get_parameter_source(p.name), "name", None) == "COMMANDLINE"]
+
+
+class _Unsaved(Exception):
+    """Some measured cells could not be stored: the run stops short of its tables."""
 
 
 def _check_stablehlo(path: Path, specs, matmul_precision: str) -> None:

@@ -19,8 +19,9 @@ import typer
 
 from stackwars import runner
 from stackwars.cli.common import (DB_HELP, command, command_line, err, exit_code, interruptible, interruption, out,
-                                  writable_dir, write_atomic)
-from stackwars.cli.study_cmd import _store
+                                  writable_dir)
+from stackwars import outputs
+from stackwars.cli.study_cmd import _interrupted, _store
 from stackwars.errors import SpecError, Unsupported
 from stackwars.harness import env as envmod
 from stackwars.records import Env
@@ -62,7 +63,11 @@ def scaling(
     """Data-parallel training steps over 1, 2, 4... devices: JAX sharding (jit + NamedSharding,
     shard_map, pmap) against DDP and FSDP2 under torchrun; time, memory, communication, parity."""
     from stackwars.cli.common import seed as check_seed
-    from stackwars.studies import positive_ints
+    from stackwars.parse import positive_ints
+
+    if per_device_batch is not None and per_device_batch < 1:
+        raise SpecError(f"--per-device-batch must be a positive integer, got {per_device_batch} (leave it out for "
+                        f"the workload's default)")
     from stackwars.studies import scaling as study
 
     if device not in ("cpu", "cuda"):
@@ -70,7 +75,7 @@ def scaling(
     if launcher not in LAUNCHERS:
         raise SpecError(f"unknown launcher {launcher!r}; allowed: {', '.join(LAUNCHERS)}")
     frameworks = framework or list(study.FRAMEWORKS)
-    counts = positive_ints(devices, "--devices", "device counts (comma-separated)") if devices else None
+    counts = positive_ints(devices, "--devices", "device counts") if devices else None
     job: dict[str, Any] = {}
     if launcher == "external":
         counts, hosts, job = _external_job(frameworks, counts, coordinator, num_processes, process_id)
@@ -94,21 +99,25 @@ def scaling(
     visible = len(env.get("gpus") or [])
     if device == "cuda" and visible == 0:
         raise Unsupported("--device cuda: NVML sees no GPU on this machine")
-    try:
-        with interruptible():
-            rows = _measure(items, study, timeout, visible if launcher == "local" else None, lead)
-    except KeyboardInterrupt as exc:
-        err.print(f"\n{interruption(exc)}")
-        raise typer.Exit(exit_code(exc))
-    if not lead:
-        return
-    study.efficiency(rows)
     simulated = device == "cpu"
-    from stackwars.harness.settings import available_cpus
-    notes = study.findings(rows, simulated, len(available_cpus()))
     config = {"study": "scaling", "workload": workload, "preset": preset, "devices": counts, "hosts": hosts,
               "launcher": launcher, "strategies": strategy or ["dp", "fsdp"], "steps": steps, "warmup": warmup,
               "seed": seed, "device": device, "simulated_devices": simulated}
+    rows: list[dict[str, Any]] = []
+    try:
+        with interruptible():
+            _measure(items, study, timeout, visible if launcher == "local" else None, lead, rows)
+    except KeyboardInterrupt as exc:
+        if not lead:
+            raise typer.Exit(exit_code(exc))
+        study.efficiency(rows)
+        _interrupted(exc, "scaling", [{"backend": r["backend"], "variant": r["variant"]} for r in rows], rows,
+                     config, env, db)
+    if not lead:
+        return
+    study.efficiency(rows)
+    from stackwars.harness.settings import available_cpus
+    notes = study.findings(rows, simulated, len(available_cpus()))
     run_id = _store("scaling", [{"backend": r["backend"], "variant": r["variant"]} for r in rows], rows, config,
                     env, db)
     title = (f"scaling: {workload} {preset} train step ({device}{', simulated devices' if simulated else ''}"
@@ -119,7 +128,7 @@ def scaling(
     out_dir.mkdir(parents=True, exist_ok=True)
     png = plots.scaling(rows, out_dir, f"{workload}-{preset}")
     rows_file = out_dir / f"scaling-{workload}-{preset}.json"
-    write_atomic(rows_file, json.dumps({"run_id": run_id, "command": command_line(), "rows": rows,
+    outputs.write(rows_file, json.dumps({"run_id": run_id, "command": command_line(), "rows": rows,
                                         "findings": notes, "env": env}, indent=1, default=str))
     err.print(f"run {run_id}; wrote {png} and {rows_file}")
     if any(r["status"] in ("error", "timeout", "parity_fail") for r in rows):
@@ -153,11 +162,12 @@ def _external_job(frameworks, counts, coordinator, num_processes, process_id):
                                         "process_id": process_id}
 
 
-def _measure(items, study, timeout: float, visible: int | None, lead: bool) -> list[dict[str, Any]]:
+def _measure(items, study, timeout: float, visible: int | None, lead: bool,
+             rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each item's row appended to ``rows`` as it finishes (an interruption keeps those)."""
     from stackwars.studies.scaling import launch, models
 
     meta: dict[tuple, tuple[int, int]] = {}
-    rows = []
     for item in items:
         key = (item["model"], item["preset"], item["global_batch"])
         if key not in meta:

@@ -4,13 +4,13 @@ stackwars runs: every stored run, one line each."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 from rich.table import Table
 
+from stackwars import outputs
 from stackwars.cli.common import DB_HELP, command, out, table_width
 from stackwars.errors import SpecError
 from stackwars.records import Env
@@ -54,7 +54,7 @@ def show(
         return
     if format in ("csv", "json"):
         from stackwars.cli.export_cmd import to_csv
-        sys.stdout.write(to_csv(result) if format == "csv" else json.dumps(result, indent=1, default=str) + "\n")
+        outputs.emit(to_csv(result) if format == "csv" else json.dumps(result, indent=1, default=str) + "\n")
         return
     header = f"run {run_id} ({info.kind}, {info.created_at}): {info.command or ''}"
     if info.kind == "study:control-flow":
@@ -90,7 +90,7 @@ def _show_profiles(run_id: str, measured, format: str) -> None:
         raise SpecError(f"run {run_id} has no profiled cells and no train-step memory anatomy; measure with "
                         "`stackwars run ... --profile N` (train steps add their memory anatomy)")
     if format == "json":
-        print(json.dumps({"profiles": found, "memory_anatomy": anatomy}, indent=1, default=str))
+        outputs.emit(json.dumps({"profiles": found, "memory_anatomy": anatomy}, indent=1, default=str) + "\n")
         return
     parts = [profile_tables(found, f"profiles · run {run_id}")] if found else []
     if anatomy:
@@ -129,7 +129,7 @@ def runs(
     with Store(path, create=False) as store:
         listed = store.runs()
     if format == "json":
-        print(json.dumps(listed, indent=1))
+        outputs.emit(json.dumps(listed, indent=1) + "\n")
         return
     if not listed:
         out.print(f"no runs stored in {path}")

@@ -9,10 +9,9 @@ from typing import Optional
 
 import typer
 
-from stackwars import runner
-from stackwars.cli.common import (DB_HELP, backend_names, PROFILE_DIR_HELP, PROFILE_HELP, command, command_line, err, exit_code,
-                                  interruptible, interruption, number, out, profile_settings, writable_dir,
-                                  writable_file, write_atomic)
+from stackwars import outputs, runner
+from stackwars.cli.common import (waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP, backend_names, command, command_line, err,
+                                  exit_code, interruptible, interruption, number, out, profile_settings, writable_dir)
 from stackwars.errors import SpecError, Unsupported
 from stackwars.harness import env as envmod
 from stackwars.harness.isolation import run_inline, run_task
@@ -36,6 +35,19 @@ def _check_available(probe, backends, device) -> None:
             raise Unsupported(f"{b}: {why}")
 
 
+def _interrupted(exc: BaseException, name: str, items, rows, config: dict, env: dict, db: Optional[Path]) -> None:
+    """Ctrl-C, SIGTERM or SIGHUP in a study: the rows of the items that finished are stored as
+    the run (its plan lists every item, so `stackwars runs` shows what is missing), and said;
+    the worker in flight was stopped and its temporary files removed on the way out."""
+    done = [r for r in rows if r.get("status") not in ("interrupted",)]
+    if done:
+        run_id = _store(name, items, done, {**config, "interrupted": interruption(exc)}, env, db)
+        err.print(f"\n{interruption(exc)}: the {len(done)} row(s) of the finished items are stored as run {run_id}")
+    else:
+        err.print(f"\n{interruption(exc)}: nothing had finished; nothing stored")
+    raise typer.Exit(exit_code(exc))
+
+
 def _store(name: str, items, rows, config: dict, env: dict, db: Optional[Path]) -> str:
     class _Item:
         def __init__(self, d):
@@ -44,7 +56,7 @@ def _store(name: str, items, rows, config: dict, env: dict, db: Optional[Path]) 
         def to_dict(self):
             return self._d
 
-    with Store(db_path(db)) as store:
+    with Store(db_path(db), on_wait=waiting) as store:
         run_id = store.create_run([_Item(i) for i in items], config, kind=f"study:{name}", command=command_line())
         session = store.start_session(run_id, env)
         for item in items:
@@ -74,7 +86,7 @@ def recompile(
     if dtype not in DTYPES:
         raise SpecError(f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
     if json_out is not None:
-        writable_file(json_out, "--json")
+        outputs.check(json_out, "--json", [db_path(db)])
     check_db(db)
     key, values = recompile_study.parse_vary(vary)
     backends = backend or list(recompile_study.VARIANTS)
@@ -83,31 +95,36 @@ def recompile(
     _check_available(probe, {i["backend"] for i in items}, device)
     env = envmod.fingerprint(None, probe)
     rows = []
-    for item in items:
-        cache = tmp.mkdtemp("cold-cache")
-        try:
-            task = {"target": "stackwars.studies.recompile:run_item",
-                    "kwargs": {"item": item, "dtype": dtype, "device": device, "cache_dir": cache},
-                    "process": {"device": device, "cache_dir": cache}}
-            o = run_inline(task) if inline else run_task(task, timeout, runner.default_memory_limit())
-        finally:
-            shutil.rmtree(cache, ignore_errors=True)
-        if o.status != "ok":
-            err.print(f"[red]{item['backend']} {item['variant']}: {o.status}[/] {(o.error or '').splitlines()[0]}")
-            rows.append({**{k: None for k in recompile_study.ROW_KEYS}, "backend": item["backend"],
-                         "variant": item["variant"], "status": o.status, "error": o.error})
-            continue
-        rows.extend(o.result["rows"])
-        err.print(f"{item['backend']} {item['variant']}: {o.result['rows'][-1]['compile_count']} compiles")
-    run_id = _store("recompile", items, rows, {"study": "recompile", "workload": workload, "preset": preset,
-                                                "phase": phase, "vary": vary, "dtype": dtype, "device": device},
-                    env, db)
+    config = {"study": "recompile", "workload": workload, "preset": preset, "phase": phase, "vary": vary,
+              "dtype": dtype, "device": device}
+    try:
+        with interruptible():
+            for item in items:
+                cache = tmp.mkdtemp("cold-cache")
+                try:
+                    task = {"target": "stackwars.studies.recompile:run_item",
+                            "kwargs": {"item": item, "dtype": dtype, "device": device, "cache_dir": cache},
+                            "process": {"device": device, "cache_dir": cache}}
+                    o = run_inline(task) if inline else run_task(task, timeout, runner.default_memory_limit())
+                finally:
+                    shutil.rmtree(cache, ignore_errors=True)
+                if o.status != "ok":
+                    err.print(f"[red]{item['backend']} {item['variant']}: {o.status}[/] "
+                              f"{(o.error or '').splitlines()[0]}")
+                    rows.append({**{k: None for k in recompile_study.ROW_KEYS}, "backend": item["backend"],
+                                 "variant": item["variant"], "status": o.status, "error": o.error})
+                    continue
+                rows.extend(o.result["rows"])
+                err.print(f"{item['backend']} {item['variant']}: {o.result['rows'][-1]['compile_count']} compiles")
+    except KeyboardInterrupt as exc:
+        _interrupted(exc, "recompile", items, rows, config, env, db)
+    run_id = _store("recompile", items, rows, config, env, db)
     ok_rows = [r for r in rows if r.get("call_index") is not None]
     if ok_rows:
         out.print(report.recompile_table(ok_rows, f"recompiles: {workload} {preset} {phase}, --vary {vary} ({device})"))
     out.print(f"Environment: {Env(env).summary()}", style="dim", highlight=False)
     if json_out is not None:
-        write_atomic(json_out, json.dumps(rows, indent=1, default=str))
+        outputs.write(json_out, json.dumps(rows, indent=1, default=str), "--json")
     err.print(f"run {run_id}")
 
 
@@ -127,7 +144,7 @@ def cache(
 ) -> None:
     """First-call time with cold caches, with warm caches, and the second call."""
     if json_out is not None:
-        writable_file(json_out, "--json")
+        outputs.check(json_out, "--json", [db_path(db)])
     check_db(db)
     backends = cache_study.plan(backend_names(backend) or ["jax-jit", "torch-compile"])
     specs = runner.plan_cells([workload], [preset], [phase], backends, [device], [dtype])
@@ -137,17 +154,21 @@ def cache(
     _check_available(probe, backends, device)
     env = envmod.fingerprint(None, probe)
     rows = []
-    for spec in specs:
-        err.print(f"{spec.backend}: cold, then warm ...")
-        rows.extend(cache_study.run(spec, config, probe,
-                                    lambda s, c, p, peak: runner.measure_one(s, c, p, peak, inline)))
-    run_id = _store("cache", [{"backend": b} for b in backends], rows,
-                    {"study": "cache", "workload": workload, "preset": preset, "phase": phase, "dtype": dtype,
-                     "device": device}, env, db)
+    study_config = {"study": "cache", "workload": workload, "preset": preset, "phase": phase, "dtype": dtype,
+                    "device": device}
+    try:
+        with interruptible():
+            for spec in specs:
+                err.print(f"{spec.backend}: cold, then warm ...")
+                rows.extend(cache_study.run(spec, config, probe,
+                                            lambda s, c, p, peak: runner.measure_one(s, c, p, peak, inline)))
+    except KeyboardInterrupt as exc:
+        _interrupted(exc, "cache", [{"backend": b} for b in backends], rows, study_config, env, db)
+    run_id = _store("cache", [{"backend": b} for b in backends], rows, study_config, env, db)
     out.print(report.cache_table(rows, f"compile caches: {workload} {preset} {phase} ({device})"))
     out.print(f"Environment: {Env(env).summary()}", style="dim", highlight=False)
     if json_out is not None:
-        write_atomic(json_out, json.dumps(rows, indent=1, default=str))
+        outputs.write(json_out, json.dumps(rows, indent=1, default=str), "--json")
     err.print(f"run {run_id}")
 
 
@@ -169,7 +190,7 @@ def autotune(
 ) -> None:
     """What XLA's GPU autotuning costs at compile time and buys at run time, per matmul precision."""
     if json_out is not None:
-        writable_file(json_out, "--json")
+        outputs.check(json_out, "--json", [db_path(db)])
     check_db(db)
     backends = backend or ["jax-jit", "torch-compile"]
     runner.plan_cells([workload], [preset], [phase], backends, [device], [dtype])  # validates names and sizes
@@ -180,21 +201,30 @@ def autotune(
     _check_available(probe, backends, device)
     env = envmod.fingerprint(None, probe)
 
+    finished: list[dict] = []
+
     def on_row(r):
+        finished.append(r)
         err.print(f"{r['backend']} {r['autotune']} {r['matmul_precision']}: {r['status']}, compile "
                   f"{fmt.seconds(r['compile_s'])}, steady {fmt.seconds(r['steady_median_s'])}")
 
-    rows = autotune_study.run(cells, config, probe, lambda s, c, p, peak: runner.measure_one(s, c, p, peak, inline),
-                              on_row)
+    study_config = {"study": "autotune", "workload": workload, "preset": preset, "phase": phase, "dtype": dtype,
+                    "device": device}
+    try:
+        with interruptible():
+            rows = autotune_study.run(cells, config, probe,
+                                      lambda s, c, p, peak: runner.measure_one(s, c, p, peak, inline), on_row)
+    except KeyboardInterrupt as exc:
+        _interrupted(exc, "autotune", [{"backend": r["backend"], "variant": r["variant"]} for r in finished],
+                     finished, study_config, env, db)
     notes = autotune_study.findings(rows, device)
     items = [{"backend": r["backend"], "variant": r["variant"]} for r in rows]
-    run_id = _store("autotune", items, rows, {"study": "autotune", "workload": workload, "preset": preset,
-                                              "phase": phase, "dtype": dtype, "device": device}, env, db)
+    run_id = _store("autotune", items, rows, study_config, env, db)
     out.print(report.autotune_table(rows, f"autotuning and precision: {workload} {preset} {phase} {dtype} "
                                           f"({device})", notes))
     out.print(f"Environment: {Env(env).summary()}", style="dim", highlight=False)
     if json_out is not None:
-        write_atomic(json_out, json.dumps(rows, indent=1, default=str))
+        outputs.write(json_out, json.dumps(rows, indent=1, default=str), "--json")
     err.print(f"run {run_id}")
 
 
@@ -226,10 +256,13 @@ def control_flow(
     from stackwars.studies import control_flow as study
 
     if json_out is not None:
-        writable_file(json_out, "--json")
+        outputs.check(json_out, "--json", [db_path(db)])
     writable_dir(out_dir, "--out")
     path = check_db(db)
     number(min_time, "--min-time", low=0, low_inclusive=True)
+    if remat and "train-step" not in phase:
+        raise SpecError("--remat rematerialises a train step's forward pass for its backward; add --phase "
+                        "train-step (the forward phase has no backward to remat for)")
     ns = study.parse_ns(vary)
     specs = study.plan(workloads or list(study.WORKLOADS), impl, ns, phase, backend or list(study.BACKENDS),
                        preset, remat, device, dtype)
@@ -240,7 +273,7 @@ def control_flow(
     probe = runner.probe_machine(inline)
     env = envmod.fingerprint(None, probe)
     err.print(f"{len(specs)} cells (each in a fresh worker)")
-    with Store(path) as store:
+    with Store(path, on_wait=waiting) as store:
         run_id = store.create_run(specs, {"study": "control-flow", "vary": vary, "preset": preset, "device": device,
                                           "dtype": dtype, "measure": config.to_dict()},
                                   kind="study:control-flow", command=command_line())
@@ -258,10 +291,10 @@ def control_flow(
     out_dir.mkdir(parents=True, exist_ok=True)
     pngs = plots.control_flow(rows, out_dir)
     rows_file = out_dir / f"control-flow-{'-'.join(dict.fromkeys(r['workload'] for r in rows))}.json"
-    write_atomic(rows_file, json.dumps({"run_id": run_id, "command": command_line(), "rows": rows, "cliffs": notes,
+    outputs.write(rows_file, json.dumps({"run_id": run_id, "command": command_line(), "rows": rows, "cliffs": notes,
                                         "capabilities": study.capabilities(rows), "env": env}, indent=1, default=str))
     if json_out is not None:
-        write_atomic(json_out, json.dumps(rows, indent=1, default=str))
+        outputs.write(json_out, json.dumps(rows, indent=1, default=str), "--json")
     err.print(f"run {run_id}; wrote {', '.join(str(p) for p in pngs)} and {rows_file}")
 
 
@@ -310,7 +343,7 @@ def vmap(
         o = run_inline(task) if inline else run_task(task, timeout, config.memory_limit_bytes)
         return o.result if o.status == "ok" else {"status": o.status, "error": o.error}
 
-    with Store(path) as store:
+    with Store(path, on_wait=waiting) as store:
         run_id = store.create_run(specs, {"study": "vmap", "batch": batch, "preset": preset, "device": device,
                                           "dtype": dtype, "measure": config.to_dict()},
                                   kind="study:vmap", command=command_line())
@@ -338,7 +371,7 @@ def vmap(
     out_dir.mkdir(parents=True, exist_ok=True)
     pngs = plots.vmap(rows, out_dir)
     rows_file = out_dir / "vmap.json"
-    write_atomic(rows_file, json.dumps({"run_id": run_id, "command": command_line(), "rows": rows, "findings": notes,
+    outputs.write(rows_file, json.dumps({"run_id": run_id, "command": command_line(), "rows": rows, "findings": notes,
                                         "env": env}, indent=1, default=str))
     err.print(f"run {run_id}; wrote {', '.join(str(p) for p in pngs)} and {rows_file}")
 
@@ -381,6 +414,8 @@ def stream(
     probe = runner.probe_machine(inline)
     _check_available(probe, {i["backend"] for i in items}, device)
     env = envmod.fingerprint(None, probe)
+    stream_config = {"study": "stream", "workload": workload, "preset": preset, "lengths": lengths, "dist": dist,
+                     "seed": seed, "device": device, "dtype": dtype}
     references = tmp.mkdtemp("reference")
     rows = []
     try:
@@ -406,14 +441,13 @@ def stream(
                 err.print(f"{item['backend']} {item['policy']}: {last['compile_count']} compiles, "
                           f"{fmt.seconds(sum(r['call_s'] for r in o.result['rows']))} in all", highlight=False)
     except KeyboardInterrupt as exc:
-        err.print(f"\n{interruption(exc)}")
-        raise typer.Exit(exit_code(exc))
+        _interrupted(exc, "stream", [{"backend": i["backend"], "variant": i["policy"]} for i in items],
+                     [{**r, "variant": r["policy"]} for r in rows], stream_config, env, db)
     finally:
         shutil.rmtree(references, ignore_errors=True)
     served = [r for r in rows if r.get("request") is not None]
     summary = study.summary(served)
-    config = {"study": "stream", "workload": workload, "preset": preset, "lengths": lengths, "dist": dist,
-              "seed": seed, "device": device, "dtype": dtype}
+    config = stream_config
     run_id = _store("stream", [{"backend": i["backend"], "variant": i["policy"]} for i in items],
                     [{**r, "variant": r["policy"]} for r in rows], config, env, db)
     out.print(report.stream_table(summary, served, f"stream: {workload} {preset} forward ({device}, {dtype})"))
@@ -421,7 +455,7 @@ def stream(
     out_dir.mkdir(parents=True, exist_ok=True)
     png = plots.stream(served, out_dir, f"{workload}-{preset}")
     rows_file = out_dir / f"stream-{workload}-{preset}.json"
-    write_atomic(rows_file, json.dumps({"run_id": run_id, "command": command_line(), "lengths": lengths,
+    outputs.write(rows_file, json.dumps({"run_id": run_id, "command": command_line(), "lengths": lengths,
                                         "summary": summary, "rows": rows, "env": env}, indent=1, default=str))
     err.print(f"run {run_id}; wrote {png} and {rows_file}")
 

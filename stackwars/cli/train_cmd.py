@@ -8,8 +8,9 @@ from typing import Optional
 import typer
 
 from stackwars import registry, runner
-from stackwars.cli.common import (DB_HELP, command, command_line, err, exit_code, interruptible, interruption, number,
-                                  out, seed as check_seed, table_width, writable_dir, write_atomic)
+from stackwars.cli.common import (waiting, DB_HELP, command, command_line, err, exit_code, interruptible, interruption, number,
+                                  out, seed as check_seed, table_width, writable_dir)
+from stackwars import outputs
 from stackwars.data import mnist
 from stackwars.errors import SpecError
 from stackwars.harness import env as envmod
@@ -67,7 +68,7 @@ def train(
             raise SpecError(f"{fw} cannot run on {device} here: {p.get('error') or p.get('cuda_reason')}")
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    with Store(path) as store:
+    with Store(path, on_wait=waiting) as store:
         run_id = store.create_run(configs, {"study": name, "split_seed": split_seed, "data": str(ds.directory),
                                             "dataset": ds.dataset, "checksums": ds.checksums},
                                   kind=f"train:{name}", command=command_line())
@@ -96,7 +97,7 @@ def train(
             raise typer.Exit(exit_code(exc))
     title = (f"MNIST MLP 784-512-512-10, SGD lr={lr}, {epochs} epochs, {device}, "
              f"{ds.dataset}; placement={placement}")
-    write_atomic(out_dir / "benchmark_results.csv", report.to_csv(rows))
+    outputs.write(out_dir / "benchmark_results.csv", report.to_csv(rows), "--out")
     png = out_dir / "training_curves.png"
     plotted = report.plot(rows, png, title)
     out.print(report.summary(rows, title), width=table_width())

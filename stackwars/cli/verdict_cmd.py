@@ -9,6 +9,7 @@ from typing import Any, Optional
 import typer
 
 from stackwars import stats
+from stackwars import outputs
 from stackwars.cli.common import DB_HELP, command, number, out, table_width
 from stackwars.errors import SpecError
 from stackwars.report import verdict as vd
@@ -68,9 +69,9 @@ def verdict(
         return
     result = vd.verdicts(found, profiles, anatomy, threshold=threshold)
     if format == "json":
-        print(to_json(result, ids, threshold), end="")
+        outputs.emit(to_json(result, ids, threshold))
     elif format == "markdown":
-        print(vd.markdown(result, threshold), end="")
+        outputs.emit(vd.markdown(result, threshold))
     else:
         if not result:
             out.print(f"runs {', '.join(ids)} hold no cells to decide on", highlight=False)
@@ -88,8 +89,8 @@ def _self_check(found: list[dict[str, Any]], ids: list[str], threshold: float, f
     summary = (f"{len(checks)} same-program comparisons (even against odd rounds): {counts['tie']} tie, {false} false "
                f"verdict(s) ({false / len(checks):.1%}), {counts['noisy']} too wide to decide")
     if format == "json":
-        print(json.dumps({"runs": ids, "threshold": threshold, "summary": summary, "counts": counts,
-                          "checks": checks}, indent=1, default=str))
+        outputs.emit(json.dumps({"runs": ids, "threshold": threshold, "summary": summary, "counts": counts,
+                                 "checks": checks}, indent=1, default=str) + "\n")
         return
     bullet = "- " if format == "markdown" else ""
     for c in checks:

@@ -17,7 +17,7 @@ from stackwars import __version__
 from stackwars.harness.settings import available_cpus
 
 PACKAGES = ("numpy", "torch", "jax", "jaxlib", "flax", "optax", "torch-mlir", "pandas")
-ENV_VARS = ("XLA_FLAGS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "JAX_PLATFORMS",
+ENV_VARS = ("STACKWARS_PLUGINS", "XLA_FLAGS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "JAX_PLATFORMS",
             "TORCHINDUCTOR_CACHE_DIR", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION")
 
 

@@ -127,6 +127,9 @@ def prepare_cell(spec: Mapping[str, Any], config: Mapping[str, Any],
     settings: dict[str, Any] = {
         "threads": cfg_m.threads, "matmul_precision": cfg_m.matmul_precision,
         "cache_dir": cache.get("dir"), "cache": cache, "seed": cfg_m.seed,
+        # where the workload and the backend came from: built in, or a plugin module (STACKWARS_PLUGINS)
+        "origin": {"workload": registry.origin("workload", cell.workload),
+                   "backend": registry.origin("backend", cell.backend)},
     }
     settings["applied"] = backend.configure(settings)
     stage("device initialisation")

@@ -176,15 +176,11 @@ def write(doc: Document, out_dir: Path) -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = out_dir / "figures"
     figures.mkdir(exist_ok=True)
+    from stackwars import outputs
+
     for f in doc.figures():
-        _atomic(figures / f"{f.name}.png", f.png)
+        outputs.write(figures / f"{f.name}.png", f.png, "--out")
     page, md = out_dir / "report.html", out_dir / "report.md"
-    _atomic(page, to_html(doc).encode())
-    _atomic(md, to_markdown(doc).encode())
+    outputs.write(page, to_html(doc), "--out")
+    outputs.write(md, to_markdown(doc), "--out")
     return page, md
-
-
-def _atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)

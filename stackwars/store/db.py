@@ -133,8 +133,8 @@ def foreign_tables(conn: sqlite3.Connection) -> list[str]:
     return [] if "schema_version" in names else [n for n in names if not n.startswith("sqlite_")]
 
 
-def connect(path: str | Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)  # explicit transactions
+def connect(path: str | Path, timeout: float = 30.0) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None)  # explicit transactions
     try:
         retry_busy(lambda: conn.execute("PRAGMA journal_mode=WAL"))
         conn.execute("PRAGMA foreign_keys=ON")

@@ -8,15 +8,18 @@ what its plan still lacks.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import sqlite3
+import stat
 import tempfile
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from stackwars.errors import SpecError, StackwarsError
 from stackwars.records import CellSpec, Env, Measurement, MeasureConfig, _json_default
@@ -30,21 +33,28 @@ def db_path(option: str | os.PathLike | None = None) -> Path:
     return Path(option or os.environ.get("STACKWARS_DB") or DEFAULT_DB)
 
 
-def _where(option: str | os.PathLike | None) -> str:
-    return "--db" if option else ("STACKWARS_DB" if os.environ.get("STACKWARS_DB") else "the default database")
+def _where(option: str | os.PathLike | None, flag: str = "--db") -> str:
+    return flag if option is not None else ("STACKWARS_DB" if os.environ.get("STACKWARS_DB") else
+                                            "the default database")
 
 
-def check_db(option: str | os.PathLike | None = None, create: bool = True) -> Path:
+def check_db(option: str | os.PathLike | None = None, create: bool = True, flag: str = "--db") -> Path:
     """Before any work: the results database path is usable. An existing file must be a
-    stackwars database (readable, not corrupt, not another application's); a new one must
-    be creatable where it is asked for. Writes nothing."""
+    regular file and a stackwars database (readable, not corrupt, not another
+    application's), and, for a command that writes (``create``), writable; a new one must be
+    creatable where it is asked for. ``flag`` names the option in messages. Writes nothing."""
+    if option is not None and not str(option).strip():
+        raise SpecError(f"{flag} is empty; give a database file name")
     path = db_path(option)
-    what = f"{_where(option)} {path}"
+    what = f"{_where(option, flag)} {path}"
     if path.exists():
         if path.is_dir():
             raise SpecError(f"{what} is a directory; give a database file name")
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise SpecError(f"{what} is not a regular file (a device or a FIFO cannot hold a database); give a "
+                            f"database file name")
         try:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+            conn = open_read_only(path)
             try:
                 conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
                 foreign = db.foreign_tables(conn)
@@ -52,16 +62,18 @@ def check_db(option: str | os.PathLike | None = None, create: bool = True) -> Pa
             finally:
                 conn.close()
         except sqlite3.DatabaseError as exc:
-            raise SpecError(f"{what} is not a usable results database ({exc}); give another --db") from None
+            raise SpecError(f"{what} is not a usable results database ({exc}); give another {flag}") from None
         if foreign:
             raise SpecError(f"{what} is an SQLite file of another application (tables: "
-                            f"{', '.join(sorted(foreign)[:5])}); give another --db")
+                            f"{', '.join(sorted(foreign)[:5])}); give another {flag}")
         if current > db.LATEST:
             raise SpecError(f"{what} has schema version {current}, newer than this stackwars understands "
                             f"({db.LATEST}); upgrade stackwars to use it")
+        if create:
+            _check_writable(path, what)
         return path
     if not create:
-        raise SpecError(f"no results database at {path}; run `stackwars run ...` first, or point --db / "
+        raise SpecError(f"no results database at {path}; run `stackwars run ...` first, or point {flag} / "
                         f"STACKWARS_DB at an existing one")
     parent = path.expanduser().resolve().parent
     if not parent.is_dir():
@@ -73,6 +85,45 @@ def check_db(option: str | os.PathLike | None = None, create: bool = True) -> Pa
     except OSError as exc:
         raise SpecError(f"{what}: cannot create a database in {parent} ({exc.strerror or exc})") from None
     return path
+
+
+def open_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection; where SQLite cannot make its lock and journal files (a read-only
+    directory or filesystem) the file is read as it is (``immutable``: nobody else may be
+    writing it there either)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30, isolation_level=None)
+    try:
+        conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
+        return conn
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if db._busy(exc) or not any(s in str(exc).lower() for s in ("unable to open", "readonly", "read-only")):
+            raise
+    return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, isolation_level=None)
+
+
+def _check_writable(path: Path, what: str) -> None:
+    """A write transaction opened and rolled back: a read-only file, directory or filesystem
+    is refused now, not after the measuring. (A lock held by another process is not an
+    error: the writes wait for it, and say so.)"""
+    try:
+        conn = sqlite3.connect(str(path), timeout=0.1, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:  # a page actually written, then undone: a read-only file is only found out by writing
+                conn.execute("CREATE TABLE stackwars_write_check (x)")
+            finally:
+                conn.execute("ROLLBACK")
+        finally:
+            conn.close()
+    except sqlite3.OperationalError as exc:
+        if db._busy(exc):
+            return
+        why = str(exc)
+        with contextlib.suppress(OSError):
+            if os.statvfs(path).f_flag & os.ST_RDONLY:
+                why = f"{why}: it is on a read-only filesystem"
+        raise SpecError(f"{what} cannot be written ({why}); nothing was run. Give a writable database") from None
 
 
 def _dumps(obj: Any) -> str:
@@ -98,19 +149,57 @@ class RunInfo:
         return MeasureConfig.from_dict(self.config.get("measure", {}))
 
 
+DB_WAIT_ENV = "STACKWARS_DB_WAIT_S"
+DEFAULT_DB_WAIT_S = 300.0  # how long a write waits for another process's lock before it gives up
+
+
+class StoreWriteError(StackwarsError):
+    """A write the database refused (locked too long, read-only, full): after work was done,
+    so exit status 1; the caller keeps what it could not store (``keep_pending``)."""
+
+    exit_code = 1
+
+    def __init__(self, path: Path, what: str, exc: BaseException, waited_s: float = 0.0):
+        text = str(exc).lower()
+        if "readonly" in text or "read-only" in text:
+            reason = "the database is read-only (its file or its directory cannot be written)"
+        elif "full" in text:
+            reason = "the disk is full"
+        elif db._busy(exc) if isinstance(exc, sqlite3.OperationalError) else False:
+            reason = f"another process held its lock for more than {waited_s:.0f} s"
+        else:
+            reason = f"{type(exc).__name__}: {exc}"
+        self.reason = reason
+        super().__init__(f"could not store {what} in {path}: {reason}")
+
+
+def _wait_s() -> float:
+    try:
+        return max(0.0, float(os.environ.get(DB_WAIT_ENV, DEFAULT_DB_WAIT_S)))
+    except ValueError:
+        return DEFAULT_DB_WAIT_S
+
+
 class Store:
-    def __init__(self, path: str | os.PathLike | None = None, create: bool = True):
+    def __init__(self, path: str | os.PathLike | None = None, create: bool = True,
+                 on_wait: Callable[[str], None] | None = None):
+        """``on_wait``: told (once per write) when another process's lock makes a write wait."""
         self.path = db_path(path)
+        self.on_wait = on_wait
+        self.wait_s = _wait_s()
         if not create and not self.path.exists():
             raise SpecError(f"no results database at {self.path}; run `stackwars run ...` first, "
                             f"or point --db / STACKWARS_DB at an existing one")
         if self.path.is_dir():
             raise SpecError(f"results database {self.path} is a directory; give a database file name")
         try:
-            self.conn = db.connect(self.path)
+            self.conn = db.connect(self.path, timeout=1.0)  # waits on locks are ours (_write): told and bounded
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError) and db._busy(exc):
                 raise
+            if not create and any(s in str(exc).lower() for s in ("unable to open", "readonly", "read-only")):
+                self.conn = open_read_only(self.path)  # a reader in a read-only place
+                return
             raise StackwarsError(f"{self.path} is not a usable results database ({exc})") from None
 
     def close(self) -> None:
@@ -127,64 +216,87 @@ class Store:
                    command: str | None = None) -> str:
         """``plan``: what the run intends to measure, items with ``key`` and ``to_dict()``."""
         run_id = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-        with self._tx():
+        plan = list(plan)
+
+        def insert() -> None:
             self.conn.execute("INSERT INTO runs (run_id, created_at, kind, command, config_json) VALUES (?,?,?,?,?)",
                               (run_id, db.now(), kind, command, _dumps(config)))
             self.conn.executemany(
                 "INSERT INTO run_plan (run_id, position, cell_key, spec_json) VALUES (?,?,?,?)",
                 [(run_id, i, s.key, _dumps(s.to_dict())) for i, s in enumerate(plan)])
+
+        self._write("the new run", insert)
         return run_id
 
     def extend_plan(self, run_id: str, plan: Iterable[Any]) -> None:
         """Append cells to a run's plan (more processes of cells it measured): the plan only
         grows, so --resume measures whatever of it is still missing."""
-        with self._tx():
+        plan = list(plan)
+
+        def insert() -> None:
             start = self.conn.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM run_plan WHERE run_id = ?",
                                       (run_id,)).fetchone()[0]
             self.conn.executemany(
                 "INSERT INTO run_plan (run_id, position, cell_key, spec_json) VALUES (?,?,?,?)",
                 [(run_id, start + i, s.key, _dumps(s.to_dict())) for i, s in enumerate(plan)])
 
+        self._write("the run's extended plan", insert)
+
     def start_session(self, run_id: str, env: Mapping[str, Any]) -> int:
-        with self._tx():
-            cur = self.conn.execute("INSERT INTO sessions (run_id, started_at, env_json) VALUES (?,?,?)",
-                                    (run_id, db.now(), _dumps(env)))
+        cur = self._write("the session", lambda: self.conn.execute(
+            "INSERT INTO sessions (run_id, started_at, env_json) VALUES (?,?,?)", (run_id, db.now(), _dumps(env))))
         return int(cur.lastrowid)
 
     def add_cell(self, run_id: str, session_id: int, m: Measurement) -> None:
         row = m.to_row()
         s = m.spec
-        with self._tx():
-            self.conn.execute(
-                """INSERT INTO cells (run_id, session_id, cell_key, created_at, workload, preset, phase, backend,
-                   framework, device, dtype, status, first_call_s, second_call_s, steady_median_s, compile_s,
-                   peak_memory_bytes, parity_max_rel_err, record_json)
-                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
-                (run_id, session_id, s.key, db.now(), s.workload, s.preset, s.phase, s.backend, m.framework,
-                 s.device, s.dtype, m.status, row["first_call_s"], row["second_call_s"], row["steady_median_s"],
-                 row["compile_s"], row["peak_memory_bytes"], row["parity_max_rel_err"], m.to_json()))
+        self._write(f"cell {s.key}", lambda: self.conn.execute(
+            """INSERT INTO cells (run_id, session_id, cell_key, created_at, workload, preset, phase, backend,
+               framework, device, dtype, status, first_call_s, second_call_s, steady_median_s, compile_s,
+               peak_memory_bytes, parity_max_rel_err, record_json)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+            (run_id, session_id, s.key, db.now(), s.workload, s.preset, s.phase, s.backend, m.framework,
+             s.device, s.dtype, m.status, row["first_call_s"], row["second_call_s"], row["steady_median_s"],
+             row["compile_s"], row["peak_memory_bytes"], row["parity_max_rel_err"], m.to_json())))
 
     def add_peak(self, device_key: str, dtype: str, matmul_precision: str, flops_per_s: float | None,
                  bytes_per_s: float | None, record: Mapping[str, Any], env: Mapping[str, Any]) -> int:
-        with self._tx():
-            cur = self.conn.execute(
-                """INSERT INTO peaks (created_at, device_key, dtype, matmul_precision, flops_per_s, bytes_per_s,
-                   record_json, env_json) VALUES (?,?,?,?,?,?,?,?)""",
-                (db.now(), device_key, dtype, matmul_precision, flops_per_s, bytes_per_s, _dumps(record), _dumps(env)))
+        cur = self._write("the device peak", lambda: self.conn.execute(
+            """INSERT INTO peaks (created_at, device_key, dtype, matmul_precision, flops_per_s, bytes_per_s,
+               record_json, env_json) VALUES (?,?,?,?,?,?,?,?)""",
+            (db.now(), device_key, dtype, matmul_precision, flops_per_s, bytes_per_s, _dumps(record), _dumps(env))))
         return int(cur.lastrowid)
 
-    class _Tx:
-        def __init__(self, conn):
-            self.conn = conn
-
-        def __enter__(self):
-            self.conn.execute("BEGIN IMMEDIATE")
-
-        def __exit__(self, exc_type, *rest):
-            self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
-
-    def _tx(self) -> "Store._Tx":
-        return Store._Tx(self.conn)
+    def _write(self, what: str, fn: Callable[[], Any]) -> Any:
+        """``fn`` inside one immediate transaction. While another process holds the lock the
+        write waits (``on_wait`` is told once), up to ``STACKWARS_DB_WAIT_S`` seconds; a
+        database that cannot take it (locked too long, read-only, full) raises
+        ``StoreWriteError`` with the reason; nothing of the transaction is left behind."""
+        start = time.monotonic()
+        told = False
+        while True:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    result = fn()
+                    self.conn.execute("COMMIT")
+                    return result
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        self.conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.OperationalError as exc:
+                waited = time.monotonic() - start
+                if db._busy(exc) and waited < self.wait_s:
+                    if not told and self.on_wait is not None:
+                        self.on_wait(f"{self.path} is locked by another process: waiting up to {self.wait_s:.0f} s "
+                                     f"to store {what}")
+                        told = True
+                    time.sleep(0.25)
+                    continue
+                raise StoreWriteError(self.path, what, exc, waited) from None
+            except sqlite3.DatabaseError as exc:
+                raise StoreWriteError(self.path, what, exc) from None
 
     # ---- reading -------------------------------------------------------------------------
     def run_ids(self, kind: str | None = None) -> list[str]:
@@ -252,10 +364,10 @@ class Store:
                        rows_: Iterable[Mapping[str, Any]]) -> None:
         """All rows of one study item (one training, one recompile sequence) in one transaction."""
         stamp = db.now()
-        with self._tx():
-            self.conn.executemany(
-                "INSERT INTO study_rows (run_id, session_id, study, item_key, created_at, row_json) VALUES (?,?,?,?,?,?)",
-                [(run_id, session_id, study, item_key, stamp, _dumps(r)) for r in rows_])
+        rows_ = list(rows_)
+        self._write(f"the rows of {item_key}", lambda: self.conn.executemany(
+            "INSERT INTO study_rows (run_id, session_id, study, item_key, created_at, row_json) VALUES (?,?,?,?,?,?)",
+            [(run_id, session_id, study, item_key, stamp, _dumps(r)) for r in rows_]))
 
     def study_rows(self, run_id: str, study: str | None = None) -> list[dict[str, Any]]:
         q = "SELECT item_key, row_json FROM study_rows WHERE run_id = ?" + (" AND study = ?" if study else "")
@@ -275,6 +387,56 @@ class Store:
     def peaks(self) -> list[dict[str, Any]]:
         cols = ("id", "created_at", "device_key", "dtype", "matmul_precision", "flops_per_s", "bytes_per_s")
         return [dict(zip(cols, r)) for r in self.conn.execute(f"SELECT {', '.join(cols)} FROM peaks ORDER BY id")]
+
+
+# ---- cells the database could not take -----------------------------------------------------------
+def pending_paths(db: Path, run_id: str) -> list[Path]:
+    """Where a run keeps cells its database refused: beside the database, else (its directory
+    not writable) in the temporary directory, named after the database and the run."""
+    import hashlib
+
+    db = Path(db)
+    digest = hashlib.sha256(str(db.resolve()).encode()).hexdigest()[:12]
+    return [db.with_name(f"{db.name}.{run_id}.pending.jsonl"),
+            Path(tempfile.gettempdir()) / f"stackwars-{digest}-{run_id}.pending.jsonl"]
+
+
+def keep_pending(db: Path, run_id: str, m: Measurement) -> Path | None:
+    """Append the cell to the run's pending file (one JSON line, flushed to disk); the first
+    place that takes it, or None if none did."""
+    for path in pending_paths(db, run_id):
+        try:
+            with open(path, "a") as f:
+                f.write(m.to_json() + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            return path
+        except OSError:
+            continue
+    return None
+
+
+def store_pending(store: "Store", run_id: str, session_id: int) -> int:
+    """Cells an earlier session of this run could not store: added now (a cell already stored
+    is not added twice) and their files removed. Returns how many were added."""
+    stored = {r[0] for r in store.conn.execute("SELECT cell_key FROM cells WHERE run_id = ?", (run_id,))}
+    added = 0
+    for path in pending_paths(store.path, run_id):
+        if not path.is_file():
+            continue
+        for line in path.read_text().splitlines():
+            if not line.strip():
+                continue
+            try:
+                m = Measurement.from_dict(json.loads(line))
+            except (ValueError, KeyError, TypeError):  # a line cut short by a crash: that cell is measured again
+                continue
+            if m.spec.key not in stored:
+                store.add_cell(run_id, session_id, m)
+                stored.add(m.spec.key)
+                added += 1
+        path.unlink()
+    return added
 
 
 def study_rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:

@@ -2,27 +2,8 @@
 
 from dataclasses import dataclass
 
-from stackwars.errors import SpecError
 from stackwars.registry import register_study
 from stackwars.studies import mnist  # noqa: F401  (registers itself)
-
-
-def positive_ints(values: str, flag: str, what: str) -> list[int]:
-    """A comma-separated sweep ('1,16,128') as sorted distinct positive integers."""
-    try:
-        out = sorted({int(v) for v in values.split(",") if v.strip()})
-    except ValueError:
-        raise SpecError(f"{flag}: values must be integers, got {values!r}") from None
-    if not out or out[0] < 1:
-        raise SpecError(f"{flag}: give positive {what}")
-    return out
-
-
-def one_of(values, allowed, what: str) -> None:
-    """Refuse the first value that is not allowed, naming what is."""
-    for v in values:
-        if v not in allowed:
-            raise SpecError(f"unknown {what} {v!r}; allowed: {', '.join(allowed)}")
 
 
 @dataclass(frozen=True)

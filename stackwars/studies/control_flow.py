@@ -41,7 +41,7 @@ def parse_ns(text: str) -> list[int]:
     key, sep, values = text.partition("=")
     if key.strip() != "n" or not sep:
         raise SpecError(f"--vary expects n=V1,V2,... (the loop length), got {text!r}")
-    from stackwars.studies import positive_ints
+    from stackwars.parse import positive_ints
 
     return positive_ints(values, "--vary n", "loop lengths")
 

@@ -44,20 +44,32 @@ ROW_KEYS = ("backend", "variant", "call_index", "key", "value", "shape", "compil
 
 
 def parse_vary(text: str) -> tuple[str, list[Any]]:
+    from stackwars.parse import comma_list
+
     key, sep, values = text.partition("=")
     if not sep or not values.strip():
         raise SpecError(f"--vary expects KEY=V1,V2,..., got {text!r}")
-    items = [v.strip() for v in values.split(",") if v.strip()]
     if key == "dtype":
-        bad = [v for v in items if v not in DTYPES]
-        if bad:
-            raise SpecError(f"--vary dtype: {', '.join(bad)} not allowed; choose from {', '.join(DTYPES)}")
-        return key, items
-    try:
-        return key, [float(v) if key == "scale" else int(v) for v in items]
-    except ValueError:
-        raise SpecError(f"--vary {key}: values must be {'numbers' if key == 'scale' else 'integers'}, "
-                        f"got {values!r}") from None
+        return key, comma_list(values, "--vary dtype", _choice(DTYPES), f"dtypes ({', '.join(DTYPES)})",
+                               repeats=True)
+    if key == "scale":
+        return key, comma_list(values, "--vary scale", float, "numbers", repeats=True)
+    return key, comma_list(values, f"--vary {key}", _positive, "positive integers", repeats=True)
+
+
+def _choice(allowed):
+    def cast(v: str) -> str:
+        if v not in allowed:
+            raise ValueError(v)
+        return v
+    return cast
+
+
+def _positive(v: str) -> int:
+    n = int(v)
+    if n < 1:
+        raise ValueError(v)
+    return n
 
 
 def plan(workload: str, preset: str, phase: str, key: str, values: Sequence[Any], backends: Sequence[str],

@@ -78,6 +78,10 @@ def plan(workload: str, preset: str, backends: Sequence[str], policies: Sequence
         raise SpecError(f"--max-seq {high}: its bucket {bucket(high)} exceeds {workload}'s position table "
                         f"({limit}); use --max-seq {limit} or less")
     wl.config(preset, {"seq": high})  # a valid size
+    from stackwars.parse import one_of
+    offered = [p for b in backends if b in POLICIES for p in POLICIES[b]]
+    one_of(policies or (), list(dict.fromkeys(offered)) or [p for ps in POLICIES.values() for p in ps],
+           f"policy (for {', '.join(backends)})")
     items = []
     for b in backends:
         if b not in POLICIES:

@@ -38,15 +38,15 @@ LABELS = {  # what each (backend, impl) is, in the words of S5 and the framework
 
 
 def parse_batches(text: str) -> list[int]:
-    from stackwars.studies import positive_ints
+    from stackwars.parse import positive_ints
 
-    return positive_ints(text, "--batch", "batch sizes (comma-separated)")
+    return positive_ints(text, "--batch", "batch sizes")
 
 
 def plan(ops: Sequence[str], impls: Sequence[str] | None, batches: Sequence[int], backends: Sequence[str],
          preset: str, device: str, dtype: str) -> list[CellSpec]:
     from stackwars import runner
-    from stackwars.studies import one_of
+    from stackwars.parse import one_of
 
     one_of(ops, OPS, "op")
     for b in backends:

@@ -36,6 +36,13 @@ def choices(*values: Any, default: Any) -> Any:
     return dataclasses.field(default=default, metadata={"choices": values})
 
 
+def bounded(default: Any, low: float | None = None, high: float | None = None, low_open: bool = True,
+            why: str = "") -> Any:
+    """A numeric config field restricted by its meaning: above ``low`` (``low_open``: strictly,
+    as an epsilon or a scale must be), at most ``high`` (a probability, a momentum)."""
+    return dataclasses.field(default=default, metadata={"low": low, "high": high, "low_open": low_open, "why": why})
+
+
 @dataclass(frozen=True)
 class Config:
     """Base of workload configs. Int fields are sizes and must be positive."""
@@ -44,17 +51,38 @@ class Config:
         return dataclasses.asdict(self)
 
     def validate(self) -> None:
-        """Raise SpecError on an impossible configuration. Subclasses extend it."""
+        """Raise SpecError on an impossible configuration, from each field's meaning: a choice
+        among its values; an int (or an optional int that is set) is a size and must be
+        positive, unless its field says otherwise (``bounded``); a float must be finite and
+        within its field's bounds. Shared by `run` and `describe`. Subclasses extend it."""
         hints = typing.get_type_hints(type(self))
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             allowed = f.metadata.get("choices")
             if allowed is not None and v not in allowed:
                 raise SpecError(f"{f.name}={v!r} is not allowed; choose one of {', '.join(map(str, allowed))}")
-            if hints.get(f.name) is int and v <= 0:
-                raise SpecError(f"{f.name} must be a positive integer, got {v}")
-            if hints.get(f.name) is float and not np.isfinite(v):
+            if v is None or isinstance(v, bool):
+                continue
+            numeric = _numeric(hints.get(f.name))
+            if numeric is float and not np.isfinite(v):
                 raise SpecError(f"{f.name} must be finite, got {v}")
+            low, high = f.metadata.get("low"), f.metadata.get("high")
+            if numeric is int and low is None and high is None and v <= 0:
+                raise SpecError(f"{f.name} must be a positive integer, got {v}")
+            why = f" ({f.metadata['why']})" if f.metadata.get("why") else ""
+            if low is not None and (v < low or (v == low and f.metadata.get("low_open", True))):
+                sign = ">" if f.metadata.get("low_open", True) else ">="
+                raise SpecError(f"{f.name} must be {sign} {low:g}, got {v:g}{why}")
+            if high is not None and v > high:
+                raise SpecError(f"{f.name} must be <= {high:g}, got {v:g}{why}")
+
+
+def _numeric(hint: Any) -> type | None:
+    """int or float for a field typed int, float, or either of them optional (``int | None``)."""
+    if hint in (int, float):
+        return hint
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return args[0] if len(args) == 1 and args[0] in (int, float) else None
 
 
 def _coerce(name: str, raw: Any, typ: Any) -> Any:

@@ -53,7 +53,7 @@ def plan(model: str, preset: str, devices: Sequence[int], strategies: Sequence[s
     per_device examples."""
     from stackwars.studies.scaling import models
 
-    from stackwars.studies import one_of
+    from stackwars.parse import one_of
 
     models.check(model, preset)
     one_of(strategies, STRATEGIES, "strategy")

@@ -23,7 +23,7 @@ import numpy as np
 
 from stackwars.errors import SpecError
 from stackwars.registry import register_workload
-from stackwars.workloads.base import Arrays, Config, Workload, as_float64, choices, normal
+from stackwars.workloads.base import Arrays, Config, Workload, as_float64, bounded, choices, normal
 
 KERNEL_LANGUAGE = {"torch": "triton kernel", "jax": "pallas kernel"}
 MAX_COLS = 16384  # one row per block: beyond this a row no longer fits a GPU block's registers
@@ -34,15 +34,13 @@ class RowConfig(Config):
     rows: int
     cols: int
     impl: str = choices("framework", "custom", default="framework")  # custom: the Triton / Pallas kernel
-    eps: float = 1e-5  # layernorm only
+    eps: float = bounded(1e-5, low=0, why="layernorm's epsilon")  # layernorm only
 
     def validate(self) -> None:
         super().validate()
         if self.cols & (self.cols - 1) or self.cols > MAX_COLS:
             raise SpecError(f"cols={self.cols}: the kernels hold a whole row in one block, so cols must be a power "
                             f"of two up to {MAX_COLS}")
-        if not self.eps > 0:
-            raise SpecError(f"eps must be > 0, got {self.eps}")
 
 
 class RowOp(Workload):

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stackwars.registry import register_workload
-from stackwars.workloads.base import Arrays, Config, OptimizerSpec, Workload, choices
+from stackwars.workloads.base import Arrays, Config, OptimizerSpec, Workload, bounded, choices
 
 IMPLS = {"rnn": ("python", "scan", "fori", "while"), "ode": ("python", "scan", "fori", "while"),
          "newton": ("python", "while", "fixed"), "branch": ("python", "cond", "where")}
@@ -53,7 +53,7 @@ class LoopConfig(Config):
     impl: str = choices("python", "scan", "fori", "while", "fixed", "cond", "where", default="python")
     remat: bool = False
     hidden: int = 16  # ode: width of the vector field's hidden layer
-    tol: float = 1e-5  # newton: stop when |residual| <= tol * max(1, |z|)
+    tol: float = bounded(1e-5, low=0, why="newton's stopping tolerance")  # stop when |residual| <= tol * max(1, |z|)
 
 
 class LoopWorkload(Workload):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from stackwars.errors import SpecError
 from stackwars.workloads.attention import CHOICES as ATTENTION
-from stackwars.workloads.base import Config, choices
+from stackwars.workloads.base import Config, bounded, choices
 
 
 @dataclass(frozen=True)
@@ -23,17 +23,18 @@ class TransformerConfig(Config):
     n_kv_heads: int | None = None  # grouped-query attention (Llama 3); None = n_heads
     max_pos: int | None = None  # learned position table; None with RoPE
     type_vocab: int | None = None  # BERT token types
-    pad_id: int | None = None  # BERT's padding token: its embedding row gets no gradient from the lookup
+    # BERT's padding token: its embedding row gets no gradient from the lookup (a token id: 0 allowed)
+    pad_id: int | None = bounded(None, low=0, low_open=False)
     image: int | None = None  # ViT
     patch: int | None = None
     classes: int | None = None
     channels: int | None = None
     norm: str = choices("layernorm", "rmsnorm", default="layernorm")
-    norm_eps: float = 1e-5
+    norm_eps: float = bounded(1e-5, low=0, why="an epsilon inside a square root")
     prenorm: bool = True  # False: BERT's post-LN
     final_norm: bool = True
     positions: str = choices("learned", "rope", default="learned")
-    rope_theta: float = 10000.0
+    rope_theta: float = bounded(10000.0, low=0, why="RoPE's base wavelength")
     rope_scaling: str = choices("none", "llama3", default="none")  # Llama 3.1's frequency scaling
     mlp: str = choices("gelu", "swiglu", default="gelu")
     gelu: str = choices("tanh", "erf", default="tanh")
@@ -92,8 +93,10 @@ class ResNetConfig(Config):
     classes: int = 10
     width: int = 8  # channels of the stem (ResNet-50: 64)
     blocks: tuple = (1, 1, 1, 1)  # bottlenecks per stage (ResNet-50: 3, 4, 6, 3)
-    bn_eps: float = 1e-5
-    bn_momentum: float = 0.1  # PyTorch's convention: new = (1 - m) * old + m * batch
+    bn_eps: float = bounded(1e-5, low=0, why="an epsilon inside a square root")
+    # PyTorch's convention: new = (1 - m) * old + m * batch
+    bn_momentum: float = bounded(0.1, low=0, high=1, low_open=False, why="a weight between the old and the batch "
+                                                                         "statistics")
 
     def validate(self) -> None:
         super().validate()

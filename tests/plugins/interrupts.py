@@ -1,0 +1,3 @@
+"""A plugin whose import raises KeyboardInterrupt: the command must say so, not exit silently."""
+
+raise KeyboardInterrupt

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import types
 from typing import Any
 
 from stackwars.errors import SpecError
@@ -66,12 +67,18 @@ def _ensure_loaded() -> None:
         importlib.import_module("stackwars.workloads")
         importlib.import_module("stackwars.backends")
         importlib.import_module("stackwars.studies")
+    if not _entry_points_loaded:
+        _load_entry_points()
     # plugins named after the first lookup (the variable can change in-process) load too
     for name in filter(None, (p.strip() for p in os.environ.get("STACKWARS_PLUGINS", "").split(","))):
         if name not in _plugins:
+            if name.endswith(".py"):
+                load_file(name)
+                continue
             _importing = f"plugin {name}"
             try:
-                importlib.import_module(name)
+                module = importlib.import_module(name)
+                _register_models(module, f"plugin {name}")
             except SpecError as exc:  # a name it may not take
                 raise SpecError(f"STACKWARS_PLUGINS names {name!r}: {exc}") from None
             except BaseException as exc:  # noqa: BLE001 - even sys.exit() or Ctrl-C in a plugin's import
@@ -81,6 +88,125 @@ def _ensure_loaded() -> None:
             finally:
                 _importing = None
             _plugins.add(name)
+
+
+_entry_points_loaded = False
+ENTRY_POINT_GROUP = "stackwars.workloads"
+
+
+def _load_entry_points() -> None:
+    """Installed packages' workloads: each entry point of the ``stackwars.workloads`` group is a
+    ``stackwars.Model`` or a module (whose ``Model`` objects, and whatever it registers, count)."""
+    global _entry_points_loaded, _importing
+    _entry_points_loaded = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        _importing = f"package {ep.value} (entry point {ep.name})"
+        try:
+            obj = ep.load()
+            _register_models(obj, f"package {ep.value} (entry point {ep.name})")
+        except SpecError as exc:
+            raise SpecError(f"the installed entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP}): {exc}") from None
+        except BaseException as exc:  # noqa: BLE001
+            raise SpecError(f"the installed entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP}) cannot be "
+                            f"loaded ({type(exc).__name__}: {exc}); fix or uninstall its package") from None
+        finally:
+            _importing = None
+
+
+def _register_models(obj: Any, origin: str) -> list[str]:
+    """Register ``obj`` if it is a ``stackwars.Model``, or every Model a module defines; the
+    names registered."""
+    from stackwars.model import Model, UserWorkload
+
+    models = [obj] if isinstance(obj, Model) else [v for v in vars(obj).values() if isinstance(v, Model)] \
+        if isinstance(obj, types.ModuleType) else []
+    names = []
+    for m in models:
+        if _WORKLOADS.get(m.name) is not None and getattr(_WORKLOADS[m.name], "model", None) is m:
+            names.append(m.name)
+            continue
+        global _importing
+        previous, _importing = _importing, origin
+        try:
+            register_workload(UserWorkload(m, origin))
+        finally:
+            _importing = previous
+        names.append(m.name)
+    return names
+
+
+_files: dict[str, types.ModuleType] = {}
+
+
+def load_file(path_text: str) -> types.ModuleType:
+    """A user's Python file, imported by path (nothing installed), its Models registered; the
+    workers load it too (its path joins STACKWARS_PLUGINS). A file that cannot be imported is
+    refused with what is wrong and where."""
+    global _importing
+    import importlib.util
+    import sys
+
+    path = os.path.abspath(os.path.expanduser(path_text))
+    if path in _files:
+        return _files[path]
+    if not os.path.isfile(path):
+        raise SpecError(f"{path_text}: no such file")
+    digest = __import__("hashlib").sha256(path.encode()).hexdigest()[:10]
+    module_name = f"stackwars_user_{os.path.splitext(os.path.basename(path))[0]}_{digest}".replace("-", "_")
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    _importing = f"file {path}"
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        sys.modules.pop(module_name, None)
+        raise SpecError(f"{path_text}, line {exc.lineno}: syntax error: {exc.msg}") from None
+    except SpecError as exc:
+        sys.modules.pop(module_name, None)
+        raise SpecError(f"{path_text}: {exc}") from None
+    except BaseException as exc:  # noqa: BLE001 - the user's file, whatever it does at import
+        sys.modules.pop(module_name, None)
+        raise SpecError(f"{path_text}: importing it raised {type(exc).__name__}: {exc}") from None
+    finally:
+        _importing = None
+    _files[path] = module
+    try:
+        _register_models(module, f"file {path}")
+    except SpecError as exc:
+        raise SpecError(f"{path_text}: {exc}") from None
+    plugins = [p.strip() for p in os.environ.get("STACKWARS_PLUGINS", "").split(",") if p.strip()]
+    if path not in plugins:  # the workers (and a resumed run's parent, through the recorded env) load it too
+        os.environ["STACKWARS_PLUGINS"] = ",".join([*plugins, path])
+    _plugins.add(path)
+    return module
+
+
+def resolve_workload(name: str) -> str:
+    """A workload's registered name: a built-in's or a plugin's as given; ``path/file.py:NAME``
+    (or ``path/file.py``, when it defines one Model) loads the file and names its Model."""
+    _ensure_loaded()
+    file, sep, attr = name.rpartition(":") if ".py:" in name else (name, "", "")
+    if not file.endswith(".py"):
+        return name
+    module = load_file(file)
+    from stackwars.model import Model
+
+    if sep:
+        if not hasattr(module, attr):
+            found = [k for k, v in vars(module).items() if isinstance(v, Model)]
+            raise SpecError(f"{file} has no {attr!r}; its Models: {', '.join(found) or 'none'}")
+        obj = getattr(module, attr)
+        if not isinstance(obj, Model):
+            raise SpecError(f"{file}: {attr} is a {type(obj).__name__}, not a stackwars.Model; make it with "
+                            f"stackwars.Model(name=..., presets=..., batch=..., torch=... and/or jax=...)")
+        return obj.name
+    found = [v for v in vars(module).values() if isinstance(v, Model)]
+    if len(found) != 1:
+        raise SpecError(f"{file} defines {len(found)} stackwars.Model objects; name one: {file}:NAME")
+    return found[0].name
 
 
 def _lookup(table: dict[str, Any], kind: str, name: str) -> Any:

@@ -69,6 +69,38 @@ def default_backends(probe: Mapping[str, Any], devices: str | Sequence[str]) -> 
             if spec.default and any(spec.availability(probe, d)[0] for d in devices)]
 
 
+_verified: set[str] = set()
+
+
+def verify_user_model(name: str) -> None:
+    """A user's model, built on each side and run forward once at its first preset, in a
+    worker (the parent imports no framework): a factory that raises, twins whose outputs
+    differ in shape or parameters that cannot be matched are bad input, named, before
+    anything is stored."""
+    if name in _verified:
+        return
+    from stackwars.harness.isolation import run_task
+
+    o = run_task({"target": "stackwars.model:verify_task", "kwargs": {"workload": name},
+                  "process": {"device": "cpu"}}, 600.0, default_memory_limit())
+    if o.status != "ok":
+        first = (o.error or o.status).strip().splitlines()[0]
+        raise SpecError(f"model {name!r} could not be checked ({o.status}: {first})")
+    if o.result.get("problem"):
+        raise SpecError(o.result["problem"])
+    _verified.add(name)
+
+
+def backends_for(backends: Sequence[str], workloads: Sequence[str]) -> list[str]:
+    """The default backends, less those of a framework none of the workloads is written in (a
+    PyTorch-only model is not planned on JAX: nothing there to measure)."""
+    frameworks = set()
+    for w in workloads:
+        wl = registry.workload(registry.resolve_workload(w))
+        frameworks |= set(wl.twin_modules)
+    return [b for b in backends if registry.backend(b).framework in frameworks] or list(backends)
+
+
 def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequence[str], backends: Sequence[str],
                devices: Sequence[str] = ("cpu",), dtypes: Sequence[str] = ("float32",),
                overrides: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None,
@@ -81,6 +113,7 @@ def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequenc
     if repeats < 1:
         raise SpecError(f"repeat must be >= 1, got {repeats}")
     # one rule for repeated choices, before anything runs: refused, naming the value
+    workloads = [registry.resolve_workload(w) for w in workloads]  # a user's file.py:NAME loads here
     workloads, presets, phases = unique(workloads, "workload"), unique(presets, "--preset"), unique(phases, "--phase")
     backends = unique([registry.canonical_backend(b) for b in backends], "--backend")
     devices, dtypes = unique(devices, "--device"), unique(dtypes, "--dtype")
@@ -107,6 +140,8 @@ def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequenc
                 wl.config(preset, over)  # validates preset and overrides (heads | d_model, sizes > 0)
             for phase in phases:
                 wl.check_phase(phase)
+            if hasattr(wl, "verify"):  # a user's model: both sides built and run once, before anything is stored
+                verify_user_model(w)
             if over:
                 for preset, phase, device, dtype in itertools.product(presets, phases, devices, dtypes):
                     check_fits_machine(wl, wl.config(preset, over), preset, phase, device, dtype)

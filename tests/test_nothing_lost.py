@@ -11,8 +11,6 @@ import sqlite3
 import stat
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from stackwars import stats
 from stackwars.cli import app
 from stackwars.harness.timer import Timer
-from stackwars.records import CellSpec, MeasureConfig, Parity
+from stackwars.records import MeasureConfig, Parity
 from stackwars.report import verdict as vd
 from stackwars.store.results import Store, rows
 

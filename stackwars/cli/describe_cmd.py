@@ -17,7 +17,7 @@ from stackwars.report import format as fmt
 
 
 def describe_workload(name: str, preset: str, overrides: dict[str, str] | None = None) -> dict[str, Any]:
-    workload = registry.workload(name)
+    workload = registry.workload(registry.resolve_workload(name))
     return {"preset": preset, **workload.describe(workload.config(preset, overrides))}
 
 

@@ -173,7 +173,7 @@ def run(
             _check_stablehlo(stablehlo, [s for s in planned if s.backend == "torch-mlir-xla"], config.matmul_precision)
     probe = runner.probe_machine(inline)
     if resume is None:
-        backends = backend or runner.default_backends(probe, device)
+        backends = backend or runner.backends_for(runner.default_backends(probe, device), workloads or [])
         specs = runner.plan_cells(workloads or [], preset, phase, backends, device, dtype, overrides, options,
                                   processes)
         if warm_cache is not None:

@@ -18,7 +18,7 @@ from typing import Any, Optional
 import typer
 
 from stackwars import runner
-from stackwars.cli.common import (DB_HELP, command, command_line, err, exit_code, interruptible, interruption, out,
+from stackwars.cli.common import (DB_HELP, command, command_line, err, exit_code, interruptible, out,
                                   writable_dir)
 from stackwars import outputs
 from stackwars.cli.study_cmd import _interrupted, _store

@@ -131,6 +131,21 @@ def _why(best: Mapping[str, Mapping[str, Any] | None], profiles: Mapping[str, Ma
     return "; ".join(parts) or None
 
 
+def _one_sided(workload: str | None, framework: str) -> str | None:
+    """Why a side is empty by design: the workload (a user's model) is written in the other
+    framework only, so there is nothing to compare."""
+    from stackwars import registry
+
+    try:
+        twins = registry.workload(workload).twin_modules
+    except Exception:  # noqa: BLE001 - a stored run's workload this process does not know
+        return None
+    if framework in twins:
+        return None
+    other = {"torch": "PyTorch", "jax": "JAX"}[next(iter(twins))] if twins else "one framework"
+    return f"{workload} is written in {other} only: there is no other side to compare"
+
+
 def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, Any]] = (),
              anatomy: Sequence[Mapping[str, Any]] = (), threshold: float = stats.TIE_THRESHOLD,
              min_processes: int = stats.MIN_PROCESSES) -> list[dict[str, Any]]:
@@ -173,7 +188,7 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
                                       "why": f"failed parity: {_parity_text(_parity(r))}"} for r in failed]
             row[f"{fw}_pays"] = _pays(side, by_backend)
             if b is None:
-                why = ("none measured" if not side else
+                why = ((_one_sided(workload, fw) or "none measured") if not side else
                        "none ran ok with parity (" + ", ".join(f"{tables.backend_variant(r)} {r['status']}"
                                                                for r in side) + ")")
                 missing.append(f"no {name} backend: {why}")

@@ -1,0 +1,784 @@
+"""Your own model: a PyTorch module, a JAX model, or both, measured like the built-in workloads.
+
+The public API is one class, ``stackwars.Model``::
+
+    import numpy as np
+    import torch
+    import stackwars
+
+    def batch(size, rng):                       # the inputs for one step, as numpy arrays
+        x = rng.standard_normal((size.batch, size.features))
+        return {"x": x, "target": rng.standard_normal((size.batch, 1))}
+
+    model = stackwars.Model(
+        name="mlp",
+        presets={"tiny": {"batch": 4, "features": 16}, "small": {"batch": 64, "features": 256}},
+        batch=batch,
+        torch=lambda size: torch.nn.Sequential(torch.nn.Linear(size.features, 64), torch.nn.GELU(),
+                                               torch.nn.Linear(64, 1)),
+    )
+
+``stackwars run my_model.py:model`` then measures it on every PyTorch backend (and, given
+``jax=``, on every JAX one), with the float64 parity reference, FLOPs, shapes and memory
+estimate derived from the model itself:
+
+* **sizes**: each preset is a dict of named sizes; ``size`` is a frozen dataclass of them
+  (integers are sizes and must be positive; ``--set name=value`` overrides one, validated);
+* **the model**: ``torch=`` a factory ``size -> nn.Module``; ``jax=`` a factory
+  ``(size, rngs) -> flax.nnx.Module``, or a pair ``(init, apply)`` of pure functions,
+  ``init(size, key) -> params`` and ``apply(params, *inputs) -> output``;
+* **how it is called**: ``model(*inputs)``, ``inputs`` the batch's arrays in the order given
+  (default: every key but ``target``); ``torch_forward(model, batch)`` and
+  ``jax_forward(model, batch)`` replace the call (a sampler that integrates an ODE);
+* **the loss** (train-step): ``loss(output, batch) -> scalar``, written with operators both
+  frameworks' arrays share, or ``torch_loss(model, batch)`` / ``jax_loss(model, batch)``;
+  default: the squared error against ``target`` (floats; summed over the last axis, averaged
+  over the rest), cross-entropy against ``target`` (integers: class ids over the last axis),
+  or, with no target, the squared output;
+* **parameters** go from one twin to the other by name (PyTorch's ``weight`` is Flax's
+  ``kernel``, ``scale`` or ``embedding``; a Linear or Conv kernel is transposed to Flax's
+  layout), else in name order where every shape agrees; ``transfer=(to_jax, to_torch)``, two
+  functions between flat dicts of numpy arrays by dotted name, replaces that where they do
+  not line up;
+* **FLOPs** from PyTorch's flop counter (forward; train-step: forward and backward) or XLA's
+  cost analysis where only JAX is given; ``flops(size, phase)`` replaces it;
+* **the float64 reference** is the model itself run in float64 (the PyTorch side where there
+  is one; the JAX side under ``jax.enable_x64`` otherwise), with the same optimizer step.
+
+A model given in one framework only runs on that framework's backends (a PyTorch-only model
+on torch-eager, torch-compile and torch-mlir-xla as well); the verdict says there is nothing
+to compare. Models must be deterministic (no dropout, no random calls in ``forward``): any
+noise a step needs belongs in the batch, so both twins see the same numbers.
+
+Where a model comes from: a file (``stackwars run path/to/file.py:name``, nothing
+installed), an installed package's ``stackwars.workloads`` entry point, or a module in
+``STACKWARS_PLUGINS`` (a module name, or a ``.py`` file); a module or file may define several
+``Model`` objects, each registered under its ``name``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import math
+import re
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from stackwars.errors import SpecError
+from stackwars.records import PHASES
+from stackwars.workloads.base import Arrays, Config, OptimizerSpec, Workload, as_float64
+
+NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+OPTIMIZERS = ("sgd", "adamw")
+
+
+@dataclass
+class Model:
+    """A user's model; see the module docstring. Checked when it is made."""
+
+    name: str
+    presets: Mapping[str, Mapping[str, Any]]
+    batch: Callable[[Any, np.random.Generator], Mapping[str, np.ndarray]]
+    torch: Callable[[Any], Any] | None = None
+    jax: Callable[..., Any] | tuple[Callable, Callable] | None = None
+    inputs: Sequence[str] | None = None
+    loss: Callable[[Any, Mapping[str, Any]], Any] | None = None
+    torch_forward: Callable[[Any, Mapping[str, Any]], Any] | None = None
+    jax_forward: Callable[[Any, Mapping[str, Any]], Any] | None = None
+    torch_loss: Callable[[Any, Mapping[str, Any]], Any] | None = None
+    jax_loss: Callable[[Any, Mapping[str, Any]], Any] | None = None
+    transfer: tuple[Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]],
+                    Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]] | None = None
+    flops: Callable[[Any, str], int] | None = None
+    optimizer: str = "sgd"
+    lr: float = 0.01
+    description: str = ""
+    phases: Sequence[str] = field(default_factory=lambda: tuple(PHASES))
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not NAME.match(self.name):
+            raise SpecError(f"Model name {self.name!r}: lower-case letters, digits, '.', '_' and '-', starting with "
+                            f"a letter or digit")
+        if self.torch is None and self.jax is None:
+            raise SpecError(f"Model {self.name!r}: give torch= (a factory of an nn.Module), jax= (a factory of a "
+                            f"flax.nnx.Module, or an (init, apply) pair), or both")
+        if not callable(self.batch):
+            raise SpecError(f"Model {self.name!r}: batch= must be a function (size, rng) -> dict of numpy arrays")
+        if self.transfer is not None and not (isinstance(self.transfer, tuple) and len(self.transfer) == 2
+                                              and all(map(callable, self.transfer))):
+            raise SpecError(f"Model {self.name!r}: transfer= must be a pair of functions (to_jax, to_torch), each "
+                            f"from one side's parameters to the other's (flat dicts of numpy arrays by dotted name)")
+        for part in ("torch", "loss", "torch_forward", "jax_forward", "torch_loss", "jax_loss", "flops"):
+            value = getattr(self, part)
+            if value is not None and not callable(value):
+                raise SpecError(f"Model {self.name!r}: {part}= must be a function, got {type(value).__name__}")
+        if self.jax is not None and not callable(self.jax) and not (
+                isinstance(self.jax, tuple) and len(self.jax) == 2 and all(map(callable, self.jax))):
+            raise SpecError(f"Model {self.name!r}: jax= must be a factory (size, rngs) -> flax.nnx.Module or a "
+                            f"pair (init, apply) of functions")
+        if not isinstance(self.presets, Mapping) or not self.presets:
+            raise SpecError(f"Model {self.name!r}: presets= must be a dict of named sizes, "
+                            f"e.g. {{'tiny': {{'batch': 2}}}}")
+        keys = None
+        for preset, sizes in self.presets.items():
+            if not isinstance(sizes, Mapping):
+                raise SpecError(f"Model {self.name!r}: preset {preset!r} must be a dict of sizes")
+            if keys is not None and set(sizes) != keys:
+                raise SpecError(f"Model {self.name!r}: preset {preset!r} names {sorted(sizes)}, the first preset "
+                                f"{sorted(keys)}; every preset names the same sizes")
+            keys = set(sizes)
+        if self.optimizer not in OPTIMIZERS:
+            raise SpecError(f"Model {self.name!r}: optimizer {self.optimizer!r}; allowed: {', '.join(OPTIMIZERS)}")
+        if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
+            raise SpecError(f"Model {self.name!r}: lr must be a positive number, got {self.lr!r}")
+        bad = [p for p in self.phases if p not in PHASES]
+        if bad or not self.phases:
+            raise SpecError(f"Model {self.name!r}: phases {list(self.phases)}; allowed: {', '.join(PHASES)}")
+
+    @property
+    def frameworks(self) -> tuple[str, ...]:
+        return tuple(f for f in ("torch", "jax") if getattr(self, f) is not None)
+
+
+# ---- the workload a Model becomes ---------------------------------------------------------
+
+def _config_class(model: Model) -> type[Config]:
+    first = next(iter(model.presets.values()))
+    fields = []
+    for key, value in first.items():
+        if not key.isidentifier():
+            raise SpecError(f"Model {model.name!r}: size name {key!r} is not a Python identifier")
+        typ = bool if isinstance(value, bool) else int if isinstance(value, int) else \
+            float if isinstance(value, float) else str
+        fields.append((key, typ))
+    cls = dataclasses.make_dataclass(f"{model.name.replace('-', '_').replace('.', '_')}_size", fields,
+                                     bases=(Config,), frozen=True)
+    cls.__module__ = __name__
+    return cls
+
+
+class UserWorkload(Workload):
+    """A ``Model`` as a workload: the twins, reference, FLOPs and shapes derived from it."""
+
+    flops_formula = "counted: PyTorch's flop counter (or XLA's cost analysis where only JAX is given)"
+
+    def __init__(self, model: Model, origin: str):
+        self.model = model
+        self.origin = origin
+        self.name = model.name
+        self.description = model.description or f"your model ({', '.join(model.frameworks)}; {origin})"
+        self.config_cls = _config_class(model)
+        self.presets = {}
+        for preset, sizes in model.presets.items():
+            cfg = self.config_cls(**sizes)
+            try:
+                cfg.validate()
+            except SpecError as exc:
+                raise SpecError(f"Model {model.name!r}: preset {preset!r}: {exc}") from None
+            self.presets[preset] = cfg
+        self.phases = tuple(model.phases)
+        # the frameworks it is written in (the built-ins name their twin modules here; a user's
+        # twins are made by ``twin`` from the Model itself)
+        self.twin_modules = {f: f"{origin}:{f}" for f in model.frameworks}
+        self.shape_params = tuple(k for k, v in next(iter(model.presets.values())).items()
+                                  if isinstance(v, int) and not isinstance(v, bool))
+
+    # ---- what the user gave, called with a clear error ------------------------------------
+    def _call(self, what: str, fn: Callable, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except SpecError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure in the user's code is theirs to see, named
+            raise SpecError(f"{self.origin}: model {self.name!r}: {what} raised {type(exc).__name__}: {exc}") from None
+
+    def make_batch(self, cfg: Config, seed: int) -> Arrays:
+        out = self._call("batch(size, rng)", self.model.batch, cfg, np.random.default_rng(seed + 1))
+        if not isinstance(out, Mapping) or not out:
+            raise SpecError(f"{self.origin}: model {self.name!r}: batch(size, rng) must return a dict of numpy "
+                            f"arrays, got {type(out).__name__}")
+        arrays = {}
+        for k, v in out.items():
+            a = np.asarray(v)
+            if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+                raise SpecError(f"{self.origin}: model {self.name!r}: batch array {k!r} has dtype {a.dtype}; "
+                                f"give floating-point or integer arrays")
+            arrays[k] = a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else a.astype(np.int64)
+        for k in self.input_names(arrays):
+            if k not in arrays:
+                raise SpecError(f"{self.origin}: model {self.name!r}: inputs names {k!r}, which batch() does not "
+                                f"return (it returns {', '.join(arrays)})")
+        return arrays
+
+    def input_names(self, batch: Mapping[str, Any]) -> list[str]:
+        return list(self.model.inputs) if self.model.inputs is not None else [k for k in batch if k != "target"]
+
+    # ---- parameters -----------------------------------------------------------------------
+    def torch_module(self, cfg: Config, seed: int = 0, device: str | None = None):
+        import torch
+
+        torch.manual_seed(seed)
+        ctx = torch.device(device) if device else contextlib.nullcontext()
+        with ctx:
+            module = self._call("the torch factory", self.model.torch, cfg)
+        if not isinstance(module, torch.nn.Module):
+            raise SpecError(f"{self.origin}: model {self.name!r}: torch= must return a torch.nn.Module, got "
+                            f"{type(module).__name__}")
+        return module
+
+    def jax_parts(self, cfg: Config, seed: int = 0):
+        """(kind, graphdef or apply, params pytree, rest) of the JAX side, built."""
+        import jax
+
+        if isinstance(self.model.jax, tuple):
+            init, apply = self.model.jax
+            params = self._call("the jax init", init, cfg, jax.random.key(seed))
+            return "pure", apply, params, None
+        from flax import nnx
+
+        module = self._call("the jax factory", self.model.jax, cfg, nnx.Rngs(seed))
+        if not isinstance(module, nnx.Module):
+            raise SpecError(f"{self.origin}: model {self.name!r}: jax= must return a flax.nnx.Module (or be an "
+                            f"(init, apply) pair), got {type(module).__name__}")
+        graphdef, params, rest = nnx.split(module, nnx.Param, ...)
+        return "nnx", graphdef, params, rest
+
+    def init(self, cfg: Config, seed: int) -> tuple[Arrays, Arrays]:
+        if self.model.torch is not None:
+            module = self.torch_module(cfg, seed)
+            params = {n: p.detach().double().numpy() for n, p in module.named_parameters()}
+        else:
+            _, _, tree, _ = self.jax_parts(cfg, seed)
+            params = {k: np.asarray(v, dtype=np.float64) for k, v in flat(tree).items()}
+        return params, self.make_batch(cfg, seed)
+
+    def shapes(self, cfg: Config):
+        params = self.parameter_shapes(cfg)
+        batch = {k: tuple(v.shape) for k, v in self.make_batch(cfg, 0).items()}
+        return params, batch
+
+    @functools.lru_cache(maxsize=32)
+    def parameter_shapes(self, cfg: Config) -> dict[str, tuple[int, ...]]:
+        if self.model.torch is not None:
+            module = self.torch_module(cfg, 0, device="meta")  # nothing allocated
+            return {n: tuple(p.shape) for n, p in module.named_parameters()}
+        import jax
+
+        shapes = jax.eval_shape(lambda: self.jax_parts(cfg, 0)[2])
+        return {k: tuple(v.shape) for k, v in flat(shapes).items()}
+
+    def transfer_plan(self, cfg: Config) -> "Transfer":
+        """How canonical (PyTorch) parameters become the JAX side's, checked now."""
+        import jax
+
+        if self.model.torch is None:
+            return Transfer({}, identity=True)
+        canonical = self.parameter_shapes(cfg)
+        jax_shapes = {k: tuple(v.shape) for k, v in flat(jax.eval_shape(lambda: self.jax_parts(cfg, 0)[2])).items()}
+        if self.model.transfer is not None:
+            return Transfer({}, hook=self.model.transfer, jax_shapes=jax_shapes, origin=f"{self.origin}: model "
+                            f"{self.name!r}")
+        try:
+            return Transfer(match(canonical, jax_shapes), jax_shapes=jax_shapes)
+        except SpecError as exc:
+            raise SpecError(f"{self.origin}: model {self.name!r}: {exc}") from None
+
+    # ---- the twins ------------------------------------------------------------------------
+    def twin(self, framework: str) -> types.SimpleNamespace:
+        if framework not in self.model.frameworks:
+            raise SpecError(f"workload {self.name!r} has no {framework} implementation (a "
+                            f"{'/'.join(self.model.frameworks)}-only model)")
+        return _torch_twin(self) if framework == "torch" else _jax_twin(self)
+
+    def unsupported(self, cfg: Config, framework: str, backend: str, phase: str) -> str | None:
+        if framework not in self.model.frameworks:
+            side = {"torch": "PyTorch", "jax": "JAX"}
+            return (f"{self.name} is a {side[self.model.frameworks[0]]}-only model: it has no {side[framework]} "
+                    f"implementation")
+        return None
+
+    def optimizer(self, cfg: Config) -> OptimizerSpec:
+        return OptimizerSpec(self.model.optimizer, lr=float(self.model.lr),
+                             weight_decay=0.01 if self.model.optimizer == "adamw" else 0.0)
+
+    # ---- counts ---------------------------------------------------------------------------
+    def flops(self, cfg: Config, phase: str) -> int:
+        if self.model.flops is not None:
+            return int(self._call("flops(size, phase)", self.model.flops, cfg, phase))
+        return _counted_flops(self, cfg, phase)
+
+    def bytes_moved(self, cfg: Config, phase: str, itemsize: int, param_itemsize: int) -> int:
+        """At least: the parameters read (and written, training) and the batch read once."""
+        params, batch = self.shapes(cfg)
+        n_params = sum(math.prod(s) for s in params.values())
+        n_batch = sum(math.prod(s) for s in batch.values())
+        return (1 if phase == "forward" else 2) * n_params * param_itemsize + n_batch * itemsize
+
+    # ---- the float64 reference: the model itself ------------------------------------------
+    def reference_name(self, cfg: Config) -> str:
+        return ("the model's PyTorch side in float64" if self.model.torch is not None
+                else "the model's JAX side in float64 (jax.enable_x64)")
+
+    def reference(self, cfg: Config, phase: str, params: Arrays, batch: Arrays, device: str = "cpu") -> Arrays:
+        if self.model.torch is not None:
+            return _torch_step(self, cfg, phase, params, batch, "float64")
+        return _jax_step_x64(self, cfg, phase, params, batch)
+
+    def reference_float32(self, cfg: Config, phase: str, params: Arrays, batch: Arrays,
+                          device: str = "cpu") -> Arrays | None:
+        if self.model.torch is None:
+            return None
+        return _torch_step(self, cfg, phase, params, batch, "float32")
+
+    # ---- checked before anything is measured ------------------------------------------------
+    @functools.lru_cache(maxsize=32)
+    def verify(self, cfg: Config) -> None:
+        """Build each side at ``cfg``, run it forward once on the CPU and compare: the twins must
+        agree on parameters (they can be transferred) and on the output's shape. Raises
+        SpecError naming the file and the part that is wrong."""
+        params, batch = self.init(cfg, 0)
+        shapes = {}
+        if self.model.torch is not None:
+            out = _torch_step(self, cfg, "forward", params, batch, "float32")["out"]
+            shapes["PyTorch"] = out.shape
+        if self.model.jax is not None:
+            self.transfer_plan(cfg)
+            out = _jax_forward_numpy(self, cfg, params, batch)
+            shapes["JAX"] = out.shape
+        if len(set(shapes.values())) > 1:
+            raise SpecError(f"{self.origin}: model {self.name!r}: the twins' outputs differ in shape (PyTorch "
+                            f"{shapes['PyTorch']}, JAX {shapes['JAX']}); both must compute the same function")
+
+
+# ---- parameter names and layouts ----------------------------------------------------------
+
+def path_name(path) -> str:
+    """A pytree path as a dotted name: ('fc1', 'kernel', .value) -> 'fc1.kernel'."""
+    parts = [str(getattr(k, "key", getattr(k, "name", getattr(k, "idx", k)))) for k in path]
+    if len(parts) > 1 and parts[-1] == "value" and type(path[-1]).__name__ == "GetAttrKey":
+        parts = parts[:-1]  # an nnx.Variable's value
+    return ".".join(parts)
+
+
+def flat(tree) -> dict[str, Any]:
+    """A parameter pytree (nnx.State, a nested dict) as a flat {dotted.name: leaf} dict."""
+    import jax
+
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return {path_name(p): v for p, v in leaves}
+
+
+def unflat(tree, values: Mapping[str, Any]):
+    """``tree`` with its leaves replaced by ``values`` (by dotted name)."""
+    import jax
+
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(tree)
+    return jax.tree_util.tree_unflatten(treedef, [values[path_name(p)] for p, _ in leaves])
+
+
+_SYNONYMS = {"kernel": "weight", "scale": "weight", "embedding": "weight", "w": "weight", "b": "bias"}
+
+
+def _normal(name: str) -> str:
+    parts = [_SYNONYMS.get(p, p) for p in name.lower().split(".") if p not in ("layers", "value")]
+    return ".".join(parts)
+
+
+def _layout(jax_name: str, torch_shape: tuple[int, ...], jax_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The permutation that takes a PyTorch array to the JAX side's layout, or None if none does."""
+    rank = len(torch_shape)
+    if jax_name.split(".")[-1] == "kernel" and rank >= 2:
+        perm = (1, 0) if rank == 2 else tuple(range(2, rank)) + (1, 0)  # [out, in, *k] -> [*k, in, out]
+        if tuple(torch_shape[i] for i in perm) == tuple(jax_shape):
+            return perm
+    if tuple(torch_shape) == tuple(jax_shape):
+        return tuple(range(rank))
+    if rank == 2 and tuple(torch_shape[::-1]) == tuple(jax_shape):
+        return (1, 0)
+    return None
+
+
+def match(torch_shapes: Mapping[str, tuple], jax_shapes: Mapping[str, tuple]) -> dict[str, tuple[str, tuple]]:
+    """jax name -> (torch name, permutation): by name (Flax's kernel/scale/embedding is
+    PyTorch's weight), else in sorted-name order where every layout agrees."""
+    if len(torch_shapes) != len(jax_shapes):
+        raise SpecError(f"parameters cannot be matched: PyTorch has {len(torch_shapes)} "
+                        f"({_listing(torch_shapes)}), JAX has {len(jax_shapes)} ({_listing(jax_shapes)}); give "
+                        f"transfer=")
+    by_name = {_normal(t): t for t in torch_shapes}
+    plan: dict[str, tuple[str, tuple]] = {}
+    if len(by_name) == len(torch_shapes) and all(_normal(j) in by_name for j in jax_shapes):
+        for j, js in jax_shapes.items():
+            t = by_name[_normal(j)]
+            perm = _layout(j, torch_shapes[t], js)
+            if perm is None:
+                raise SpecError(f"parameters cannot be matched: PyTorch's {t} {tuple(torch_shapes[t])} and JAX's "
+                                f"{j} {tuple(js)} have the same name but no layout in common; give transfer=")
+            plan[j] = (t, perm)
+        return plan
+    def key(name: str) -> list[tuple]:  # numbers as numbers (layer 10 after layer 9), weight before bias
+        return [(0, int(p), "") if p.isdigit() else (1, 0, _SYNONYMS.get(p, p)) for p in name.split(".")]
+
+    for j, t in zip(sorted(jax_shapes, key=key), sorted(torch_shapes, key=key)):
+        perm = _layout(j, torch_shapes[t], jax_shapes[j])
+        if perm is None:
+            raise SpecError(f"parameters cannot be matched: by name they differ, and in name order PyTorch's {t} "
+                            f"{tuple(torch_shapes[t])} meets JAX's {j} {tuple(jax_shapes[j])}; give transfer= "
+                            f"(a function from PyTorch's parameters to JAX's, flat dicts by dotted name)")
+        plan[j] = (t, perm)
+    return plan
+
+
+def _listing(shapes: Mapping[str, tuple]) -> str:
+    items = [f"{k} {tuple(v)}" for k, v in shapes.items()]
+    return ", ".join(items[:6]) + (f", ... {len(items) - 6} more" if len(items) > 6 else "")
+
+
+@dataclass
+class Transfer:
+    """Canonical (PyTorch-named, PyTorch-layout) parameters to the JAX side's and back."""
+
+    plan: dict[str, tuple[str, tuple]]
+    identity: bool = False
+    hook: Callable | None = None
+    jax_shapes: Mapping[str, tuple] | None = None
+    origin: str = ""
+
+    def to_jax(self, canonical: Mapping[str, Any], xp) -> dict[str, Any]:
+        if self.identity:
+            return dict(canonical)
+        if self.hook is not None:
+            out = self.hook[0]({k: np.asarray(v) for k, v in canonical.items()})
+            missing = sorted(set(self.jax_shapes or ()) - set(out or ()))
+            wrong = [k for k in (self.jax_shapes or ()) if k in out and tuple(np.shape(out[k])) != self.jax_shapes[k]]
+            if missing or wrong:
+                raise SpecError(f"{self.origin}: transfer() must return every JAX parameter in its shape; missing "
+                                f"{missing[:5]}, wrong shape {wrong[:5]}")
+            return {k: xp.asarray(out[k]) for k in self.jax_shapes}
+        return {j: xp.transpose(xp.asarray(canonical[t]), perm) for j, (t, perm) in self.plan.items()}
+
+    def to_canonical(self, jax_params: Mapping[str, Any]) -> dict[str, Any]:
+        if self.identity:
+            return dict(jax_params)
+        if self.hook is not None:
+            return dict(self.hook[1]({k: np.asarray(v, dtype=np.float64) for k, v in jax_params.items()}))
+        return {t: np.transpose(np.asarray(jax_params[j]), np.argsort(perm)) for j, (t, perm) in self.plan.items()}
+
+
+# ---- PyTorch side ---------------------------------------------------------------------------
+
+def _torch_call(wl: UserWorkload, model, batch):
+    if wl.model.torch_forward is not None:
+        return wl.model.torch_forward(model, batch)
+    return model(*[batch[k] for k in wl.input_names(batch)])
+
+
+def default_loss(out, batch, xp_name: str):
+    """Squared error against a float target (summed over the last axis, averaged over the
+    rest), cross-entropy against integer class ids, or the squared output with no target."""
+    target = batch.get("target")
+    if xp_name == "torch":
+        import torch
+
+        out = out.float()
+        if target is None:
+            return (out * out).sum(-1).mean()
+        if not torch.is_floating_point(target):
+            return torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+        d = out - target.float()
+        return (d * d).sum(-1).mean()
+    import jax.numpy as jnp
+    import optax
+
+    out = out.astype(jnp.float32)
+    if target is None:
+        return jnp.mean(jnp.sum(out * out, axis=-1))
+    if jnp.issubdtype(target.dtype, jnp.integer):
+        return optax.softmax_cross_entropy_with_integer_labels(out.reshape(-1, out.shape[-1]),
+                                                               target.reshape(-1)).mean()
+    d = out - target.astype(jnp.float32)
+    return jnp.mean(jnp.sum(d * d, axis=-1))
+
+
+def _torch_twin(wl: UserWorkload) -> types.SimpleNamespace:
+    import torch
+
+    def build(cfg, params):
+        first = next(iter(params.values()))
+        module = wl.torch_module(cfg, 0)
+        module = module.to(device=first.device, dtype=first.dtype if first.is_floating_point() else None)
+        named = dict(module.named_parameters())
+        with torch.no_grad():
+            for n, p in named.items():
+                p.copy_(params[n])
+        return module
+
+    def canonical(model):
+        return dict(model.named_parameters())
+
+    def forward(model, batch):
+        return _torch_call(wl, model, batch)
+
+    def loss(model, batch):
+        if wl.model.torch_loss is not None:
+            return wl.model.torch_loss(model, batch)
+        out = _torch_call(wl, model, batch)
+        if wl.model.loss is not None:
+            return wl.model.loss(out, batch)
+        return default_loss(out, batch, "torch")
+
+    return types.SimpleNamespace(build=build, canonical=canonical, forward=forward, loss=loss,
+                                 __name__=f"{wl.name} (torch)")
+
+
+def _torch_step(wl: UserWorkload, cfg, phase: str, params: Arrays, batch: Arrays, dtype: str) -> Arrays:
+    """The model's PyTorch side, one step on the CPU in ``dtype``: the reference (float64) and
+    the reference's own float32 error."""
+    import torch
+
+    from stackwars.backends.torch_common import make_optimizer
+
+    npd = {"float64": np.float64, "float32": np.float32}[dtype]
+    twin = _torch_twin(wl)
+    model = twin.build(cfg, {k: torch.from_numpy(np.asarray(v, dtype=npd)) for k, v in params.items()})
+    tb = {k: torch.from_numpy(v if np.issubdtype(v.dtype, np.integer) else np.asarray(v, dtype=npd))
+          for k, v in batch.items()}
+
+    def host(t):
+        return t.detach().cpu().double().numpy()
+
+    try:
+        if phase == "forward":
+            model.eval()
+            with torch.no_grad():
+                return {"out": host(twin.forward(model, tb))}
+        model.train()
+        before = {k: v.detach().clone() for k, v in twin.canonical(model).items()}
+        opt = make_optimizer(wl.optimizer(cfg), model.parameters())
+        loss = twin.loss(model, tb) if dtype == "float32" else _float64_loss(wl, twin, model, tb)
+        loss.backward()
+        grads = {n: host(p.grad) if p.grad is not None else np.zeros(tuple(p.shape)) for n, p in
+                 model.named_parameters()}
+        opt.step()
+    except SpecError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's forward or loss, named
+        raise SpecError(f"{wl.origin}: model {wl.name!r}: its PyTorch {phase} raised {type(exc).__name__}: "
+                        f"{exc}") from None
+    out = {"loss": host(loss)}
+    for k, v in twin.canonical(model).items():
+        out[f"update.{k}"] = host(v - before[k])
+    if dtype == "float64":
+        out.update({f"grad.{k}": g for k, g in grads.items()})
+        out["grad_floor"] = np.asarray(100 * 1e-8)
+    return out
+
+
+def _float64_loss(wl, twin, model, tb):
+    """The loss in float64: the default loss casts to float32 (as the cells do), which the
+    reference must not."""
+    if wl.model.torch_loss is not None or wl.model.loss is not None:
+        return twin.loss(model, tb)
+    import torch
+
+    out = twin.forward(model, tb).double()
+    target = tb.get("target")
+    if target is None:
+        return (out * out).sum(-1).mean()
+    if not torch.is_floating_point(target):
+        return torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+    d = out - target.double()
+    return (d * d).sum(-1).mean()
+
+
+# ---- JAX side -------------------------------------------------------------------------------
+
+def _jax_twin(wl: UserWorkload) -> types.SimpleNamespace:
+    """The pure-function twin interface of the JAX backends: ``build`` gives (static, params
+    pytree in the JAX side's own layout); ``forward``/``loss`` merge an NNX module from them
+    (or call ``apply``), which is how NNX runs under ``jax.jit``; ``canonical`` takes the
+    parameters back to PyTorch's names and layouts for the parity check."""
+    import jax.numpy as jnp
+
+    def build(cfg, params):
+        kind, graph, tree, rest = wl.jax_parts(cfg, 0)
+        plan = wl.transfer_plan(cfg)
+        values = plan.to_jax(params, jnp)
+        first = next(iter(params.values()))
+        values = {k: jnp.asarray(v, dtype=first.dtype) for k, v in values.items()}
+        import jax
+
+        device = next(iter(first.devices())) if hasattr(first, "devices") else None
+        if device is not None:
+            values = {k: jax.device_put(v, device) for k, v in values.items()}
+            if rest is not None:
+                rest = jax.device_put(rest, device)
+        return (kind, graph, rest, plan, cfg), unflat(tree, values)
+
+    def model_of(static, params):
+        kind, graph, rest, _, _ = static
+        if kind == "pure":
+            return None
+        from flax import nnx
+
+        return nnx.merge(graph, params, rest)
+
+    def call(static, params, batch):
+        kind, graph = static[0], static[1]
+        if kind == "pure":
+            if wl.model.jax_forward is not None:
+                return wl.model.jax_forward(lambda *xs: graph(params, *xs), batch)
+            return graph(params, *[batch[k] for k in wl.input_names(batch)])
+        model = model_of(static, params)
+        if wl.model.jax_forward is not None:
+            return wl.model.jax_forward(model, batch)
+        return model(*[batch[k] for k in wl.input_names(batch)])
+
+    def forward(static, params, batch):
+        return call(static, params, batch)
+
+    def loss(static, params, batch):
+        if wl.model.jax_loss is not None:
+            kind, graph = static[0], static[1]
+            model = (lambda *xs: graph(params, *xs)) if kind == "pure" else model_of(static, params)
+            return wl.model.jax_loss(model, batch)
+        out = call(static, params, batch)
+        if wl.model.loss is not None:
+            return wl.model.loss(out, batch)
+        return default_loss(out, batch, "jax")
+
+    def canonical(static, params):
+        return static[3].to_canonical(flat(params))
+
+    return types.SimpleNamespace(build=build, canonical=canonical, forward=forward, loss=loss,
+                                 __name__=f"{wl.name} (jax)")
+
+
+def _jax_forward_numpy(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> np.ndarray:
+    import jax.numpy as jnp
+
+    twin = _jax_twin(wl)
+    static, tree = twin.build(cfg, {k: jnp.asarray(v, dtype=jnp.float32) for k, v in params.items()})
+    jb = {k: jnp.asarray(v, dtype=jnp.int32 if np.issubdtype(v.dtype, np.integer) else jnp.float32)
+          for k, v in batch.items()}
+    try:
+        return np.asarray(twin.forward(static, tree, jb))
+    except SpecError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise SpecError(f"{wl.origin}: model {wl.name!r}: its JAX forward raised {type(exc).__name__}: "
+                        f"{exc}") from None
+
+
+def _jax_step_x64(wl: UserWorkload, cfg, phase: str, params: Arrays, batch: Arrays) -> Arrays:
+    """A JAX-only model's reference: its own step in float64."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from stackwars.backends.jax_common import make_optimizer
+
+    with jax.enable_x64(True):
+        twin = _jax_twin(wl)
+        static, tree = twin.build(cfg, {k: jnp.asarray(v, dtype=jnp.float64) for k, v in params.items()})
+        jb = {k: jnp.asarray(v) for k, v in as_float64(batch).items()}
+        if phase == "forward":
+            return {"out": np.asarray(twin.forward(static, tree, jb), dtype=np.float64)}
+
+        def loss64(p):
+            if wl.model.jax_loss is None and wl.model.loss is None:
+                out = twin.forward(static, p, jb)
+                target = jb.get("target")
+                if target is None:
+                    return jnp.mean(jnp.sum(out * out, axis=-1))
+                if jnp.issubdtype(target.dtype, jnp.integer):
+                    logp = jax.nn.log_softmax(out.reshape(-1, out.shape[-1]))
+                    return -jnp.mean(jnp.take_along_axis(logp, target.reshape(-1, 1), axis=1))
+                return jnp.mean(jnp.sum((out - target) ** 2, axis=-1))
+            return twin.loss(static, p, jb)
+
+        loss, grads = jax.value_and_grad(loss64)(tree)
+        tx = make_optimizer(wl.optimizer(cfg))
+        updates, _ = tx.update(grads, tx.init(tree), tree)
+        new = optax.apply_updates(tree, updates)
+        before, after = flat(tree), flat(new)
+        out = {"loss": np.asarray(loss, dtype=np.float64)}
+        out.update({f"update.{k}": np.asarray(after[k], dtype=np.float64) - np.asarray(before[k], dtype=np.float64)
+                    for k in before})
+        out.update({f"grad.{k}": np.asarray(v, dtype=np.float64) for k, v in flat(grads).items()})
+        out["grad_floor"] = np.asarray(100 * 1e-8)
+        return out
+
+
+# ---- FLOPs --------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=64)
+def _counted_flops(wl: UserWorkload, cfg, phase: str) -> int:
+    if wl.model.torch is not None:
+        return _torch_flops(wl, cfg, phase)
+    return _xla_flops(wl, cfg, phase)
+
+
+def _torch_flops(wl: UserWorkload, cfg, phase: str) -> int:
+    """PyTorch's flop counter over one step (forward; train-step: forward and backward), on
+    the meta device where the model allows it (nothing computed), else on the CPU."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    params, batch = wl.init(cfg, 0)
+    twin = _torch_twin(wl)
+    for device in ("meta", "cpu"):
+        try:
+            model = twin.build(cfg, {k: torch.from_numpy(np.asarray(v, dtype=np.float32)).to(device)
+                                     for k, v in params.items()})
+            tb = {k: torch.from_numpy(v if np.issubdtype(v.dtype, np.integer) else np.asarray(v, dtype=np.float32))
+                  .to(device) for k, v in batch.items()}
+            counter = FlopCounterMode(display=False)
+            with counter:
+                if phase == "forward":
+                    with torch.no_grad():
+                        twin.forward(model, tb)
+                else:
+                    twin.loss(model, tb).backward()
+            return int(counter.get_total_flops())
+        except Exception:  # noqa: BLE001 - an op without a meta kernel: count on the CPU
+            if device == "cpu":
+                return 0
+    return 0
+
+
+def _xla_flops(wl: UserWorkload, cfg, phase: str) -> int:
+    import jax
+    import jax.numpy as jnp
+
+    params, batch = wl.init(cfg, 0)
+    twin = _jax_twin(wl)
+    static, tree = twin.build(cfg, {k: jnp.asarray(v, dtype=jnp.float32) for k, v in params.items()})
+    jb = {k: jnp.asarray(v, dtype=jnp.int32 if np.issubdtype(v.dtype, np.integer) else jnp.float32)
+          for k, v in batch.items()}
+    fn = (lambda p, b: twin.forward(static, p, b)) if phase == "forward" else \
+        jax.grad(lambda p, b: twin.loss(static, p, b))
+    try:
+        cost = jax.jit(fn).lower(tree, jb).compile().cost_analysis()
+        cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+        return int(cost.get("flops", 0))
+    except Exception:  # noqa: BLE001 - no cost analysis on this backend
+        return 0
+
+
+def verify_task(workload: str) -> dict[str, Any]:
+    """Worker target: ``UserWorkload.verify`` at the model's first preset, in a worker, so
+    the parent never imports a framework. A SpecError comes back as the message to show."""
+    from stackwars import registry
+
+    wl = registry.workload(workload)
+    try:
+        wl.verify(next(iter(wl.presets.values())))
+    except SpecError as exc:
+        return {"status": "ok", "problem": str(exc)}
+    return {"status": "ok", "problem": None}

@@ -1,0 +1,278 @@
+"""Your own model (issue 22): a file with a ``stackwars.Model`` runs like a built-in workload;
+a PyTorch-only or JAX-only model runs on its own side, checked against its own float64 run;
+parameters cross between the twins by name and layout; a bad file is refused (exit 2, the file
+and the problem named, nothing written); installed packages' entry points are found."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from stackwars import registry
+from stackwars.cli import app
+from stackwars.errors import SpecError
+from stackwars.model import match
+from stackwars.store.results import Store
+from tests.test_bad_input import _snapshot
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parent.parent
+FAST = ["-p", "tiny", "--processes", "1", "--min-time", "0", "--warmup", "2", "--phase", "forward", "--phase",
+        "train-step"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registry(monkeypatch):
+    """Each test loads its own files: what one registered (a file's models, the plugin path
+    it adds for the workers) is gone for the next, as it would be in a new process."""
+    saved = (dict(registry._WORKLOADS), dict(registry._ORIGIN), dict(registry._files), set(registry._plugins))
+    monkeypatch.setenv("STACKWARS_PLUGINS", os.environ.get("STACKWARS_PLUGINS", ""))
+    yield
+    for table, old in zip((registry._WORKLOADS, registry._ORIGIN, registry._files), saved[:3]):
+        table.clear()
+        table.update(old)
+    registry._plugins.clear()
+    registry._plugins.update(saved[3])
+    from stackwars import runner as runner_mod
+    runner_mod._verified.clear()
+
+
+def _run(args, db):
+    r = runner.invoke(app, ["run", *args, *FAST, "--db", str(db)])
+    cells = [m for _, m in Store(db).cells()] if db.exists() else []
+    return r, cells
+
+
+def _assert_in_parity(r, cells, backends):
+    assert r.exit_code == 0, r.output
+    assert sorted({m.spec.backend for m in cells}) == sorted(backends)
+    for m in cells:
+        assert m.status == "ok", (m.spec.key, m.status, m.error)
+        assert m.parity is not None and m.parity.ok, (m.spec.key, m.parity)
+        assert m.parity.max_rel_err < m.parity.tolerance
+
+
+@pytest.mark.parametrize("example", ["flow_matching.py:flow", "unet.py:unet"])
+def test_each_example_trains_and_runs_forward_in_parity_in_both_frameworks(example, tmp_path):
+    """Each example at its tiny size, both phases, PyTorch eager and jax-jit: each against the
+    model's float64 run (the PyTorch side in float64). Every default backend is the recorded
+    run in results/examples-cpu (a benchmark command, not a test)."""
+    r, cells = _run([str(ROOT / "examples" / example), "-b", "torch-eager", "-b", "jax-jit", "--inline"],
+                    tmp_path / "r.db")
+    _assert_in_parity(r, cells, ["jax-jit", "torch-eager"])
+    assert {m.spec.phase for m in cells} == {"forward", "train-step"}
+    for m in cells:
+        assert m.flops and m.flops > 0  # counted by PyTorch's flop counter
+        assert m.settings["origin"]["workload"].startswith("file ")
+
+
+SEQUENTIAL = """
+import torch
+import stackwars
+
+net = stackwars.Model(
+    name="seq",
+    presets={"tiny": {"batch": 8, "features": 12}},
+    batch=lambda size, rng: {"x": rng.standard_normal((size.batch, size.features)),
+                             "target": rng.standard_normal((size.batch, 4))},
+    torch=lambda size: torch.nn.Sequential(torch.nn.Linear(size.features, 16), torch.nn.Tanh(),
+                                           torch.nn.Linear(16, 4)),
+)
+"""
+
+
+def test_a_pytorch_only_sequential_from_outside_the_repository_runs_on_its_side_only(tmp_path):
+    (tmp_path / "mine.py").write_text(SEQUENTIAL)
+    db = tmp_path / "r.db"
+    r = runner.invoke(app, ["run", f"{tmp_path}/mine.py:net", "-p", "tiny", "--processes", "1", "--min-time", "0",
+                            "--warmup", "2", "-b", "torch-eager", "-b", "torch-mlir-xla", "--phase", "forward",
+                            "--phase", "train-step", "--inline", "--db", str(db)])
+    cells = [m for _, m in Store(db).cells()]
+    _assert_in_parity(r, cells, ["torch-eager", "torch-mlir-xla"])
+    text = " ".join(r.output.split())
+    assert "seq is written in PyTorch only: there is no other side to compare" in text
+    # the default plan holds no JAX backend for it; asked for, a JAX cell is unsupported, said why
+    assert registry.backend("jax-jit").framework not in {
+        registry.backend(b).framework for b in __import__("stackwars.runner", fromlist=["x"]).backends_for(
+            ["torch-eager", "jax-jit", "jax-eager"], [f"{tmp_path}/mine.py:net"])}
+
+
+PURE_JAX = """
+import jax
+import jax.numpy as jnp
+import stackwars
+
+
+def init(size, key):
+    k1, k2 = jax.random.split(key)
+    return {"w": jax.random.normal(k1, (size.features, size.out)) / size.features ** 0.5,
+            "b": jax.random.normal(k2, (size.out,)) * 0.1}
+
+
+def apply(params, x):
+    return jnp.tanh(x @ params["w"] + params["b"])
+
+
+net = stackwars.Model(
+    name="pure-jax",
+    presets={"tiny": {"batch": 6, "features": 10, "out": 3}},
+    batch=lambda size, rng: {"x": rng.standard_normal((size.batch, size.features)),
+                             "target": rng.integers(0, size.out, size.batch)},
+    jax=(init, apply),
+)
+"""
+
+
+def test_a_jax_only_model_of_pure_functions_is_checked_against_its_own_float64_run(tmp_path):
+    """An (init, apply) pair, integer targets: the default loss is cross-entropy; the reference
+    is the JAX side itself under jax.enable_x64."""
+    (tmp_path / "pure.py").write_text(PURE_JAX)
+    r, cells = _run([f"{tmp_path}/pure.py:net", "-b", "jax-eager", "-b", "jax-jit", "--inline"], tmp_path / "r.db")
+    _assert_in_parity(r, cells, ["jax-eager", "jax-jit"])
+    assert all(m.flops > 0 for m in cells)  # XLA's cost analysis
+    assert "written in JAX only" in " ".join(r.output.split())
+
+
+BAD = {
+    "a syntax error": ("def broken(:\n", "net", "mine.py, line 1: syntax error"),
+    "no such name": (SEQUENTIAL, "nope", "has no 'nope'; its Models: net"),
+    "not a Model": (SEQUENTIAL + "\nthing = 3\n", "thing", "thing is a int, not a stackwars.Model"),
+    "neither framework": ("import stackwars\nnet = stackwars.Model(name='x', presets={'tiny': {'n': 1}}, "
+                          "batch=lambda s, r: {})\n", "net", "give torch= (a factory of an nn.Module)"),
+    "a factory that raises": (SEQUENTIAL.replace("torch=lambda size: torch.nn.Sequential(",
+                                                 "torch=lambda size: 1 / 0 or torch.nn.Sequential("), "net",
+                              "model 'seq': the torch factory raised ZeroDivisionError: division by zero"),
+    "a negative size": (SEQUENTIAL.replace('"batch": 8', '"batch": -8'), "net",
+                        "preset 'tiny': batch must be a positive integer, got -8"),
+}
+
+
+TWINS = """
+import jax.numpy as jnp
+import torch
+from flax import nnx
+import stackwars
+
+
+class T(torch.nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.fc = torch.nn.Linear(size.features, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class J(nnx.Module):
+    def __init__(self, size, rngs):
+        self.fc = nnx.Linear(size.features, {out}, rngs=rngs)
+        {extra}
+
+    def __call__(self, x):
+        return {call}
+
+
+net = stackwars.Model(
+    name="twins",
+    presets={{"tiny": {{"batch": 3, "features": 5}}}},
+    batch=lambda size, rng: {{"x": rng.standard_normal((size.batch, size.features))}},
+    torch=T,
+    jax=J,
+)
+"""
+
+BAD.update({
+    "twins whose outputs differ in shape": (TWINS.format(out=4, extra="", call="self.fc(x)[:, :2]"), "net",
+                                            "the twins' outputs differ in shape (PyTorch (3, 4), JAX (3, 2))"),
+    "parameters that cannot be matched": (TWINS.format(out=4, extra="self.more = nnx.Linear(4, 4, rngs=rngs)",
+                                                       call="self.more(self.fc(x))"), "net",
+                                          "parameters cannot be matched: PyTorch has 2"),
+})
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_bad_model_file_exits_2_names_the_problem_and_writes_nothing(case, tmp_path, monkeypatch):
+    source, name, message = BAD[case]
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "mine.py").write_text(source)
+    monkeypatch.chdir(work)
+    monkeypatch.delenv("STACKWARS_PLUGINS", raising=False)
+    before = _snapshot(work)
+    r = runner.invoke(app, ["run", f"{tmp_path}/mine.py:{name}", "-p", "tiny", "--db", str(work / "r.db")])
+    text = " ".join(r.output.split())
+    assert r.exit_code == 2, (case, r.output)
+    assert message in text, (case, text)
+    assert "mine.py" in text and "Traceback" not in r.output
+    assert _snapshot(work) == before
+
+
+def test_parameters_cross_by_name_and_layout():
+    torch_shapes = {"fc.weight": (8, 8), "fc.bias": (8,), "conv.weight": (16, 3, 3, 3), "norm.weight": (16,),
+                    "norm.bias": (16,), "emb.weight": (100, 8)}
+    jax_shapes = {"conv.kernel": (3, 3, 3, 16), "emb.embedding": (100, 8), "fc.bias": (8,), "fc.kernel": (8, 8),
+                  "norm.bias": (16,), "norm.scale": (16,)}
+    plan = match(torch_shapes, jax_shapes)
+    assert plan["fc.kernel"] == ("fc.weight", (1, 0))  # square: transposed by name, not left as it is
+    assert plan["conv.kernel"] == ("conv.weight", (2, 3, 1, 0))  # OIHW -> HWIO
+    assert plan["emb.embedding"] == ("emb.weight", (0, 1))
+    assert plan["norm.scale"] == ("norm.weight", (0,))
+    # names that differ: paired in name order where every layout agrees
+    plan = match({"0.weight": (4, 3), "0.bias": (4,), "2.weight": (2, 4), "2.bias": (2,)},
+                 {"layers.a.kernel": (3, 4), "layers.a.bias": (4,), "layers.b.kernel": (4, 2), "layers.b.bias": (2,)})
+    assert plan["layers.b.kernel"] == ("2.weight", (1, 0))
+    with pytest.raises(SpecError, match="in name order PyTorch's"):
+        match({"a.weight": (4, 3), "a.bias": (4,)}, {"x.kernel": (5, 4), "x.bias": (4,)})
+
+
+def test_a_transfer_pair_carries_parameters_that_do_not_line_up(tmp_path):
+    """Names that share nothing and a fused layout: the user's two functions, checked by the
+    forward and train-step parity of the JAX side."""
+    (tmp_path / "fused.py").write_text(textwrap.dedent("""
+        import jax.numpy as jnp
+        import numpy as np
+        import torch
+        import stackwars
+
+        def init(size, key):
+            return {"both": jnp.zeros((size.features + 1, 3))}
+
+        def apply(params, x):
+            return x @ params["both"][:-1] + params["both"][-1]
+
+        net = stackwars.Model(
+            name="fused",
+            presets={"tiny": {"batch": 4, "features": 6}},
+            batch=lambda size, rng: {"x": rng.standard_normal((size.batch, size.features)),
+                                     "target": rng.standard_normal((size.batch, 3))},
+            torch=lambda size: torch.nn.Linear(size.features, 3),
+            jax=(init, apply),
+            transfer=(lambda t: {"both": np.concatenate([t["weight"].T, t["bias"][None]])},
+                      lambda j: {"weight": j["both"][:-1].T, "bias": j["both"][-1]}),
+        )
+    """))
+    r, cells = _run([f"{tmp_path}/fused.py:net", "-b", "torch-eager", "-b", "jax-jit", "--inline"], tmp_path / "r.db")
+    _assert_in_parity(r, cells, ["jax-jit", "torch-eager"])
+
+
+def test_an_installed_package_entry_point_is_found(tmp_path):
+    """The ``stackwars.workloads`` entry-point group: a package's Model appears in ``list``
+    with where it came from."""
+    pkg = tmp_path / "site"
+    (pkg / "mymodels").mkdir(parents=True)
+    (pkg / "mymodels" / "__init__.py").write_text(SEQUENTIAL.replace('name="seq"', 'name="from-a-package"'))
+    dist = pkg / "mymodels-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mymodels\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[stackwars.workloads]\nmine = mymodels:net\n")
+    env = {**os.environ, "PYTHONPATH": f"{pkg}{os.pathsep}{ROOT}", "COLUMNS": "200"}
+    r = subprocess.run([sys.executable, "-m", "stackwars", "list", "--all"], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert "from-a-package" in text
+    assert "package mymodels:net (entry point mine)" in text

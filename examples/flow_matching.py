@@ -7,7 +7,7 @@ atom's features) is trained with the flow-matching loss: along the straight path
 x_t = (1 - t) x0 + t x1 from noise x0 to a molecule x1, v should be x1 - x0. Sampling
 integrates dx/dt = v(x, t) from noise with Euler steps.
 
-    stackwars run examples/flow_matching.py:flow -p tiny
+    stackwars run examples/flow_matching.py:flow -p tiny --phase forward --phase train-step
 
 measures the train step (the loss, its gradients, an SGD step) and the sampler (the
 "forward" phase: every Euler step) on every default backend of both frameworks. The noise,

@@ -2,7 +2,7 @@
 none of the built-in models covers (convolutions at three resolutions, skip connections,
 GroupNorm, upsampling), written with stackwars' public API only.
 
-    stackwars run examples/unet.py:unet -p tiny
+    stackwars run examples/unet.py:unet -p tiny --phase forward --phase train-step
 
 The batch is NCHW, PyTorch's layout; the JAX side works in NHWC, Flax's (and XLA's) own,
 transposing at its two ends, as a port of PyTorch code to Flax does. The loss is stackwars'

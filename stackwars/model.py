@@ -599,64 +599,86 @@ def _float64_loss(wl, twin, model, tb):
 # ---- JAX side -------------------------------------------------------------------------------
 
 def _jax_twin(wl: UserWorkload) -> types.SimpleNamespace:
-    """The pure-function twin interface of the JAX backends: ``build`` gives (static, params
-    pytree in the JAX side's own layout); ``forward``/``loss`` merge an NNX module from them
-    (or call ``apply``), which is how NNX runs under ``jax.jit``; ``canonical`` takes the
-    parameters back to PyTorch's names and layouts for the parity check."""
+    """The pure-function twin interface of the JAX backends. ``build`` gives (static, (params,
+    rest)): the parameters in the JAX side's own layout, and the rest of an NNX module's state
+    (BatchNorm's statistics); both are arguments of every step, never constants baked into
+    it. ``forward`` merges an NNX module from them in eval mode (or calls ``apply``), which is
+    how NNX runs under ``jax.jit``; the train step (``loss_and_state``) merges it in train
+    mode, differentiates with respect to the parameters and returns the updated rest, at the
+    trace level NNX requires; ``canonical`` takes the parameters back to PyTorch's names and
+    layouts for the parity check."""
+    import jax
     import jax.numpy as jnp
 
     def build(cfg, params):
         kind, graph, tree, rest = wl.jax_parts(cfg, 0)
         plan = wl.transfer_plan(cfg)
-        values = plan.to_jax(params, jnp)
         first = next(iter(params.values()))
-        values = {k: jnp.asarray(v, dtype=first.dtype) for k, v in values.items()}
-        import jax
-
+        values = {k: jnp.asarray(v, dtype=first.dtype) for k, v in plan.to_jax(params, jnp).items()}
         device = next(iter(first.devices())) if hasattr(first, "devices") else None
         if device is not None:
             values = {k: jax.device_put(v, device) for k, v in values.items()}
-            if rest is not None:
-                rest = jax.device_put(rest, device)
-        return (kind, graph, rest, plan, cfg), unflat(tree, values)
+            rest = jax.device_put(rest, device) if rest is not None else None
+        return (kind, graph, plan, cfg), (unflat(tree, values), rest)
 
-    def model_of(static, params):
-        kind, graph, rest, _, _ = static
-        if kind == "pure":
-            return None
+    def model_of(static, params, rest, training):
         from flax import nnx
 
-        return nnx.merge(graph, params, rest)
+        model = nnx.merge(static[1], params, rest)
+        # as PyTorch's side runs: eval() for the forward phase (BatchNorm's running statistics,
+        # no dropout), train() for the train step
+        mode = getattr(model, "train" if training else "eval", None)
+        if callable(mode):
+            mode()
+        return model
 
-    def call(static, params, batch):
-        kind, graph = static[0], static[1]
-        if kind == "pure":
-            if wl.model.jax_forward is not None:
-                return wl.model.jax_forward(lambda *xs: graph(params, *xs), batch)
-            return graph(params, *[batch[k] for k in wl.input_names(batch)])
-        model = model_of(static, params)
-        if wl.model.jax_forward is not None:
-            return wl.model.jax_forward(model, batch)
-        return model(*[batch[k] for k in wl.input_names(batch)])
+    def run(model_or_apply, batch, custom):
+        if custom is not None:
+            return custom(model_or_apply, batch)
+        return model_or_apply(*[batch[k] for k in wl.input_names(batch)])
 
-    def forward(static, params, batch):
-        return call(static, params, batch)
+    def call(static, params, rest, batch, training):
+        """(output, the model after the call or None)."""
+        if static[0] == "pure":
+            apply = static[1]
+            return run(lambda *xs: apply(params, *xs), batch, wl.model.jax_forward), None
+        model = model_of(static, params, rest, training)
+        return run(model, batch, wl.model.jax_forward), model
 
-    def loss(static, params, batch):
+    def forward(static, tree, batch):
+        return call(static, tree[0], tree[1], batch, False)[0]
+
+    def loss_and_state(static, params, rest, batch):
         if wl.model.jax_loss is not None:
-            kind, graph = static[0], static[1]
-            model = (lambda *xs: graph(params, *xs)) if kind == "pure" else model_of(static, params)
-            return wl.model.jax_loss(model, batch)
-        out = call(static, params, batch)
-        if wl.model.loss is not None:
-            return wl.model.loss(out, batch)
-        return default_loss(out, batch, "jax")
+            if static[0] == "pure":
+                apply = static[1]
+                return wl.model.jax_loss(lambda *xs: apply(params, *xs), batch), rest
+            model = model_of(static, params, rest, True)
+            value = wl.model.jax_loss(model, batch)
+        else:
+            out, model = call(static, params, rest, batch, True)
+            value = wl.model.loss(out, batch) if wl.model.loss is not None else default_loss(out, batch, "jax")
+        if model is None:
+            return value, rest
+        from flax import nnx
 
-    def canonical(static, params):
-        return static[3].to_canonical(flat(params))
+        return value, nnx.split(model, nnx.Param, ...)[2]
+
+    def loss(static, tree, batch):
+        return loss_and_state(static, tree[0], tree[1], batch)[0]
+
+    def partition(static, tree):
+        return tree
+
+    def combine(static, params, rest):
+        return params, rest
+
+    def canonical(static, tree):
+        return static[2].to_canonical(flat(tree[0]))
 
     return types.SimpleNamespace(build=build, canonical=canonical, forward=forward, loss=loss,
-                                 __name__=f"{wl.name} (jax)")
+                                 loss_and_state=loss_and_state, partition=partition, combine=combine,
+                                 call=call, __name__=f"{wl.name} (jax)")
 
 
 def _jax_forward_numpy(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> np.ndarray:
@@ -690,9 +712,11 @@ def _jax_step_x64(wl: UserWorkload, cfg, phase: str, params: Arrays, batch: Arra
         if phase == "forward":
             return {"out": np.asarray(twin.forward(static, tree, jb), dtype=np.float64)}
 
-        def loss64(p):
+        params, rest = tree
+
+        def loss64(p, r):  # the rest (BatchNorm's statistics) an argument too: NNX updates it at this level
             if wl.model.jax_loss is None and wl.model.loss is None:
-                out = twin.forward(static, p, jb)
+                out = twin.call(static, p, r, jb, True)[0]  # the default loss, in float64
                 target = jb.get("target")
                 if target is None:
                     return jnp.mean(jnp.sum(out * out, axis=-1))
@@ -700,13 +724,13 @@ def _jax_step_x64(wl: UserWorkload, cfg, phase: str, params: Arrays, batch: Arra
                     logp = jax.nn.log_softmax(out.reshape(-1, out.shape[-1]))
                     return -jnp.mean(jnp.take_along_axis(logp, target.reshape(-1, 1), axis=1))
                 return jnp.mean(jnp.sum((out - target) ** 2, axis=-1))
-            return twin.loss(static, p, jb)
+            return twin.loss_and_state(static, p, r, jb)[0]
 
-        loss, grads = jax.value_and_grad(loss64)(tree)
+        loss, (grads, _) = jax.value_and_grad(loss64, argnums=(0, 1))(params, rest)
         tx = make_optimizer(wl.optimizer(cfg))
-        updates, _ = tx.update(grads, tx.init(tree), tree)
-        new = optax.apply_updates(tree, updates)
-        before, after = flat(tree), flat(new)
+        updates, _ = tx.update(grads, tx.init(params), params)
+        new = optax.apply_updates(params, updates)
+        before, after = flat(params), flat(new)
         out = {"loss": np.asarray(loss, dtype=np.float64)}
         out.update({f"update.{k}": np.asarray(after[k], dtype=np.float64) - np.asarray(before[k], dtype=np.float64)
                     for k in before})

@@ -253,10 +253,12 @@ def test_a_transfer_pair_carries_parameters_that_do_not_line_up(tmp_path):
             jax=(init, apply),
             transfer=(lambda t: {"both": np.concatenate([t["weight"].T, t["bias"][None]])},
                       lambda j: {"weight": j["both"][:-1].T, "bias": j["both"][-1]}),
+            flops=lambda size, phase: 2 * size.batch * size.features * 3 * (1 if phase == "forward" else 3),
         )
     """))
     r, cells = _run([f"{tmp_path}/fused.py:net", "-b", "torch-eager", "-b", "jax-jit", "--inline"], tmp_path / "r.db")
     _assert_in_parity(r, cells, ["jax-jit", "torch-eager"])
+    assert {m.spec.phase: m.flops for m in cells} == {"forward": 144, "train-step": 432}  # the user's count
 
 
 def test_an_installed_package_entry_point_is_found(tmp_path):
@@ -276,3 +278,50 @@ def test_an_installed_package_entry_point_is_found(tmp_path):
     text = " ".join(r.stdout.split())
     assert "from-a-package" in text
     assert "package mymodels:net (entry point mine)" in text
+
+
+BATCHNORM = """
+import jax
+import torch
+from flax import nnx
+import stackwars
+
+
+class T(torch.nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.fc = torch.nn.Linear(size.features, 8)
+        self.bn = torch.nn.BatchNorm1d(8)
+        self.out = torch.nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.out(torch.tanh(self.bn(self.fc(x))))
+
+
+class J(nnx.Module):
+    def __init__(self, size, rngs):
+        self.fc = nnx.Linear(size.features, 8, rngs=rngs)
+        self.bn = nnx.BatchNorm(8, momentum=0.9, epsilon=1e-5, rngs=rngs)
+        self.out = nnx.Linear(8, 2, rngs=rngs)
+
+    def __call__(self, x):
+        return self.out(jax.numpy.tanh(self.bn(self.fc(x))))
+
+
+net = stackwars.Model(
+    name="with-batchnorm",
+    presets={"tiny": {"batch": 16, "features": 5}},
+    batch=lambda size, rng: {"x": rng.standard_normal((size.batch, size.features)) * 3 + 1,
+                             "target": rng.standard_normal((size.batch, 2))},
+    torch=T,
+    jax=J,
+)
+"""
+
+
+def test_batchnorm_runs_in_each_phase_as_pytorch_runs_it(tmp_path):
+    """Forward: running statistics (eval) on both sides; train step: the batch's statistics.
+    The inputs are far from mean 0 and variance 1, so mixing the two would fail parity."""
+    (tmp_path / "bn.py").write_text(BATCHNORM)
+    r, cells = _run([f"{tmp_path}/bn.py:net", "-b", "torch-eager", "-b", "jax-jit", "--inline"], tmp_path / "r.db")
+    _assert_in_parity(r, cells, ["jax-jit", "torch-eager"])

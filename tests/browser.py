@@ -1,0 +1,83 @@
+"""Headless chromium driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``:
+commands to its fd 3, replies and events from its fd 4, each message ending in a NUL byte), so
+a test can type, click and wait for what a page's scripts do (the docs site's search runs in
+a web worker, which ``--dump-dom`` never waits for). Standard library only."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from typing import Any
+
+
+class Browser:
+    def __init__(self, exe: str):
+        r_in, w_in = os.pipe()
+        r_out, w_out = os.pipe()
+
+        def child_fds() -> None:
+            a, b = os.dup(r_in), os.dup(w_out)  # above 4 first, so neither dup2 clobbers the other
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+
+        self.proc = subprocess.Popen([exe, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+                                      "about:blank"], preexec_fn=child_fds, close_fds=False,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(r_in)
+        os.close(w_out)
+        self._w, self._r, self._buf, self._id = w_in, r_out, b"", 0
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        self.send("Page.enable", session=self.session)
+        self.send("Runtime.enable", session=self.session)
+
+    def send(self, method: str, params: dict | None = None, session: str | None = None) -> dict:
+        self._id += 1
+        msg: dict[str, Any] = {"id": self._id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        os.write(self._w, json.dumps(msg).encode() + b"\0")
+        while True:
+            reply = self._receive()
+            if reply.get("id") == self._id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+
+    def _receive(self) -> dict:
+        while b"\0" not in self._buf:
+            chunk = os.read(self._r, 1 << 16)
+            if not chunk:
+                raise RuntimeError("the browser closed its pipe")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\0", 1)
+        return json.loads(line)
+
+    def js(self, expression: str) -> Any:
+        out = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True},
+                        session=self.session)
+        if "exceptionDetails" in out:
+            raise RuntimeError(f"{expression[:80]}: {out['exceptionDetails']}")
+        return out["result"].get("value")
+
+    def wait(self, expression: str, timeout_s: float = 30.0) -> Any:
+        """The value of ``expression`` once it is truthy; fails after ``timeout_s``."""
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            value = self.js(expression)
+            if value:
+                return value
+            time.sleep(0.1)
+        raise AssertionError(f"not true after {timeout_s} s: {expression}")
+
+    def open(self, url: str) -> None:
+        self.send("Page.navigate", {"url": url}, session=self.session)
+        self.wait("document.readyState === 'complete' && location.href !== 'about:blank'")
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        os.close(self._w)
+        os.close(self._r)

@@ -1,0 +1,185 @@
+"""The README and the documentation site: short README with the two commands first, reference
+pages generated from the code and current, every command and option the docs name real, the
+quickstart runnable, and the site built strictly and working in a headless browser
+(navigation and search)."""
+
+import functools
+import http.server
+import os
+import re
+import shlex
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from stackwars.cli import app
+from stackwars.cli.reference import cli_markdown, commands, options, workloads_markdown
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
+
+
+def _blocks(text: str) -> list[str]:
+    return FENCE.findall(text)
+
+
+def _pages() -> list[Path]:
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+def test_the_readme_is_short_and_starts_with_the_two_commands():
+    text = README.read_text()
+    assert len(text.splitlines()) <= 150
+    main_job, tests = (b.strip() for b in _blocks(text)[:2])
+    assert main_job.startswith("./scripts/setup.sh && { .venv/bin/stackwars peaks; .venv/bin/stackwars run ")
+    assert tests == "./scripts/setup.sh && .venv/bin/python -m pytest -q"
+    assert (ROOT / ".ci" / "run").read_text().rstrip().endswith(tests)  # CI runs exactly that
+
+
+def test_the_generated_reference_pages_are_current():
+    """They are generated from the typer app and the registry; a command, option or workload
+    changed without `python scripts/gen-docs.py` fails here."""
+    assert (DOCS / "reference" / "cli.md").read_text() == cli_markdown()
+    assert (DOCS / "reference" / "workloads.md").read_text() == workloads_markdown()
+
+
+def test_the_cli_reference_lists_every_command_and_option_that_help_shows():
+    page = (DOCS / "reference" / "cli.md").read_text()
+    runner = CliRunner()
+    seen = 0
+    for path, cmd in commands():
+        section = page.split(f"## `{path}`\n", 1)
+        assert len(section) == 2, f"{path} has no section in the CLI reference"
+        section = section[1].split("\n## ", 1)[0]
+        shown = runner.invoke(app, [*path.split()[1:], "--help"], env={"COLUMNS": "250"}).output
+        for opt in options(cmd):
+            if opt == "--help":
+                continue
+            assert opt in shown, (path, opt)  # --help shows it...
+            assert f"`{opt}`" in section, (path, opt)  # ...and so does the reference
+            seen += 1
+    assert seen > 100
+
+
+def _invocations(text: str):
+    """(command path, options) of every `stackwars ...` written in code (blocks and inline)."""
+    code = _blocks(text) + re.findall(r"`([^`\n]+)`", FENCE.sub("", text))
+    for chunk in code:
+        for line in chunk.splitlines():
+            try:
+                tokens = shlex.split(line, comments=True)
+            except ValueError:
+                tokens = line.split()
+            for i, tok in enumerate(tokens):
+                if not (tok == "stackwars" or tok.endswith("/stackwars")):
+                    continue
+                rest = []
+                for t in tokens[i + 1:]:
+                    if t in ("|", ">", ">>", "&&", "||", "}", ";") or t.endswith(";"):
+                        break
+                    rest.append(t)
+                yield line, rest
+
+
+def test_every_command_and_option_the_docs_name_exists():
+    known = {path: set(options(cmd)) for path, cmd in commands()}
+    groups = {p.rsplit(" ", 1)[0] for p in known if p.count(" ") > 1}
+    checked, problems = 0, []
+    for page in _pages():
+        for line, rest in _invocations(page.read_text()):
+            if not rest or rest[0].startswith("-"):
+                if rest and rest[0] not in ("--version", "--help"):
+                    problems.append(f"{page.name}: {line}: stackwars {rest[0]}")
+                continue
+            if rest[0].isupper() or rest[0] in ("...", "COMMAND"):
+                continue  # a placeholder
+            path = f"stackwars {rest[0]}"
+            words = rest[1:]
+            if path in groups:
+                if not words or words[0].isupper():
+                    continue
+                path, words = f"{path} {words[0]}", words[1:]
+            if path not in known:
+                problems.append(f"{page.name}: {line}: no command {path!r}")
+                continue
+            for w in words:
+                if w.startswith("-") and not re.match(r"^-\d", w) and w != "-":
+                    if w.split("=", 1)[0] not in known[path]:
+                        problems.append(f"{page.name}: {line}: {path} has no option {w.split('=', 1)[0]}")
+            checked += 1
+    assert not problems, "\n".join(problems)
+    assert checked > 50
+
+
+def test_the_quickstart_runs(tmp_path, monkeypatch):
+    """The README's three-command quickstart, as written, in an empty directory."""
+    block = next(b for b in _blocks(README.read_text()) if b.startswith("stackwars run"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STACKWARS_DB", str(tmp_path / "stackwars.db"))
+    for line in block.strip().splitlines():
+        args = shlex.split(line)[1:]
+        r = CliRunner().invoke(app, args)
+        assert r.exit_code == 0, (line, r.output)
+    assert (tmp_path / "report" / "report.html").is_file() and (tmp_path / "report" / "report.md").is_file()
+
+
+def _mkdocs() -> None:
+    try:
+        import mkdocs  # noqa: F401
+        import material  # noqa: F401
+    except ImportError:
+        if os.environ.get("STACKWARS_REQUIRE_DOCS") == "1":
+            pytest.fail("mkdocs-material is not installed, and this run requires it (the docs extra: "
+                        "./scripts/setup.sh installs it)")
+        pytest.skip("mkdocs-material is not installed (the docs extra); ./scripts/setup.sh installs it")
+
+
+def test_the_site_builds_strictly_and_navigation_and_search_work_in_a_browser(tmp_path):
+    _mkdocs()
+    from tests.browser import Browser
+    from tests.test_report_browser import _browser
+
+    site = tmp_path / "site"
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (site / "search" / "search_index.json").is_file()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *a, **k: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    browser = Browser(_browser())
+    try:
+        browser.open(base)
+        assert browser.js("document.title").startswith("stackwars")
+        # navigation: every page of mkdocs.yml's nav is linked from the home page's sidebar
+        pages = re.findall(r":\s*([\w/-]+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(), re.M)
+        links = set(browser.js("[...document.querySelectorAll('nav.md-nav--primary a.md-nav__link')]"
+                               ".map(a => a.getAttribute('href'))"))
+        for page in pages:
+            target = "." if page == "index.md" else page[:-3].removesuffix("index").rstrip("/") + "/"
+            assert target in links, (page, sorted(links)[:10])
+        # clicking one opens it
+        browser.js("[...document.querySelectorAll('a.md-nav__link')].find(a => a.textContent.trim() === "
+                   "'Command line').click()")
+        browser.wait("document.title.startsWith('Command line') && document.readyState === 'complete' && "
+                     "!!document.querySelector('.md-search__input')")
+        assert browser.js("location.pathname") == "/reference/cli/"
+        # search: typing a word lists the pages that have it
+        browser.js("(() => { const i = document.querySelector('.md-search__input'); i.focus(); "
+                   "i.value = 'verdict'; i.dispatchEvent(new Event('input', {bubbles: true})); "
+                   "i.dispatchEvent(new KeyboardEvent('keyup', {key: 't', bubbles: true})); })()")
+        found = browser.wait("document.querySelectorAll('.md-search-result__item').length")
+        assert found >= 3
+        hrefs = browser.js("[...document.querySelectorAll('.md-search-result__item a')].map(a => a.href)")
+        assert any("/getting-started/verdict/" in h for h in hrefs), hrefs[:5]
+    finally:
+        browser.close()
+        server.shutdown()

@@ -73,13 +73,19 @@ def check(path: Path, flag: str, databases: Iterable[Path] = ()) -> Path:
         raise SpecError(f"{flag} {path}: directory {parent} does not exist")
     if not parent.is_dir():
         raise SpecError(f"{flag} {path}: {parent} is not a directory")
+    try_write_in(parent, f"{flag} {path}")
+    return path
+
+
+def try_write_in(directory: Path, what: str, verb: str = "write") -> None:
+    """Writability by trying (os.access says yes to root everywhere, /proc included): a
+    temporary file created and removed in ``directory``; a failure is bad input naming ``what``."""
     try:
-        fd, probe = tempfile.mkstemp(dir=parent, prefix=".stackwars-write-check-")
+        fd, probe = tempfile.mkstemp(dir=directory, prefix=".stackwars-write-check-")
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise SpecError(f"{flag} {path}: cannot write in {parent} ({exc.strerror or exc})") from None
-    return path
+        raise SpecError(f"{what}: cannot {verb} in {directory} ({exc.strerror or exc})") from None
 
 
 def write(path: Path, data: str | bytes, flag: str = "output") -> None:

@@ -9,7 +9,6 @@ import math
 import os
 import signal
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -18,6 +17,7 @@ from rich.console import Console
 
 from stackwars.errors import SpecError, StackwarsError
 from stackwars.harness import tmp
+from stackwars.outputs import try_write_in
 from stackwars.parse import unique
 
 out = Console()  # tables and reports: stdout
@@ -174,17 +174,6 @@ def backend_names(names: Iterable[str] | None) -> list[str] | None:
     return [registry.canonical_backend(n) for n in names]
 
 
-def _try_write_in(directory: Path, what: str) -> None:
-    """Writability by trying (os.access says yes to root everywhere, /proc included): create
-    and remove a temporary file in ``directory``."""
-    try:
-        fd, probe = tempfile.mkstemp(dir=directory, prefix=".stackwars-write-check-")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise SpecError(f"{what}: cannot write in {directory} ({exc.strerror or exc})") from None
-
-
 def writable_dir(path: Path, flag: str) -> Path:
     """An output directory that exists and can be written, or can be created: checked by
     trying in the nearest existing ancestor, creating nothing."""
@@ -192,14 +181,14 @@ def writable_dir(path: Path, flag: str) -> Path:
     if path.exists():
         if not path.is_dir():
             raise SpecError(f"{flag} {path} exists and is not a directory")
-        _try_write_in(path, f"{flag} {path}")
+        try_write_in(path, f"{flag} {path}")
         return path
     ancestor = path.resolve().parent
     while not ancestor.exists():
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         raise SpecError(f"{flag} {path}: {ancestor} is not a directory")
-    _try_write_in(ancestor, f"{flag} {path}")
+    try_write_in(ancestor, f"{flag} {path}")
     return path
 
 

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from stackwars.outputs import try_write_in
 from stackwars.errors import SpecError, StackwarsError
 from stackwars.records import CellSpec, Env, Measurement, MeasureConfig, _json_default
 from stackwars.store import db
@@ -78,12 +79,7 @@ def check_db(option: str | os.PathLike | None = None, create: bool = True, flag:
     parent = path.expanduser().resolve().parent
     if not parent.is_dir():
         raise SpecError(f"{what}: directory {parent} does not exist")
-    try:
-        fd, probe = tempfile.mkstemp(dir=parent, prefix=".stackwars-write-check-")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise SpecError(f"{what}: cannot create a database in {parent} ({exc.strerror or exc})") from None
+    try_write_in(parent, what, "create a database")
     return path
 
 

@@ -91,7 +91,10 @@ def test_interrupted_run_keeps_finished_cells_and_resumes(plugins_env, tmp_path)
     db = tmp_path / "r.db"
     cmd = [sys.executable, "-m", "stackwars", "run", "fault", "-p", "ok", "-p", "sleep", "-b", "torch-eager",
            "--min-time", "0", "--min-samples", "2", "--processes", "1", "--db", str(db)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # Ctrl-C's default action in the child, however pytest was started (a shell's background job
+    # inherits SIGINT ignored, and Python then never raises KeyboardInterrupt)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     count = 0
     while time.time() < deadline and proc.poll() is None:

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stackwars.cli import app
-from stackwars.cli.reference import cli_markdown, commands, options, workloads_markdown
+from stackwars.cli.reference import cli_markdown, commands, options, results_pages, workloads_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -47,6 +47,26 @@ def test_the_generated_reference_pages_are_current():
     changed without `python scripts/gen-docs.py` fails here."""
     assert (DOCS / "reference" / "cli.md").read_text() == cli_markdown()
     assert (DOCS / "reference" / "workloads.md").read_text() == workloads_markdown()
+
+
+def test_the_results_pages_are_one_per_machine_and_current():
+    """Generated from the fingerprints stored under results/: a result added without
+    `python scripts/gen-docs.py` fails here, as does a page for a machine no result comes from."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen-docs.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    pages = results_pages(ROOT / "results")
+    machines = {n for n in pages if n.startswith("machine-")}
+    assert len(machines) >= 2  # the Intel Xeon and the AMD EPYC VMs
+    assert {p.name for p in (DOCS / "results").glob("machine-*.md")} == machines
+    for name, text in pages.items():
+        assert (DOCS / "results" / name).read_text() == text, name
+    mkdocs = (ROOT / "mkdocs.yml").read_text()
+    assert gen.nav_with(pages, mkdocs) == mkdocs
+    epyc = next(pages[n] for n in machines if "epyc" in n)
+    assert "| `verdict-cpu/main-job-verdict.json` | mha · small · train-step · cpu · float32 |" in epyc
 
 
 def test_the_cli_reference_lists_every_command_and_option_that_help_shows():

@@ -88,3 +88,122 @@ def workloads_markdown() -> str:
         out.append(f"| `{name}` | {b.framework} | {'yes' if b.default else 'no'} | {', '.join(b.devices)} | "
                    f"{_cell(b.description)} |\n")
     return "".join(out)
+
+
+# ---- results, one page per machine -----------------------------------------------------------
+
+RUN_ID = r"\b(20\d\d)(\d\d)(\d\d)-\d{6}-[0-9a-f]{4}\b"
+
+
+def _env_of(data: Any) -> dict | None:
+    """The environment fingerprint in a results file: the file itself, its ``env``, or its
+    first entry's."""
+    if isinstance(data, dict):
+        if "cpu_model" in data and "versions" in data:
+            return data
+        if isinstance(data.get("env"), dict):
+            return _env_of(data["env"])
+        first = next(iter(data.values()), None) if data else None
+        return _env_of(first) if isinstance(first, dict) and "cpu_model" in first else None
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        return _env_of(data[0]) if "cpu_model" in data[0] or "env" in data[0] else None
+    return None
+
+
+def _load(path) -> Any:
+    import json
+
+    try:
+        return json.loads(path.read_text())
+    except (ValueError, OSError):
+        return None
+
+
+def result_entries(root) -> list[dict[str, Any]]:
+    """Every recorded result under ``root`` (a folder, or the files sharing a stem), with the
+    machine it was measured on, its dates (from the run ids it holds) and its verdicts."""
+    import re
+    from pathlib import Path
+
+    from stackwars.records import Env
+
+    root = Path(root)
+    groups: dict[str, list[Path]] = {}
+    for p in sorted(root.iterdir()):
+        if p.is_dir():
+            groups[p.name + "/"] = sorted(q for q in p.rglob("*") if q.is_file())
+        else:
+            stem = p.name.split(".")[0]
+            groups.setdefault(stem, []).append(p)
+    entries = []
+    for name, files in groups.items():
+        env, dates, verdicts = None, set(), []
+        for f in files:
+            if f.suffix not in (".json", ".txt", ".csv", ".md"):
+                continue
+            text = f.read_text(errors="replace") if f.stat().st_size < 20 * 2**20 else ""
+            dates |= {f"{y}-{m}-{d}" for y, m, d in re.findall(RUN_ID, text)}
+            if f.suffix == ".json":
+                data = _load(f)
+                env = env or _env_of(data)
+                if isinstance(data, dict) and isinstance(data.get("verdicts"), list):
+                    verdicts.extend((str(f.relative_to(root)), v) for v in data["verdicts"])
+        entries.append({"name": name, "files": [str(f.relative_to(root.parent)) for f in files],
+                        "machine": Env(env).machine() if env else None, "env": env,
+                        "dates": sorted(dates), "verdicts": verdicts})
+    return entries
+
+
+def _slug(machine: str) -> str:
+    import re
+
+    return re.sub(r"[^a-z0-9]+", "-", machine.lower()).strip("-")[:60]
+
+
+def results_pages(root) -> dict[str, str]:
+    """``{file name: Markdown}``: one page per machine (its fingerprint, every result measured
+    on it with dates, and the verdicts those results hold), and ``machines.md`` listing them."""
+    entries = result_entries(root)
+    machines: dict[str, list[dict]] = {}
+    for e in entries:
+        machines.setdefault(e["machine"] or "", []).append(e)
+    pages: dict[str, str] = {}
+    index = [GENERATED, "# Results by machine\n\n",
+             "Every result kept under `results/`, grouped by the machine it was measured on (CPU model and count, "
+             "GPUs, framework versions), from the fingerprint each one stores.\n\n",
+             "| machine | results | dates |\n|---|---|---|\n"]
+    for machine, group in sorted(machines.items(), key=lambda kv: (kv[0] == "", kv[0])):
+        if not machine:
+            continue
+        slug = _slug(machine)
+        env = group[0]["env"]
+        dates = sorted({d for e in group for d in e["dates"]})
+        index.append(f"| [{machine}](machine-{slug}.md) | {len(group)} | {dates[0] + ' to ' + dates[-1] if dates else '—'} |\n")
+        out = [GENERATED, f"# {machine}\n\n", "| | |\n|---|---|\n",
+               f"| CPU | {env.get('cpu_model')}, {env.get('cpu_count_logical')} logical CPUs |\n",
+               f"| memory | {round((env.get('memory_total_bytes') or 0) / 2**30, 1)} GiB |\n",
+               f"| GPUs | {', '.join(g.get('name', '?') for g in env.get('gpus') or []) or 'none'} |\n",
+               f"| platform | {env.get('platform')} |\n",
+               "| versions | " + ", ".join(f"{k} {v}" for k, v in sorted((env.get("versions") or {}).items())) + " |\n",
+               "\n## Results\n\n| results | dates | stackwars revision |\n|---|---|---|\n"]
+        for e in group:
+            rev = (e["env"] or {}).get("git_revision") or ""
+            out.append(f"| `results/{e['name']}` | {', '.join(e['dates']) or '—'} | {rev[:10] or '—'} |\n")
+        rows = [fv for e in group for fv in e["verdicts"]]
+        if rows:
+            out.append("\n## Verdicts\n\nJAX/PyTorch time of each framework's best mode, 95% CI over processes "
+                       "(< 1: JAX faster).\n\n| results | workload | best PyTorch | best JAX | JAX/PyTorch (95% CI) "
+                       "| verdict |\n|---|---|---|---|---|---|\n")
+            for name, v in rows:
+                ci = (f" ({v['ci_low']:.3f}–{v['ci_high']:.3f})" if v.get("ci_low") and v.get("ci_high") else "")
+                ratio = f"{v['ratio']:.3f}{ci}" if v.get("ratio") else "—"
+                what = " · ".join(str(v.get(k)) for k in ("workload", "preset", "phase", "device", "dtype") if v.get(k))
+                out.append(f"| `{name}` | {what} | {v.get('best_torch') or '—'} | {v.get('best_jax') or '—'} | "
+                           f"{ratio} | {v.get('verdict')} |\n")
+        pages[f"machine-{slug}.md"] = "".join(out)
+    unknown = machines.get("", [])
+    if unknown:
+        index.append("\nWithout a stored fingerprint (their text names the machine): "
+                     + ", ".join(f"`results/{e['name']}`" for e in unknown) + ".\n")
+    pages["machines.md"] = "".join(index)
+    return pages

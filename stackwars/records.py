@@ -311,6 +311,8 @@ class Measurement:
             "optimizer_impl": ((self.settings or {}).get("backend") or {}).get("optimizer_impl"),
             "workload_origin": ((self.settings or {}).get("origin") or {}).get("workload"),
             "backend_origin": ((self.settings or {}).get("origin") or {}).get("backend"),
+            "host": ((self.settings or {}).get("placement") or {}).get("host"),
+            "placed_on": ((self.settings or {}).get("placement") or {}).get("device"),
             "graph_replayed": bool(((self.settings or {}).get("graph_replay") or {}).get("replayed")),
         }
         row.update(roofline(self.flops, self.bytes_moved, median, self.peak))

@@ -25,6 +25,7 @@ import psutil
 
 from stackwars import registry, stats
 from stackwars.errors import SpecError
+from stackwars.executors import GpuPool, Placement, Serial
 from stackwars.parse import comma_list, unique
 from stackwars.harness import env as envmod
 from stackwars.harness.isolation import Outcome, run_inline, run_task
@@ -307,10 +308,19 @@ def preflight(spec: CellSpec, host_available: int | None = None, device_free: in
 
 
 def measure_one(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any], peak: Mapping[str, Any] | None,
-                inline: bool = False, reference_dir: str | None = None, run_id: str | None = None) -> Measurement:
+                inline: bool = False, reference_dir: str | None = None, run_id: str | None = None,
+                placement: Placement | None = None) -> Measurement:
     """One cell in a fresh worker. ``reference_dir``: the run's shared reference cache (see
     harness/reference.py); without one the cell computes its own reference. With
-    ``config.profile_steps``, the trace goes to ``config.profile_dir``/``run_id``."""
+    ``config.profile_steps``, the trace goes to ``config.profile_dir``/``run_id``.
+    ``placement``: where an executor puts it (its GPU, its cores); recorded on the cell."""
+    m = _measure_one(spec, config, probe, peak, inline, reference_dir, run_id, placement)
+    if placement is None:
+        return m
+    return replace(m, settings={**(m.settings or {}), "placement": placement.to_dict()})
+
+
+def _measure_one(spec, config, probe, peak, inline, reference_dir, run_id, placement) -> Measurement:
     bspec = registry.backend(spec.backend)
     ok, reason = bspec.availability(probe, spec.device, dict(spec.options))
     if ok:
@@ -333,7 +343,9 @@ def measure_one(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any],
                        "reference_dir": reference_dir, "profile_to": profile_folder(config, run_id)},
             "process": {"threads": config.threads, "device": spec.device, "cache_dir": cache_dir,
                         "env": {**bspec.process_env(dict(spec.options), spec.device),
-                                **wl.process_env(wl.config(spec.preset, dict(spec.overrides)), spec.device)}},
+                                **wl.process_env(wl.config(spec.preset, dict(spec.overrides)), spec.device),
+                                **(dict(placement.env) if placement else {})},
+                        "cpus": list(placement.cpus) if placement and placement.cpus else None},
         }
         outcome = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
     finally:
@@ -351,7 +363,8 @@ def profile_folder(config: MeasureConfig, run_id: str | None) -> str | None:
 def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: MeasureConfig, env: Mapping[str, Any],
             on_start: Callable[[CellSpec], None] | None = None,
             on_done: Callable[[Measurement], None] | None = None, inline: bool = False,
-            on_unsaved: Callable[[Measurement, Any, StoreWriteError], None] | None = None) -> list[Measurement]:
+            on_unsaved: Callable[[Measurement, Any, StoreWriteError], None] | None = None,
+            executor: Serial | GpuPool | None = None) -> list[Measurement]:
     """Measure ``specs`` in turn, storing each cell as it finishes. A cell the database refuses
     (locked too long, read-only, full) is kept in the run's pending file (``keep_pending``;
     ``--resume`` stores it) and reported to ``on_unsaved``; the run goes on."""
@@ -361,11 +374,19 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
     # the float64 references of this run: each computed by the first cell that needs it
     references = tmp.mkdtemp("reference")
     try:
-        for spec in specs:
+        specs = list(specs)
+        peaks = {(s.device, s.dtype): store.latest_peak(envmod.device_key(env, s.device), s.dtype,
+                                                        config.matmul_precision) for s in specs}
+
+        def measure(spec: CellSpec, placement: Placement) -> Measurement:
             if on_start:
                 on_start(spec)
-            peak = store.latest_peak(envmod.device_key(env, spec.device), spec.dtype, config.matmul_precision)
-            m = measure_one(spec, config, probe, peak, inline, reference_dir=references, run_id=run_id)
+            return measure_one(spec, config, probe, peaks[(spec.device, spec.dtype)], inline,
+                               reference_dir=references, run_id=run_id, placement=placement)
+
+        # the executor runs the cells (one at a time, or one per GPU); each is stored here, in this
+        # thread, as it finishes
+        for m in (executor or Serial()).run(specs, measure):
             try:
                 store.add_cell(run_id, session, m)
             except StoreWriteError as exc:

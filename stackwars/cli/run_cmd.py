@@ -14,7 +14,7 @@ from stackwars import outputs, registry, runner
 from stackwars.cli.common import (waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP, backend_names, command, command_line, err,
                                   exit_code, interruptible, interruption, number, out, profile_settings,
                                   seed as check_seed, table_width, writable_dir)
-from stackwars.parse import assignments
+from stackwars.parse import assignments, comma_list
 from stackwars.errors import SpecError
 from stackwars.harness import env as envmod
 from stackwars.records import Env, MeasureConfig, Measurement
@@ -107,6 +107,11 @@ def run(
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     resume: Optional[str] = typer.Option(None, "--resume", help="measure only the cells run RUN_ID still lacks"),
     inline: bool = typer.Option(False, "--inline", help="debug: run cells in this process (no isolation)"),
+    executor: str = typer.Option("serial", "--executor",
+                                 help="where the cells run: serial (one at a time, the default) or gpu-pool (one "
+                                      "cell per GPU of this node at a time, each worker on its own GPU and cores)"),
+    gpus: Optional[str] = typer.Option(None, "--gpus", help="gpu-pool: the GPU indices to use, comma-separated "
+                                                            "(default: every GPU NVML sees)"),
 ) -> None:
     """Measure workloads on backends; print the seed-style tables.
 
@@ -131,7 +136,8 @@ def run(
                  if n not in RESUME_MAY_CHANGE]
         if fixed:
             raise SpecError(f"--resume measures what and how the stored run planned; {', '.join(fixed)} cannot "
-                            f"change it (allowed with --resume: --db, --timeout, --json, --inline)")
+                            f"change it (allowed with --resume: --db, --timeout, --json, --inline, --executor, "
+                            f"--gpus)")
         if not path.exists():
             raise SpecError(f"--resume {resume}: no results database at {path}")
         with Store(path, on_wait=waiting) as store:
@@ -179,6 +185,16 @@ def run(
         if warm_cache is not None:
             warm_cache.mkdir(parents=True, exist_ok=True)
 
+    from stackwars import executors
+    from stackwars.harness.settings import available_cpus
+
+    if executor not in executors.EXECUTORS:
+        raise SpecError(f"unknown executor {executor!r}; allowed: {', '.join(executors.EXECUTORS)}")
+    placer = executors.make(executor, (comma_list(gpus, "--gpus", what="GPU indices") if gpus else
+                                       executors.visible_gpus() if executor == "gpu-pool" else None), available_cpus())
+    if resume is None and isinstance(placer, executors.GpuPool):
+        placer.check(specs)
+
     # The request is valid; from here on the database is written.
     with Store(path, on_wait=waiting) as store:
         if resume is None:
@@ -198,6 +214,8 @@ def run(
             if kept:
                 err.print(f"stored {kept} cell(s) an earlier session measured but could not store")
             run_id, specs = resume, store.missing(resume)
+            if isinstance(placer, executors.GpuPool):
+                placer.check(specs)
             err.print(f"resuming run {run_id}: {len(specs)} of {len(info.plan)} cells still to measure")
         err.print(f"run {run_id} -> {path}  ({len(specs)} cells, each in a fresh worker)")
         resume_hint = f"`stackwars run --resume {run_id}{f' --db {db}' if db else ''}`"
@@ -221,7 +239,7 @@ def run(
                                            + (f"kept in {where}" if where else "and no file could keep it"),
                                            highlight=False)
 
-                runner.execute(store, run_id, specs, config, env, on_start, on_done, inline, on_unsaved)
+                runner.execute(store, run_id, specs, config, env, on_start, on_done, inline, on_unsaved, placer)
                 if unsaved:
                     raise _Unsaved()
                 # once: where a verdict could not decide for a busy machine or a wide CI, more
@@ -233,7 +251,7 @@ def run(
                                            f"machine or a wide CI): {len(extra)} more process(es)[/]")
                     store.extend_plan(run_id, extra)
                     progress.update(task, total=len(specs) + len(extra))
-                    runner.execute(store, run_id, extra, config, env, on_start, on_done, inline, on_unsaved)
+                    runner.execute(store, run_id, extra, config, env, on_start, on_done, inline, on_unsaved, placer)
                     if unsaved:
                         raise _Unsaved()
         except KeyboardInterrupt as exc:
@@ -269,7 +287,7 @@ def run(
 FAILED = ("error", "timeout", "parity_fail")  # oom and unsupported are results, not failures
 
 
-RESUME_MAY_CHANGE = ("resume", "db", "timeout", "json_out", "inline")
+RESUME_MAY_CHANGE = ("resume", "db", "timeout", "json_out", "inline", "executor", "gpus")
 
 
 def given_options(ctx: typer.Context) -> list[str]:

@@ -30,9 +30,11 @@ def available_cpus() -> list[int]:
 
 
 def apply(threads: int | None, device: str | None, cache_dir: str | None,
-          env: Mapping[str, str] | None = None) -> dict[str, Any]:
+          env: Mapping[str, str] | None = None, cpus: list[int] | None = None) -> dict[str, Any]:
+    """``cpus``: the cores an executor gave this worker (its share of the host, disjoint from
+    every other worker's); by default every core this process may use."""
     applied: dict[str, Any] = {}
-    cpus = available_cpus()
+    cpus = sorted(set(cpus) & set(available_cpus())) or available_cpus() if cpus else available_cpus()
     n = min(threads or len(cpus), len(cpus))
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, cpus[:n])

@@ -40,7 +40,7 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
     proc = task.get("process")
     if proc:
         applied = settings.apply(proc.get("threads"), proc.get("device", "cpu"), proc.get("cache_dir"),
-                                 proc.get("env"))
+                                 proc.get("env"), proc.get("cpus"))
     else:  # inline (debug) mode: the parent's process is left as it is
         applied = {"inline": True}
     try:

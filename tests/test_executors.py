@@ -1,0 +1,100 @@
+"""Executors: the GPU pool never puts two timed cells on one GPU or one core, gives each
+worker its GPU and cores, returns every cell once, and refuses CPU cells; the serial executor
+records where each cell ran. The pool is tested with a fake device list (no GPU here)."""
+
+import socket
+import threading
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from stackwars import runner
+from stackwars.cli import app
+from stackwars.errors import SpecError
+from stackwars.executors import GpuPool, Placement, Serial
+from stackwars.records import CellSpec, Measurement
+from stackwars.store.results import Store
+
+
+def _cells(n, device="cuda"):
+    return [CellSpec("gemm", "tiny", "forward", "jax-jit", device, repeat=i) for i in range(n)]
+
+
+def test_the_gpu_pool_puts_one_cell_per_gpu_at_a_time_on_disjoint_cores():
+    pool = GpuPool(["3", "5"], cpus=[0, 1, 2, 3])
+    busy: dict[str, int] = {}
+    seen, lock = [], threading.Lock()
+
+    def measure(spec, placement: Placement):
+        with lock:
+            busy[placement.device] = busy.get(placement.device, 0) + 1
+            assert busy[placement.device] == 1, f"two cells at once on {placement.device}"
+            seen.append((spec.repeat, placement))
+        time.sleep(0.05)
+        with lock:
+            busy[placement.device] -= 1
+        return Measurement(spec=spec, status="ok", framework="jax")
+
+    done = list(pool.run(_cells(8), measure))
+    assert sorted(m.spec.repeat for m in done) == list(range(8))  # every cell once
+    used = {p.device for _, p in seen}
+    assert used == {"cuda:3", "cuda:5"}  # both GPUs worked
+    by_gpu = {p.device: p for _, p in seen}
+    assert by_gpu["cuda:3"].env == {"CUDA_VISIBLE_DEVICES": "3"} and by_gpu["cuda:5"].env == {"CUDA_VISIBLE_DEVICES": "5"}
+    assert set(by_gpu["cuda:3"].cpus).isdisjoint(by_gpu["cuda:5"].cpus)
+    assert all(p.host == socket.gethostname() for _, p in seen)
+
+
+def test_the_gpu_pool_refuses_cpu_cells_and_impossible_pools():
+    with pytest.raises(SpecError, match="a CPU sweep runs one cell at a time"):
+        list(GpuPool(["0", "1"], cpus=[0, 1]).run(_cells(2, "cpu"), lambda s, p: None))
+    with pytest.raises(SpecError, match="each cell's worker needs a core of its own"):
+        GpuPool(["0", "1", "2"], cpus=[0, 1])
+    with pytest.raises(SpecError, match="no GPU to place cells on"):
+        GpuPool([], cpus=[0, 1])
+
+
+def test_a_failing_cell_stops_the_pool_without_starting_more():
+    started = []
+
+    def measure(spec, placement):
+        started.append(spec.repeat)
+        if spec.repeat == 0:
+            raise KeyboardInterrupt
+        time.sleep(0.05)
+        return Measurement(spec=spec, status="ok", framework="jax")
+
+    with pytest.raises(KeyboardInterrupt):
+        list(GpuPool(["0"], cpus=[0]).run(_cells(5), measure))
+    assert started == [0]  # nothing started after the interrupt
+
+
+def test_serial_cells_record_their_host_and_device(tmp_path):
+    db = tmp_path / "r.db"
+    r = CliRunner().invoke(app, ["run", "gemm", "-p", "tiny", "-b", "torch-eager", "--processes", "1",
+                                 "--min-time", "0", "--inline", "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    ((_, m),) = Store(db).cells()
+    assert m.settings["placement"] == {"host": socket.gethostname(), "device": "cpu", "env": {}, "cpus": None}
+    row = m.to_row()
+    assert row["host"] == socket.gethostname() and row["placed_on"] == "cpu"
+
+
+def test_the_executor_is_chosen_before_anything_is_written(tmp_path):
+    db = tmp_path / "r.db"
+    for args, message in ((["--executor", "gpu-pool", "--gpus", "0"], "a CPU sweep runs one cell at a time"),
+                          (["--executor", "ray"], "unknown executor 'ray'; allowed: serial, gpu-pool"),
+                          (["--gpus", "0"], "--gpus applies to --executor gpu-pool")):
+        r = CliRunner().invoke(app, ["run", "gemm", "-p", "tiny", "--db", str(db), *args])
+        assert r.exit_code == 2, r.output
+        assert message in " ".join(r.output.split())
+    assert not db.exists()
+
+
+def test_serial_is_the_default_and_keeps_the_plan_order():
+    order = []
+    out = list(Serial().run(_cells(3, "cpu"), lambda s, p: order.append(s.repeat) or
+                            Measurement(spec=s, status="ok", framework="jax")))
+    assert order == [0, 1, 2] and [m.spec.repeat for m in out] == [0, 1, 2]
+    assert runner.execute.__defaults__[-1] is None  # execute's executor: Serial unless one is given

@@ -9,8 +9,8 @@ from typer.core import TyperGroup
 
 from stackwars import __version__
 from stackwars.cli.common import refuse_empty_values
-from stackwars.cli import (compare_cmd, describe_cmd, export_cmd, fidelity_cmd, ir_cmd, list_cmd, peaks_cmd,
-                           report_cmd, reproduce_cmd, run_cmd, scaling_cmd, show_cmd, study_cmd, train_cmd, verdict_cmd)
+from stackwars.cli import (compare_cmd, describe_cmd, export_cmd, fidelity_cmd, ir_cmd, list_cmd, merge_cmd,
+                           peaks_cmd, report_cmd, reproduce_cmd, run_cmd, scaling_cmd, show_cmd, study_cmd, train_cmd, verdict_cmd)
 
 class _Group(TyperGroup):
     """The top command: it sees every argument as typed, before any is converted."""
@@ -44,6 +44,7 @@ app.command("show")(show_cmd.show)
 app.command("runs")(show_cmd.runs)
 app.command("export")(export_cmd.export)
 app.command("compare")(compare_cmd.compare)
+app.command("merge")(merge_cmd.merge)
 app.command("report")(report_cmd.report)
 app.command("reproduce")(reproduce_cmd.reproduce)
 app.command("peaks")(peaks_cmd.peaks)

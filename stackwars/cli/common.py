@@ -99,8 +99,8 @@ def check_device(device: str) -> None:
 def _flag(param: str) -> str:
     """The option a command parameter comes from: ``scaling_`` is ``--scaling``; positional
     arguments (``workloads``, ``run_ids``) are named by what they hold."""
-    if param in ("workloads", "run_ids"):
-        return {"workloads": "workload", "run_ids": "run"}[param]
+    if param in ("workloads", "run_ids", "sources"):
+        return {"workloads": "workload", "run_ids": "run", "sources": "source"}[param]
     return "--" + param.rstrip("_").replace("_", "-")
 
 

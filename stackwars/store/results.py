@@ -294,6 +294,85 @@ class Store:
             except sqlite3.DatabaseError as exc:
                 raise StoreWriteError(self.path, what, exc) from None
 
+    def merge_from(self, source: Path) -> dict[str, int]:
+        """Every run, session, cell, study row and peak of the database at ``source`` that this
+        one lacks, added in one transaction (all or nothing). A run already here gains only the
+        sessions and cells it lacks (a cell is the same when its run, key, time and record are),
+        so merging twice adds nothing and two machines' shares of one run come together without
+        a duplicate. A run id here whose stored run differs (another kind, command or
+        configuration) is refused, naming it; nothing is written then. Returns what was added."""
+        src = open_read_only(Path(source))
+        try:
+            tables = {r[0] for r in src.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            src_runs = src.execute("SELECT run_id, created_at, kind, command, config_json FROM runs").fetchall()
+            for run_id, _, kind, command, config in src_runs:
+                mine = self.conn.execute("SELECT kind, command, config_json FROM runs WHERE run_id = ?",
+                                         (run_id,)).fetchone()
+                if mine is not None and tuple(mine) != (kind, command, config):
+                    raise SpecError(f"run {run_id} is in both databases but is not the same run (kind, command or "
+                                    f"configuration differ); nothing was merged")
+
+            def insert() -> dict[str, int]:
+                added = dict.fromkeys(("runs", "sessions", "cells", "study_rows", "peaks"), 0)
+                c = self.conn
+                for run in src_runs:
+                    run_id = run[0]
+                    if c.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+                        c.execute("INSERT INTO runs (run_id, created_at, kind, command, config_json) VALUES "
+                                  "(?,?,?,?,?)", run)
+                        added["runs"] += 1
+                    for row in src.execute("SELECT position, cell_key, spec_json FROM run_plan WHERE run_id = ?",
+                                           (run_id,)):
+                        c.execute("INSERT OR IGNORE INTO run_plan (run_id, position, cell_key, spec_json) "
+                                  "VALUES (?,?,?,?)", (run_id, *row))
+                    sessions = {}
+                    for sid, started, env_json in src.execute(
+                            "SELECT session_id, started_at, env_json FROM sessions WHERE run_id = ?", (run_id,)):
+                        found = c.execute("SELECT session_id FROM sessions WHERE run_id = ? AND started_at = ? AND "
+                                          "env_json = ?", (run_id, started, env_json)).fetchone()
+                        if found is None:
+                            found = (c.execute("INSERT INTO sessions (run_id, started_at, env_json) VALUES (?,?,?)",
+                                               (run_id, started, env_json)).lastrowid,)
+                            added["sessions"] += 1
+                        sessions[sid] = found[0]
+                    for row in src.execute(
+                            "SELECT session_id, cell_key, created_at, workload, preset, phase, backend, framework, "
+                            "device, dtype, status, first_call_s, second_call_s, steady_median_s, compile_s, "
+                            "peak_memory_bytes, parity_max_rel_err, record_json FROM cells WHERE run_id = ? "
+                            "ORDER BY id", (run_id,)):
+                        if c.execute("SELECT 1 FROM cells WHERE run_id = ? AND cell_key = ? AND created_at = ? AND "
+                                     "record_json = ?", (run_id, row[1], row[2], row[-1])).fetchone():
+                            continue
+                        c.execute("INSERT INTO cells (run_id, session_id, cell_key, created_at, workload, preset, "
+                                  "phase, backend, framework, device, dtype, status, first_call_s, second_call_s, "
+                                  "steady_median_s, compile_s, peak_memory_bytes, parity_max_rel_err, record_json) "
+                                  "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                  (run_id, sessions[row[0]], *row[1:]))
+                        added["cells"] += 1
+                    for sid, study, item, created, row_json in (src.execute(
+                            "SELECT session_id, study, item_key, created_at, row_json FROM study_rows WHERE run_id = ? "
+                            "ORDER BY id", (run_id,)) if "study_rows" in tables else ()):
+                        if c.execute("SELECT 1 FROM study_rows WHERE run_id = ? AND item_key = ? AND created_at = ? "
+                                     "AND row_json = ?", (run_id, item, created, row_json)).fetchone():
+                            continue
+                        c.execute("INSERT INTO study_rows (run_id, session_id, study, item_key, created_at, row_json) "
+                                  "VALUES (?,?,?,?,?,?)", (run_id, sessions[sid], study, item, created, row_json))
+                        added["study_rows"] += 1
+                for row in src.execute("SELECT created_at, device_key, dtype, matmul_precision, flops_per_s, "
+                                       "bytes_per_s, record_json, env_json FROM peaks ORDER BY id"):
+                    if c.execute("SELECT 1 FROM peaks WHERE created_at = ? AND device_key = ? AND dtype = ? AND "
+                                 "matmul_precision = ? AND record_json = ?",
+                                 (row[0], row[1], row[2], row[3], row[6])).fetchone():
+                        continue
+                    c.execute("INSERT INTO peaks (created_at, device_key, dtype, matmul_precision, flops_per_s, "
+                              "bytes_per_s, record_json, env_json) VALUES (?,?,?,?,?,?,?,?)", row)
+                    added["peaks"] += 1
+                return added
+
+            return self._write(f"the runs of {source}", insert)
+        finally:
+            src.close()
+
     # ---- reading -------------------------------------------------------------------------
     def run_ids(self, kind: str | None = None) -> list[str]:
         q = "SELECT run_id FROM runs" + (" WHERE kind = ?" if kind else "") + " ORDER BY created_at, run_id"

@@ -1,0 +1,38 @@
+"""stackwars merge: other results databases' runs into this one (another machine's, a cluster
+node's), each run keeping its machine; nothing lost, nothing duplicated, all or nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from stackwars import outputs
+from stackwars.cli.common import DB_HELP, command, err, waiting
+from stackwars.errors import SpecError
+from stackwars.store.results import Store, check_db
+
+
+@command
+def merge(
+    sources: list[Path] = typer.Argument(..., help="results databases to merge in"),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP + "; the database merged into (created if absent)"),
+) -> None:
+    """Add every run, session, cell, study row and peak of SOURCES that the database lacks.
+
+    A run in both gains only what it lacks, so merging twice adds nothing, and the shares of
+    one run measured on two machines come together. Each source is merged in one transaction;
+    a run id that names different runs in the two is refused (exit 2, nothing written)."""
+    target = check_db(db)
+    checked = []
+    for source in sources:
+        path = check_db(source, create=False, flag="source")
+        if outputs.same_file(path, target):
+            raise SpecError(f"source {source} is the database merged into (--db); give another")
+        checked.append(path)
+    with Store(target, on_wait=waiting) as store:
+        for path in checked:
+            added = store.merge_from(path)
+            err.print(f"{path}: added " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in added.items())
+                      + f" to {target}", highlight=False)

@@ -1,0 +1,86 @@
+"""stackwars merge: runs from other databases (other machines) into one, each keeping its
+machine; a run measured in two places comes together; nothing duplicated, merging twice adds
+nothing; a run id that names two different runs is refused with the target unchanged."""
+
+import hashlib
+from typer.testing import CliRunner
+
+from stackwars.cli import app
+from stackwars.store.results import Store, rows
+from tests.factories import measurement
+
+runner = CliRunner()
+
+
+def _db(path, machine, backends, run_id=None):
+    with Store(path) as store:
+        plan = [measurement(b).spec for b in ("torch-eager", "jax-jit")]
+        rid = run_id or store.create_run(plan, {"measure": {}}, kind="cells", command="stackwars run gemm")
+        session = store.start_session(rid, {"cpu_model": machine, "cpu_count_logical": 2, "versions": {}})
+        for b in backends:
+            store.add_cell(rid, session, measurement(b))
+        store.add_study_rows(rid, session, "recompile", "as-is", [{"call_index": 0, "machine": machine}])
+        store.add_peak("cpu:" + machine, "float32", "highest", 1e11, 1e10, {"machine": machine}, {"cpu_model": machine})
+    return rid
+
+
+def _counts(path):
+    s = Store(path, create=False)
+    return {t: s.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+            for t in ("runs", "sessions", "cells", "study_rows", "peaks")}
+
+
+def test_runs_from_two_machines_merge_into_one_database_each_keeping_its_machine(tmp_path):
+    a, b, into = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "all.db"
+    run_a = _db(a, "Intel Xeon", ["torch-eager", "jax-jit"])
+    run_b = _db(b, "AMD EPYC", ["torch-eager", "jax-jit"])
+    r = runner.invoke(app, ["merge", str(a), str(b), "--db", str(into)])
+    assert r.exit_code == 0, r.output
+    assert _counts(into) == {"runs": 2, "sessions": 2, "cells": 4, "study_rows": 2, "peaks": 2}
+    machines = {row["run_id"]: row["machine"] for row in rows(Store(into, create=False))}
+    assert "Intel Xeon" in machines[run_a] and "AMD EPYC" in machines[run_b]
+    # merging again adds nothing
+    r = runner.invoke(app, ["merge", str(a), str(b), "--db", str(into)])
+    assert r.exit_code == 0 and "added 0 runs, 0 sessions, 0 cells, 0 study rows, 0 peaks" in " ".join(r.output.split())
+    assert _counts(into) == {"runs": 2, "sessions": 2, "cells": 4, "study_rows": 2, "peaks": 2}
+
+
+def test_one_run_measured_in_two_places_comes_together_without_a_duplicate(tmp_path):
+    """A run resumed on another node: each database holds the run and some of its cells."""
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    run_id = _db(a, "node 1", ["torch-eager"])
+    run_row = Store(a, create=False).conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    with Store(b) as store:  # the same run (id, command, configuration) on a second node
+        store.conn.execute("INSERT INTO runs (run_id, created_at, kind, command, config_json) VALUES (?,?,?,?,?)",
+                           tuple(run_row))
+    _db(b, "node 2", ["jax-jit"], run_id=run_id)
+    r = runner.invoke(app, ["merge", str(b), "--db", str(a)])
+    assert r.exit_code == 0, r.output
+    cells = Store(a, create=False).cells(run_id)
+    assert sorted(m.spec.backend for _, m in cells) == ["jax-jit", "torch-eager"]
+    assert _counts(a)["sessions"] == 2
+
+
+def test_a_run_id_naming_two_different_runs_is_refused_and_nothing_is_written(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    run_id = _db(a, "node 1", ["torch-eager"])
+    with Store(b) as store:
+        store.conn.execute("INSERT INTO runs (run_id, created_at, kind, command, config_json) VALUES (?,?,?,?,?)",
+                           (run_id, "2026-01-01", "cells", "stackwars run ffn", "{}"))
+    before = hashlib.sha256(a.read_bytes()).hexdigest()
+    r = runner.invoke(app, ["merge", str(b), "--db", str(a)])
+    assert r.exit_code == 2
+    assert f"run {run_id} is in both databases but is not the same run" in " ".join(r.output.split())
+    assert hashlib.sha256(a.read_bytes()).hexdigest() == before
+
+
+def test_merge_refuses_a_source_that_is_the_target_or_missing(tmp_path):
+    a = tmp_path / "a.db"
+    _db(a, "node 1", ["torch-eager"])
+    r = runner.invoke(app, ["merge", str(a), "--db", str(a)])
+    assert r.exit_code == 2 and "is the database merged into" in " ".join(r.output.split())
+    r = runner.invoke(app, ["merge", str(tmp_path / "nope.db"), "--db", str(a)])
+    assert r.exit_code == 2 and "no results database at" in " ".join(r.output.split())
+    r = runner.invoke(app, ["merge", str(a), str(a), "--db", str(tmp_path / "b.db")])
+    assert r.exit_code == 2 and "source" in r.output and "given twice" in r.output
+    assert not (tmp_path / "b.db").exists()

@@ -478,30 +478,31 @@ def _torch_call(wl: UserWorkload, model, batch):
     return model(*[batch[k] for k in wl.input_names(batch)])
 
 
-def default_loss(out, batch, xp_name: str):
+def default_loss(out, batch, xp_name: str, precise: bool = False):
     """Squared error against a float target (summed over the last axis, averaged over the
-    rest), cross-entropy against integer class ids, or the squared output with no target."""
+    rest), cross-entropy against integer class ids, or the squared output with no target. In
+    float32 as the cells compute it; ``precise``: in float64, for the reference."""
     target = batch.get("target")
     if xp_name == "torch":
         import torch
 
-        out = out.float()
+        out = out.double() if precise else out.float()
         if target is None:
             return (out * out).sum(-1).mean()
         if not torch.is_floating_point(target):
             return torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
-        d = out - target.float()
+        d = out - target.to(out.dtype)
         return (d * d).sum(-1).mean()
     import jax.numpy as jnp
     import optax
 
-    out = out.astype(jnp.float32)
+    out = out.astype(jnp.float64 if precise else jnp.float32)
     if target is None:
         return jnp.mean(jnp.sum(out * out, axis=-1))
     if jnp.issubdtype(target.dtype, jnp.integer):
         return optax.softmax_cross_entropy_with_integer_labels(out.reshape(-1, out.shape[-1]),
                                                                target.reshape(-1)).mean()
-    d = out - target.astype(jnp.float32)
+    d = out - target.astype(out.dtype)
     return jnp.mean(jnp.sum(d * d, axis=-1))
 
 
@@ -580,20 +581,11 @@ def _torch_step(wl: UserWorkload, cfg, phase: str, params: Arrays, batch: Arrays
 
 
 def _float64_loss(wl, twin, model, tb):
-    """The loss in float64: the default loss casts to float32 (as the cells do), which the
+    """The loss in float64: the default loss computes in float32 (as the cells do), which the
     reference must not."""
     if wl.model.torch_loss is not None or wl.model.loss is not None:
         return twin.loss(model, tb)
-    import torch
-
-    out = twin.forward(model, tb).double()
-    target = tb.get("target")
-    if target is None:
-        return (out * out).sum(-1).mean()
-    if not torch.is_floating_point(target):
-        return torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
-    d = out - target.double()
-    return (d * d).sum(-1).mean()
+    return default_loss(twin.forward(model, tb), tb, "torch", precise=True)
 
 
 # ---- JAX side -------------------------------------------------------------------------------
@@ -716,14 +708,7 @@ def _jax_step_x64(wl: UserWorkload, cfg, phase: str, params: Arrays, batch: Arra
 
         def loss64(p, r):  # the rest (BatchNorm's statistics) an argument too: NNX updates it at this level
             if wl.model.jax_loss is None and wl.model.loss is None:
-                out = twin.call(static, p, r, jb, True)[0]  # the default loss, in float64
-                target = jb.get("target")
-                if target is None:
-                    return jnp.mean(jnp.sum(out * out, axis=-1))
-                if jnp.issubdtype(target.dtype, jnp.integer):
-                    logp = jax.nn.log_softmax(out.reshape(-1, out.shape[-1]))
-                    return -jnp.mean(jnp.take_along_axis(logp, target.reshape(-1, 1), axis=1))
-                return jnp.mean(jnp.sum((out - target) ** 2, axis=-1))
+                return default_loss(twin.call(static, p, r, jb, True)[0], jb, "jax", precise=True)
             return twin.loss_and_state(static, p, r, jb)[0]
 
         loss, (grads, _) = jax.value_and_grad(loss64, argnums=(0, 1))(params, rest)

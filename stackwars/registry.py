@@ -6,6 +6,7 @@ module names) adds third-party ones, in the parent and in every worker alike.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import types
@@ -115,26 +116,25 @@ def _load_entry_points() -> None:
             _importing = None
 
 
-def _register_models(obj: Any, origin: str) -> list[str]:
-    """Register ``obj`` if it is a ``stackwars.Model``, or every Model a module defines; the
-    names registered."""
+def _register_models(obj: Any, origin: str) -> None:
+    """Register ``obj`` if it is a ``stackwars.Model``, or every Model a module defines, as
+    coming from ``origin``."""
+    global _importing
     from stackwars.model import Model, UserWorkload
 
-    models = [obj] if isinstance(obj, Model) else [v for v in vars(obj).values() if isinstance(v, Model)] \
-        if isinstance(obj, types.ModuleType) else []
-    names = []
-    for m in models:
-        if _WORKLOADS.get(m.name) is not None and getattr(_WORKLOADS[m.name], "model", None) is m:
-            names.append(m.name)
-            continue
-        global _importing
-        previous, _importing = _importing, origin
-        try:
-            register_workload(UserWorkload(m, origin))
-        finally:
-            _importing = previous
-        names.append(m.name)
-    return names
+    if isinstance(obj, Model):
+        models = [obj]
+    elif isinstance(obj, types.ModuleType):
+        models = [v for v in vars(obj).values() if isinstance(v, Model)]
+    else:
+        models = []
+    previous, _importing = _importing, origin
+    try:
+        for m in models:
+            if getattr(_WORKLOADS.get(m.name), "model", None) is not m:  # not the same Model seen again
+                register_workload(UserWorkload(m, origin))
+    finally:
+        _importing = previous
 
 
 _files: dict[str, types.ModuleType] = {}
@@ -153,7 +153,7 @@ def load_file(path_text: str) -> types.ModuleType:
         return _files[path]
     if not os.path.isfile(path):
         raise SpecError(f"{path_text}: no such file")
-    digest = __import__("hashlib").sha256(path.encode()).hexdigest()[:10]
+    digest = hashlib.sha256(path.encode()).hexdigest()[:10]
     module_name = f"stackwars_user_{os.path.splitext(os.path.basename(path))[0]}_{digest}".replace("-", "_")
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)

@@ -11,4 +11,4 @@ TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 # the mlir (torch-mlir: PyTorch -> StableHLO), kernels (Triton, interpreted on the CPU) and
 # reference (transformers: the models' independent implementations) and docs (mkdocs-material:
 # the documentation site) extras are optional for users; the tests exercise all four
-.venv/bin/python -m pip install --quiet "$TORCH_SPEC" -e ".[test,mlir,kernels,reference,docs]"
+.venv/bin/python -m pip install --quiet "$TORCH_SPEC" -e ".[test,mlir,kernels,reference,docs,ray,slurm]"

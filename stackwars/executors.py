@@ -1,67 +1,149 @@
 """Where the cells of a sweep run: one small interface, one class per way.
 
 An executor takes the planned cells and a ``measure(spec, placement)`` function (the runner's
-``measure_one``, which starts the cell's worker) and yields each cell's Measurement as it
-finishes; the runner stores it from its own thread. Timing integrity is the executor's job:
+``CellMeasure``, picklable, which starts the cell's worker wherever it is called) and yields
+each cell's Measurement as it finishes; the runner stores it from its own thread. Timing
+integrity is the executor's job:
 
 * ``Serial`` (the default): one cell at a time on this host, as every run so far.
 * ``GpuPool``: the node's GPUs, one cell per GPU at a time, each worker seeing only its GPU
   (``CUDA_VISIBLE_DEVICES``) and pinned to its own share of the host's cores, so that no two
   timed cells share a device or a core. CPU cells are refused: on a CPU the device is the
   host's cores, so a CPU sweep runs one cell per host at a time (``Serial``).
+* ``Ray``: each cell a Ray task asking for one GPU (and that GPU's share of the node's CPUs),
+  or, for a CPU cell, for every CPU of a node, so Ray itself never puts two timed cells on one
+  device or one host's cores. Results stream back to the driver as tasks finish.
+* ``Submitit``: each cell a SLURM job (one job array per kind of cell) through submitit, a GPU
+  cell asking for one GPU, a CPU cell for a whole node (``--exclusive``); or submitit's local
+  executor, one job at a time on this host (the same jobs without a cluster).
 
-Every cell records its ``Placement``: the host, the device it ran on, and what its worker
-was given (``settings.placement``; the rows' ``host`` and ``placed_on`` columns).
+Ray and submitit are optional extras (``pip install 'stackwars[ray]'`` / ``[slurm]``); asking
+for one that is not installed is bad input with that command.
+
+A cell whose worker dies under the executor (a Ray worker killed, a node lost, a SLURM job
+pre-empted or cancelled) is ``lost``: stored with status ``error`` and ``settings.lost``, the
+run goes on, and ``--resume`` measures it again, replacing the lost record (no duplicate).
+
+Every cell records its ``Placement``: the host, the device it ran on, the kind of machine
+there, and what its worker was given (``settings.placement``; the rows' ``host`` and
+``placed_on`` columns). Cells that ran on different kinds of machine get different machine
+labels, so their verdicts are kept apart.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import queue
+import shutil
 import socket
+import tempfile
 import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from stackwars.errors import SpecError
 from stackwars.records import CellSpec, Measurement
 
-EXECUTORS = ("serial", "gpu-pool")
+EXECUTORS = ("serial", "gpu-pool", "ray", "slurm", "submitit-local")
+EXTRAS = {"ray": ("ray", "ray"), "slurm": ("submitit", "slurm"), "submitit-local": ("submitit", "slurm")}
 
 
 @dataclass(frozen=True)
 class Placement:
     """Where one cell runs: the host, the device as the machine names it (``cuda:3`` is the
-    fourth GPU of the node, whatever the worker calls it), the environment and the CPUs its
-    worker is given."""
+    fourth GPU of the node, whatever the worker calls it), the kind of machine there (its CPU
+    and, for a GPU cell, that GPU's name: ``harness.env.device_kind``), the environment and the
+    CPUs its worker is given."""
 
     host: str
     device: str
     env: Mapping[str, str] = field(default_factory=dict)
     cpus: tuple[int, ...] | None = None
+    kind: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict:
         return {"host": self.host, "device": self.device, "env": dict(self.env),
-                "cpus": list(self.cpus) if self.cpus is not None else None}
+                "cpus": list(self.cpus) if self.cpus is not None else None,
+                "kind": dict(self.kind) if self.kind is not None else None}
 
 
 Measure = Callable[[CellSpec, Placement], Measurement]
+OnStart = Callable[[CellSpec], None]
 
 
-class Serial:
+def here(spec: CellSpec, gpu: str | None = None, env: Mapping[str, str] | None = None,
+         cpus: Sequence[int] | None = None) -> Placement:
+    """The placement of a cell on this host; on a GPU, ``gpu`` (the index ``CUDA_VISIBLE_DEVICES``
+    takes; by default the first this process sees, as Ray or SLURM set it)."""
+    from stackwars.harness.env import device_kind
+
+    if spec.device != "cuda":
+        return Placement(socket.gethostname(), "cpu", dict(env or {}), tuple(cpus) if cpus else None, device_kind(None))
+    if gpu is None:
+        gpu = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
+    return Placement(socket.gethostname(), f"cuda:{gpu}", dict(env or {}), tuple(cpus) if cpus else None,
+                     device_kind(gpu))
+
+
+def lost(spec: CellSpec, executor: str, why: str) -> Measurement:
+    """A cell whose worker died under the executor, not of anything the cell did: a failed
+    record that ``--resume`` measures again (``Store.missing``)."""
+    from stackwars import registry
+
+    why = " ".join(str(why).split())[:2000]
+    return Measurement(spec=spec, status="error", framework=registry.backend(spec.backend).framework,
+                       error=f"lost: the {executor} worker running this cell died before it returned ({why}); "
+                             f"`stackwars run --resume RUN_ID` measures it again",
+                       settings={"lost": {"executor": executor, "why": why}})
+
+
+class Executor:
+    """The interface. ``local``: the cells run on this host, so a run-wide folder in this host's
+    temporary directory (the float64 reference cache) is seen by every cell; otherwise only
+    ``shared_dir`` is, where one was given."""
+
+    name = "executor"
+    local = True
+    shared_dir: str | None = None
+
+    def check(self, specs: Sequence[CellSpec]) -> None:
+        """Refuse, before anything is written, cells this executor cannot place."""
+
+    def run(self, specs: Iterable[CellSpec], measure: Measure, on_start: OnStart | None = None
+            ) -> Iterator[Measurement]:
+        raise NotImplementedError
+
+    def scratch(self, kind: str) -> str | None:
+        """A fresh folder every cell of the run can read and write, or None where there is none
+        (each cell then does its own work: a reference of its own)."""
+        from stackwars.harness import tmp
+
+        if self.local:
+            return tmp.mkdtemp(kind)
+        if self.shared_dir:
+            return tempfile.mkdtemp(prefix=f"{tmp.PREFIX}{kind}-{os.getpid()}-", dir=self.shared_dir)
+        return None
+
+
+class Serial(Executor):
     """One cell at a time, on this host, in the plan's order."""
 
     name = "serial"
 
-    def run(self, specs: Iterable[CellSpec], measure: Measure) -> Iterator[Measurement]:
-        host = socket.gethostname()
+    def run(self, specs, measure, on_start=None):
         for spec in specs:
-            yield measure(spec, Placement(host, "cpu" if spec.device == "cpu" else f"{spec.device}:0"))
+            if on_start:
+                on_start(spec)
+            yield measure(spec, here(spec))
 
 
-class GpuPool:
-    """One cell per GPU at a time over ``gpus`` (the indices ``CUDA_VISIBLE_DEVICES`` takes),
-    each worker pinned to an equal, disjoint share of ``cpus``."""
+class GpuPool(Executor):
+    """One cell per GPU at a time over ``gpus`` (the indices ``CUDA_VISIBLE_DEVICES`` takes,
+    numbered as NVML numbers them: ``CUDA_DEVICE_ORDER=PCI_BUS_ID``), each worker pinned to an
+    equal, disjoint share of ``cpus``."""
 
     name = "gpu-pool"
 
@@ -75,32 +157,31 @@ class GpuPool:
             raise SpecError(f"--executor gpu-pool: {len(gpus)} GPUs but {len(cpus)} CPU cores; each cell's worker "
                             f"needs a core of its own (give fewer GPUs with --gpus)")
         share = len(cpus) // len(gpus)
+        from stackwars.harness.env import device_kind
+
         self.host = socket.gethostname()
-        self.slots = [Placement(self.host, f"cuda:{g}", {"CUDA_VISIBLE_DEVICES": g},
-                                tuple(cpus[i * share:(i + 1) * share])) for i, g in enumerate(gpus)]
+        self.slots = [Placement(self.host, f"cuda:{g}", {"CUDA_VISIBLE_DEVICES": g, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+                                tuple(cpus[i * share:(i + 1) * share]), device_kind(g)) for i, g in enumerate(gpus)]
 
-    def check(self, specs: Sequence[CellSpec]) -> None:
-        cpu = sorted({s.key for s in specs if s.device != "cuda"})
-        if cpu:
-            raise SpecError(f"--executor gpu-pool places one cell per GPU; {len(cpu)} cell(s) are not on cuda "
-                            f"(e.g. {cpu[0]}): on a CPU the device is the host's cores, so a CPU sweep runs one cell "
-                            f"at a time (--executor serial)")
+    def check(self, specs):
+        _only_cuda(self.name, specs, "on a CPU the device is the host's cores, so a CPU sweep runs one cell at a "
+                                     "time (--executor serial)")
 
-    def run(self, specs: Iterable[CellSpec], measure: Measure) -> Iterator[Measurement]:
+    def run(self, specs, measure, on_start=None):
         specs = list(specs)
         self.check(specs)
         free: queue.Queue[Placement] = queue.Queue()
         for slot in self.slots:
             free.put(slot)
-        lock = threading.Lock()
 
         def one(spec: CellSpec) -> Measurement:
             slot = free.get()  # a GPU with no timed cell on it
             try:
+                if on_start:
+                    on_start(spec)
                 return measure(spec, slot)
             finally:
-                with lock:
-                    free.put(slot)
+                free.put(slot)
 
         pool = ThreadPoolExecutor(max_workers=len(self.slots), thread_name_prefix="stackwars-gpu")
         try:
@@ -115,11 +196,185 @@ class GpuPool:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _only_cuda(name: str, specs: Sequence[CellSpec], why: str) -> None:
+    cpu = sorted({s.key for s in specs if s.device != "cuda"})
+    if cpu:
+        raise SpecError(f"--executor {name} places one cell per GPU; {len(cpu)} cell(s) are not on cuda "
+                        f"(e.g. {cpu[0]}): {why}")
+
+
+def _needs(executor: str) -> None:
+    module, extra = EXTRAS[executor]
+    try:
+        __import__(module)
+    except ImportError as exc:
+        raise SpecError(f"--executor {executor} needs {module}, which is not installed here ({exc}); install the "
+                        f"extra: pip install 'stackwars[{extra}]'") from None
+
+
+def _remote_cell(measure: Measure, spec: CellSpec) -> Measurement:
+    """A cell inside a Ray task or a SLURM job: placed where the scheduler put it (the GPU it
+    granted is this process's ``CUDA_VISIBLE_DEVICES``), measured in a fresh worker as always."""
+    return measure(spec, here(spec))
+
+
+class Ray(Executor):
+    """Each cell a Ray task. ``address``: an existing cluster (``ray start --head`` on one node,
+    ``ray start --address`` on the others; ``auto`` finds the local one); without it a private
+    cluster of this host is started for the run and stopped after it."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, shared_dir: str | None = None):
+        _needs("ray")
+        self.address = address
+        self.local = address is None
+        self.shared_dir = shared_dir
+
+    def run(self, specs, measure, on_start=None):
+        import ray
+
+        specs = list(specs)
+        pending: dict[Any, CellSpec] = {}
+        started = not ray.is_initialized()
+        if started:
+            from stackwars.harness.settings import available_cpus
+
+            kw: dict[str, Any] = {"address": self.address, "include_dashboard": False, "log_to_driver": False,
+                                  "logging_level": "ERROR"}
+            if self.address is None:  # a cluster of this host alone: its cores, a small object store
+                kw.update(num_cpus=len(available_cpus()), object_store_memory=2**27)
+            try:
+                ray.init(**kw)
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                raise SpecError(f"--executor ray: cannot reach a Ray cluster at {self.address or 'this host'}: "
+                                f"{exc}") from None
+        try:
+            nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
+            node_cpus = max(int(r.get("CPU", 0)) for r in nodes)
+            gpu_nodes = [r for r in nodes if r.get("GPU")]
+            cpus_per_gpu = min((max(1, int(r.get("CPU", 1) // r["GPU"])) for r in gpu_nodes), default=1)
+            if any(s.device == "cuda" for s in specs) and not gpu_nodes:
+                raise SpecError("--executor ray: cuda cells but no node of the Ray cluster has a GPU")
+            task = ray.remote(_remote_cell)
+            for spec in specs:
+                # a GPU cell takes one GPU and its share of the node's cores; a CPU cell every core of
+                # the largest node, so no two timed CPU cells ever share a host
+                opts = ({"num_gpus": 1, "num_cpus": cpus_per_gpu} if spec.device == "cuda" else
+                        {"num_cpus": node_cpus})
+                ref = task.options(name="stackwars_cell", max_retries=0, **opts).remote(measure, spec)
+                pending[ref] = spec
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    spec = pending.pop(ref)
+                    try:
+                        yield ray.get(ref)
+                    except ray.exceptions.RayError as exc:
+                        yield lost(spec, "ray", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        finally:
+            for ref in pending:  # stopped: nothing left queued or running
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001 - already finished or gone
+                    pass
+            if started:
+                ray.shutdown()
+
+
+class Submitit(Executor):
+    """Each cell a job through submitit: on SLURM (``cluster="slurm"``) one job array per kind
+    of cell, at most ``max_jobs`` at a time; with ``cluster="local"`` submitit's local executor,
+    one job at a time on this host. ``folder``: submitit's job files (pickled cells, logs): on
+    SLURM it must be on a filesystem every node sees, and it holds the run's reference cache."""
+
+    def __init__(self, cluster: str, folder: str | None, timeout_s: float, partition: str | None = None,
+                 max_jobs: int | None = None):
+        self.name = "slurm" if cluster == "slurm" else "submitit-local"
+        _needs(self.name)
+        if cluster == "slurm" and shutil.which("sbatch") is None:
+            raise SpecError("--executor slurm: no sbatch on PATH; submit from a SLURM login node (or use "
+                            "--executor submitit-local to run the same jobs on this host)")
+        self.cluster, self.folder, self.partition = cluster, folder, partition
+        self.max_jobs = max_jobs
+        self.local = cluster == "local"
+        self.shared_dir = folder
+        # submitit's limit on a job: the cell's own timeout (its worker is killed then) and room to
+        # start Python and import the frameworks
+        self.timeout_min = max(5, math.ceil(timeout_s / 60) + 5)
+
+    def _executor(self, folder: str, gpu: bool):
+        import submitit
+
+        ex = submitit.AutoExecutor(folder=folder, cluster=self.cluster)
+        params: dict[str, Any] = {"name": "stackwars", "timeout_min": self.timeout_min, "nodes": 1,
+                                  "tasks_per_node": 1}
+        if self.cluster == "slurm":
+            params.update(gpus_per_node=1) if gpu else params.update(slurm_exclusive=True)
+            if self.partition:
+                params["slurm_partition"] = self.partition
+            if self.max_jobs:
+                params["slurm_array_parallelism"] = self.max_jobs
+        ex.update_parameters(**params)
+        return ex
+
+    def run(self, specs, measure, on_start=None):
+        import submitit
+
+        from stackwars.harness import tmp
+
+        specs = list(specs)
+        # the jobs' files: the shared folder given, or (local) a folder of this run, removed after it
+        folder = self.folder or tmp.mkdtemp("submitit")
+        os.makedirs(folder, exist_ok=True)
+        failures = (submitit.core.utils.UncompletedJobError, submitit.core.utils.FailedJobError)
+
+        def result(job, spec):
+            try:
+                return job.result()
+            except failures as exc:
+                return lost(spec, self.name, f"job {job.job_id}: {type(exc).__name__}: {exc}")
+
+        jobs: dict[Any, CellSpec] = {}
+        try:
+            if self.local:  # one host: one timed cell at a time
+                for spec in specs:
+                    if on_start:
+                        on_start(spec)
+                    job = self._executor(folder, spec.device == "cuda").submit(_remote_cell, measure, spec)
+                    # submitit waits 15 s for a dead job's result file to show on a network filesystem;
+                    # a local job's folder is on this host
+                    job._results_timeout_s = 1
+                    jobs[job] = spec
+                    m = result(job, spec)
+                    del jobs[job]
+                    yield m
+                return
+            for gpu in (True, False):
+                group = [s for s in specs if (s.device == "cuda") == gpu]
+                if group:
+                    for job, spec in zip(self._executor(folder, gpu).map_array(_remote_cell, [measure] * len(group), group),
+                                         group):
+                        jobs[job] = spec
+            while jobs:
+                finished = [j for j in jobs if j.done()]
+                if not finished:
+                    time.sleep(2.0)
+                for job in finished:
+                    yield result(job, jobs.pop(job))
+        finally:
+            for job in jobs:  # stopped: nothing left queued or running under our name
+                try:
+                    job.cancel(check=False)
+                except Exception:  # noqa: BLE001 - already finished or gone
+                    pass
+            if self.folder is None:
+                shutil.rmtree(folder, ignore_errors=True)
+
+
 def visible_gpus() -> list[str]:
     """The GPU indices this process may use: ``CUDA_VISIBLE_DEVICES`` where it is set, else every
     GPU NVML sees; none without NVML."""
-    import os
-
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         return [g.strip() for g in visible.split(",") if g.strip()]
@@ -135,11 +390,30 @@ def visible_gpus() -> list[str]:
         return []
 
 
-def make(name: str, gpus: Sequence[str] | None = None, cpus: Sequence[int] = ()) -> Serial | GpuPool:
+def make(name: str, gpus: Sequence[str] | None = None, cpus: Sequence[int] = (), *, address: str | None = None,
+         shared_dir: str | None = None, timeout_s: float = 600.0, partition: str | None = None,
+         max_jobs: int | None = None) -> Executor:
+    """The executor ``name`` with its settings; a setting another executor takes is refused."""
+    given = {"--gpus": gpus, "--ray-address": address, "--slurm-partition": partition, "--max-jobs": max_jobs}
+    takes = {"serial": (), "gpu-pool": ("--gpus",), "ray": ("--ray-address",),
+             "slurm": ("--slurm-partition", "--max-jobs"), "submitit-local": ()}
+    if name not in takes:
+        raise SpecError(f"unknown executor {name!r}; allowed: {', '.join(EXECUTORS)}")
+    for flag, value in given.items():
+        if value and flag not in takes[name]:
+            users = [n for n, t in takes.items() if flag in t]
+            raise SpecError(f"{flag} applies to --executor {' or '.join(users)}, not {name}")
+    if shared_dir and name in ("serial", "gpu-pool"):
+        raise SpecError(f"--shared-dir is for executors whose cells run on other hosts (ray, slurm), not {name}")
+    if max_jobs is not None and max_jobs < 1:
+        raise SpecError(f"--max-jobs must be at least 1, got {max_jobs}")
     if name == "serial":
-        if gpus:
-            raise SpecError("--gpus applies to --executor gpu-pool")
         return Serial()
     if name == "gpu-pool":
         return GpuPool(gpus or [], cpus)
-    raise SpecError(f"unknown executor {name!r}; allowed: {', '.join(EXECUTORS)}")
+    if name == "ray":
+        return Ray(address, shared_dir)
+    if name == "slurm" and not shared_dir:
+        raise SpecError("--executor slurm needs --shared-dir: a folder every node sees, for the jobs' files and "
+                        "the run's reference cache")
+    return Submitit("slurm" if name == "slurm" else "local", shared_dir, timeout_s, partition, max_jobs)

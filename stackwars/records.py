@@ -313,6 +313,7 @@ class Measurement:
             "backend_origin": ((self.settings or {}).get("origin") or {}).get("backend"),
             "host": ((self.settings or {}).get("placement") or {}).get("host"),
             "placed_on": ((self.settings or {}).get("placement") or {}).get("device"),
+            "lost": ((self.settings or {}).get("lost") or {}).get("executor"),
             "graph_replayed": bool(((self.settings or {}).get("graph_replay") or {}).get("replayed")),
         }
         row.update(roofline(self.flops, self.bytes_moved, median, self.peak))
@@ -350,13 +351,19 @@ class Env:
     def to_dict(self) -> dict[str, Any]:
         return dict(self.data)
 
-    def machine(self) -> str:
+    def machine(self, ran_on: Mapping[str, Any] | None = None) -> str:
         """The machine a result comes from, as a reader needs it to place a number: the CPU
         (model, logical CPUs), the GPUs, and the framework versions. Two runs with the same
-        label are comparable; the report never mixes labels in one table or verdict."""
+        label are comparable; the report never mixes labels in one table or verdict.
+        ``ran_on``: the kind of machine a cell's executor placed it on (``Placement.kind``);
+        where that is not the run's own machine (a Ray or SLURM node of another kind), the
+        cell is labelled by where it ran, so its verdict stays apart."""
         d = self.data
         if not d:
             return "unknown machine (no environment recorded)"
+        if ran_on and not self.same_kind(ran_on):
+            d = {**d, "cpu_model": ran_on.get("cpu_model"), "cpu_count_logical": ran_on.get("cpu_count_logical"),
+                 "gpus": [{"name": ran_on["gpu"]}] if ran_on.get("gpu") else []}
         parts = [f"{d.get('cpu_model') or '?'} ({d.get('cpu_count_logical') or '?'} CPUs)"]
         gpus = [g.get("name") for g in d.get("gpus") or ()]
         if gpus:
@@ -364,6 +371,14 @@ class Env:
         vers = d.get("versions") or {}
         parts += [f"{k} {vers[k]}" for k in ("torch", "jax") if vers.get(k)]
         return " · ".join(parts)
+
+    def same_kind(self, ran_on: Mapping[str, Any]) -> bool:
+        """Whether a cell placed on ``ran_on`` ran on a machine of this run's kind."""
+        d = self.data
+        gpus = {g.get("name") for g in d.get("gpus") or ()}
+        return (ran_on.get("cpu_model") == d.get("cpu_model")
+                and ran_on.get("cpu_count_logical") == d.get("cpu_count_logical")
+                and (ran_on.get("gpu") is None or ran_on.get("gpu") in gpus))
 
     def summary(self) -> str:
         d = self.data

@@ -18,14 +18,14 @@ import itertools
 import math
 import os
 import shutil
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import psutil
 
 from stackwars import registry, stats
 from stackwars.errors import SpecError
-from stackwars.executors import GpuPool, Placement, Serial
+from stackwars.executors import Executor, Placement, Serial
 from stackwars.parse import comma_list, unique
 from stackwars.harness import env as envmod
 from stackwars.harness.isolation import Outcome, run_inline, run_task
@@ -360,33 +360,51 @@ def profile_folder(config: MeasureConfig, run_id: str | None) -> str | None:
     return os.path.join(config.profile_dir, run_id or "no-run")
 
 
+@dataclass(frozen=True)
+class CellMeasure:
+    """What an executor calls for each cell: ``measure_one`` with the run's settings bound.
+    Picklable, so Ray and submitit carry it to another process or host; the plugins (a user's
+    model file) go with it, for a worker there to find the cell's workload."""
+
+    config: MeasureConfig
+    probe: Mapping[str, Any]
+    peaks: Mapping[tuple[str, str], Any]
+    reference_dir: str | None
+    run_id: str
+    inline: bool = False
+    plugins: str | None = None
+
+    def __call__(self, spec: CellSpec, placement: Placement) -> Measurement:
+        if self.plugins and not os.environ.get("STACKWARS_PLUGINS"):
+            os.environ["STACKWARS_PLUGINS"] = self.plugins
+        return measure_one(spec, self.config, self.probe, self.peaks.get((spec.device, spec.dtype)), self.inline,
+                           reference_dir=self.reference_dir, run_id=self.run_id, placement=placement)
+
+
 def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: MeasureConfig, env: Mapping[str, Any],
             on_start: Callable[[CellSpec], None] | None = None,
             on_done: Callable[[Measurement], None] | None = None, inline: bool = False,
             on_unsaved: Callable[[Measurement, Any, StoreWriteError], None] | None = None,
-            executor: Serial | GpuPool | None = None) -> list[Measurement]:
-    """Measure ``specs`` in turn, storing each cell as it finishes. A cell the database refuses
-    (locked too long, read-only, full) is kept in the run's pending file (``keep_pending``;
-    ``--resume`` stores it) and reported to ``on_unsaved``; the run goes on."""
+            executor: Executor | None = None) -> list[Measurement]:
+    """Measure ``specs`` through ``executor`` (default: one at a time here), storing each cell
+    as it finishes, in this thread. A cell the database refuses (locked too long, read-only,
+    full) is kept in the run's pending file (``keep_pending``; ``--resume`` stores it) and
+    reported to ``on_unsaved``; the run goes on."""
+    executor = executor or Serial()
+    if inline and not isinstance(executor, Serial):
+        raise SpecError(f"--inline runs cells in this process; --executor {executor.name} runs them in workers")
     session = store.start_session(run_id, env)
-    probe = env.get("probe", {})
     done = []
-    # the float64 references of this run: each computed by the first cell that needs it
-    references = tmp.mkdtemp("reference")
+    # the float64 references of this run, each computed by the first cell that needs it, in a
+    # folder every cell sees (none where the executor's hosts share no folder: each cell its own)
+    references = executor.scratch("reference")
     try:
         specs = list(specs)
         peaks = {(s.device, s.dtype): store.latest_peak(envmod.device_key(env, s.device), s.dtype,
                                                         config.matmul_precision) for s in specs}
-
-        def measure(spec: CellSpec, placement: Placement) -> Measurement:
-            if on_start:
-                on_start(spec)
-            return measure_one(spec, config, probe, peaks[(spec.device, spec.dtype)], inline,
-                               reference_dir=references, run_id=run_id, placement=placement)
-
-        # the executor runs the cells (one at a time, or one per GPU); each is stored here, in this
-        # thread, as it finishes
-        for m in (executor or Serial()).run(specs, measure):
+        measure = CellMeasure(config, dict(env.get("probe", {})), peaks, references, run_id, inline,
+                              os.environ.get("STACKWARS_PLUGINS"))
+        for m in executor.run(specs, measure, on_start):
             try:
                 store.add_cell(run_id, session, m)
             except StoreWriteError as exc:
@@ -398,7 +416,8 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
             if on_done:
                 on_done(m)
     finally:
-        shutil.rmtree(references, ignore_errors=True)
+        if references:
+            shutil.rmtree(references, ignore_errors=True)
     return done
 
 

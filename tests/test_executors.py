@@ -13,6 +13,7 @@ from stackwars import runner
 from stackwars.cli import app
 from stackwars.errors import SpecError
 from stackwars.executors import GpuPool, Placement, Serial
+from stackwars.harness.env import device_kind
 from stackwars.records import CellSpec, Measurement
 from stackwars.store.results import Store
 
@@ -41,7 +42,9 @@ def test_the_gpu_pool_puts_one_cell_per_gpu_at_a_time_on_disjoint_cores():
     used = {p.device for _, p in seen}
     assert used == {"cuda:3", "cuda:5"}  # both GPUs worked
     by_gpu = {p.device: p for _, p in seen}
-    assert by_gpu["cuda:3"].env == {"CUDA_VISIBLE_DEVICES": "3"} and by_gpu["cuda:5"].env == {"CUDA_VISIBLE_DEVICES": "5"}
+    # each worker sees only its GPU, numbered as NVML numbers them
+    assert by_gpu["cuda:3"].env == {"CUDA_VISIBLE_DEVICES": "3", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    assert by_gpu["cuda:5"].env == {"CUDA_VISIBLE_DEVICES": "5", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
     assert set(by_gpu["cuda:3"].cpus).isdisjoint(by_gpu["cuda:5"].cpus)
     assert all(p.host == socket.gethostname() for _, p in seen)
 
@@ -76,7 +79,9 @@ def test_serial_cells_record_their_host_and_device(tmp_path):
                                  "--min-time", "0", "--inline", "--db", str(db)])
     assert r.exit_code == 0, r.output
     ((_, m),) = Store(db).cells()
-    assert m.settings["placement"] == {"host": socket.gethostname(), "device": "cpu", "env": {}, "cpus": None}
+    assert m.settings["placement"] == {"host": socket.gethostname(), "device": "cpu", "env": {}, "cpus": None,
+                                       "kind": device_kind(None)}
+    assert device_kind(None)["cpu_model"] and device_kind(None)["gpu"] is None
     row = m.to_row()
     assert row["host"] == socket.gethostname() and row["placed_on"] == "cpu"
 
@@ -84,12 +89,20 @@ def test_serial_cells_record_their_host_and_device(tmp_path):
 def test_the_executor_is_chosen_before_anything_is_written(tmp_path):
     db = tmp_path / "r.db"
     for args, message in ((["--executor", "gpu-pool", "--gpus", "0"], "a CPU sweep runs one cell at a time"),
-                          (["--executor", "ray"], "unknown executor 'ray'; allowed: serial, gpu-pool"),
-                          (["--gpus", "0"], "--gpus applies to --executor gpu-pool")):
+                          (["--executor", "dask"], "unknown executor 'dask'; allowed: serial, gpu-pool, ray, slurm"),
+                          (["--gpus", "0"], "--gpus applies to --executor gpu-pool"),
+                          (["--executor", "ray", "--slurm-partition", "a"], "--slurm-partition applies to --executor "
+                                                                           "slurm, not ray"),
+                          (["--executor", "slurm"], "--executor slurm needs --shared-dir"),
+                          (["--executor", "slurm", "--shared-dir", str(tmp_path / "s")], "no sbatch on PATH"),
+                          (["--executor", "gpu-pool", "--shared-dir", str(tmp_path / "s")], "--shared-dir is for"),
+                          (["--executor", "ray", "--inline"], "--inline runs cells in this process"),
+                          (["--executor", "slurm", "--max-jobs", "0", "--shared-dir", str(tmp_path / "s")],
+                           "--max-jobs must be at least 1")):
         r = CliRunner().invoke(app, ["run", "gemm", "-p", "tiny", "--db", str(db), *args])
         assert r.exit_code == 2, r.output
         assert message in " ".join(r.output.split())
-    assert not db.exists()
+    assert not db.exists() and not (tmp_path / "s").exists()
 
 
 def test_serial_is_the_default_and_keeps_the_plan_order():

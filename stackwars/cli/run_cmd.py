@@ -36,6 +36,10 @@ def _progress_line(m: Measurement) -> str:
 
 
 DEFAULT_PROCESSES = runner.DEFAULT_PROCESSES
+EXECUTOR_HELP = ("where the cells run: serial (one at a time here, the default); gpu-pool (one cell per GPU of this "
+                 "node at a time, each worker on its own GPU and cores); ray (each cell a Ray task: one GPU, or a "
+                 "whole CPU node); slurm (each cell a SLURM job through submitit: one GPU, or a whole node); "
+                 "submitit-local (submitit's jobs one at a time on this host)")
 
 
 @command
@@ -107,11 +111,19 @@ def run(
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     resume: Optional[str] = typer.Option(None, "--resume", help="measure only the cells run RUN_ID still lacks"),
     inline: bool = typer.Option(False, "--inline", help="debug: run cells in this process (no isolation)"),
-    executor: str = typer.Option("serial", "--executor",
-                                 help="where the cells run: serial (one at a time, the default) or gpu-pool (one "
-                                      "cell per GPU of this node at a time, each worker on its own GPU and cores)"),
+    executor: str = typer.Option("serial", "--executor", help=EXECUTOR_HELP),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="gpu-pool: the GPU indices to use, comma-separated "
                                                             "(default: every GPU NVML sees)"),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address",
+                                              help="ray: the cluster to join (HOST:PORT, or auto; default: a Ray "
+                                                   "cluster of this host, started for the run)"),
+    shared_dir: Optional[Path] = typer.Option(None, "--shared-dir",
+                                              help="ray, slurm: a folder every node sees, for the run's float64 "
+                                                   "reference cache (and slurm's job files); without it on a "
+                                                   "cluster each cell computes its own reference"),
+    slurm_partition: Optional[str] = typer.Option(None, "--slurm-partition", help="slurm: the partition to submit to"),
+    max_jobs: Optional[int] = typer.Option(None, "--max-jobs", help="slurm: at most this many cells' jobs at once "
+                                                                    "(the job array's %N)"),
 ) -> None:
     """Measure workloads on backends; print the seed-style tables.
 
@@ -136,8 +148,8 @@ def run(
                  if n not in RESUME_MAY_CHANGE]
         if fixed:
             raise SpecError(f"--resume measures what and how the stored run planned; {', '.join(fixed)} cannot "
-                            f"change it (allowed with --resume: --db, --timeout, --json, --inline, --executor, "
-                            f"--gpus)")
+                            f"change it (allowed with --resume: --db, --timeout, --json, --inline, --executor and "
+                            f"its settings)")
         if not path.exists():
             raise SpecError(f"--resume {resume}: no results database at {path}")
         with Store(path, on_wait=waiting) as store:
@@ -177,6 +189,8 @@ def run(
                                     dtype, overrides, options, processes)
         if stablehlo is not None:
             _check_stablehlo(stablehlo, [s for s in planned if s.backend == "torch-mlir-xla"], config.matmul_precision)
+    placer = make_executor(executor, gpus, ray_address, shared_dir, slurm_partition, max_jobs,
+                           config.timeout_s if resume is None else timeout, inline)
     probe = runner.probe_machine(inline)
     if resume is None:
         backends = backend or runner.backends_for(runner.default_backends(probe, device), workloads or [])
@@ -185,14 +199,7 @@ def run(
         if warm_cache is not None:
             warm_cache.mkdir(parents=True, exist_ok=True)
 
-    from stackwars import executors
-    from stackwars.harness.settings import available_cpus
-
-    if executor not in executors.EXECUTORS:
-        raise SpecError(f"unknown executor {executor!r}; allowed: {', '.join(executors.EXECUTORS)}")
-    placer = executors.make(executor, (comma_list(gpus, "--gpus", what="GPU indices") if gpus else
-                                       executors.visible_gpus() if executor == "gpu-pool" else None), available_cpus())
-    if resume is None and isinstance(placer, executors.GpuPool):
+    if resume is None:
         placer.check(specs)
 
     # The request is valid; from here on the database is written.
@@ -214,10 +221,10 @@ def run(
             if kept:
                 err.print(f"stored {kept} cell(s) an earlier session measured but could not store")
             run_id, specs = resume, store.missing(resume)
-            if isinstance(placer, executors.GpuPool):
-                placer.check(specs)
+            placer.check(specs)
             err.print(f"resuming run {run_id}: {len(specs)} of {len(info.plan)} cells still to measure")
-        err.print(f"run {run_id} -> {path}  ({len(specs)} cells, each in a fresh worker)")
+        err.print(f"run {run_id} -> {path}  ({len(specs)} cells, each in a fresh worker"
+                  + (f", through --executor {placer.name})" if placer.name != "serial" else ")"))
         resume_hint = f"`stackwars run --resume {run_id}{f' --db {db}' if db else ''}`"
         unsaved: list[tuple[Any, Any, Any]] = []
         try:
@@ -278,7 +285,14 @@ def run(
     if json_out is not None:
         outputs.write(json_out, json.dumps(result_rows, indent=1, default=str), "--json")
         err.print(f"wrote {len(result_rows)} cells to {json_out}")
+    mixed = vd.mixed_machines(result_rows)
+    if mixed:
+        err.print(f"[yellow]{mixed}[/]", highlight=False)
     failed = [r for r in result_rows if r["status"] in FAILED]
+    lost = [r for r in result_rows if r.get("lost")]
+    if lost:
+        err.print(f"{len(lost)} cell(s) lost with their {lost[0]['lost']} worker (killed, pre-empted or its node "
+                  f"gone): {resume_hint} measures them again", highlight=False)
     if failed:
         err.print(f"{len(failed)} cell(s) ended {', '.join(sorted({r['status'] for r in failed}))}: exit status 1")
         raise typer.Exit(1)
@@ -287,7 +301,28 @@ def run(
 FAILED = ("error", "timeout", "parity_fail")  # oom and unsupported are results, not failures
 
 
-RESUME_MAY_CHANGE = ("resume", "db", "timeout", "json_out", "inline", "executor", "gpus")
+RESUME_MAY_CHANGE = ("resume", "db", "timeout", "json_out", "inline", "executor", "gpus", "ray_address", "shared_dir",
+                     "slurm_partition", "max_jobs")
+
+def make_executor(name: str, gpus: str | None, ray_address: str | None, shared_dir: Path | None,
+                  slurm_partition: str | None, max_jobs: int | None, timeout_s: float, inline: bool):
+    """The executor the options choose, its settings checked (bad input: exit 2, nothing written)."""
+    from stackwars import executors
+    from stackwars.harness.settings import available_cpus
+
+    if name not in executors.EXECUTORS:
+        raise SpecError(f"unknown executor {name!r}; allowed: {', '.join(executors.EXECUTORS)}")
+    if inline and name != "serial":
+        raise SpecError(f"--inline runs cells in this process; --executor {name} runs them in workers")
+    if shared_dir is not None:
+        shared_dir = writable_dir(shared_dir, "--shared-dir").resolve()
+    placer = executors.make(name, (comma_list(gpus, "--gpus", what="GPU indices") if gpus else
+                                   executors.visible_gpus() if name == "gpu-pool" else None), available_cpus(),
+                            address=ray_address, shared_dir=str(shared_dir) if shared_dir else None,
+                            timeout_s=timeout_s, partition=slurm_partition, max_jobs=max_jobs)
+    if shared_dir is not None:  # the request is valid: the folder may be made
+        shared_dir.mkdir(parents=True, exist_ok=True)
+    return placer
 
 
 def given_options(ctx: typer.Context) -> list[str]:

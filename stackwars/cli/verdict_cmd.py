@@ -10,7 +10,7 @@ import typer
 
 from stackwars import stats
 from stackwars import outputs
-from stackwars.cli.common import DB_HELP, command, number, out, table_width
+from stackwars.cli.common import DB_HELP, command, err, number, out, table_width
 from stackwars.errors import SpecError
 from stackwars.report import verdict as vd
 from stackwars.store.results import CELL_KINDS, Store, check_db, rows
@@ -38,9 +38,9 @@ def load(store: Store, run_ids: list[str] | None) -> tuple[list[str], list[dict[
     return list(dict.fromkeys(run_ids)), found, profile_rows(measured), anatomy_rows(measured)
 
 
-def to_json(result: list[dict[str, Any]], run_ids: list[str], threshold: float) -> str:
+def to_json(result: list[dict[str, Any]], run_ids: list[str], threshold: float, mixed: str | None = None) -> str:
     return json.dumps({"runs": run_ids, "threshold": threshold, "min_processes": stats.MIN_PROCESSES,
-                       "verdicts": result}, indent=1, default=str) + "\n"
+                       "mixed_machines": mixed, "verdicts": result}, indent=1, default=str) + "\n"
 
 
 @command
@@ -68,8 +68,11 @@ def verdict(
         _self_check(found, ids, threshold, format)
         return
     result = vd.verdicts(found, profiles, anatomy, threshold=threshold)
+    mixed = vd.mixed_machines(found)
+    if mixed:
+        err.print(f"[yellow]{mixed}[/]", highlight=False)
     if format == "json":
-        outputs.emit(to_json(result, ids, threshold))
+        outputs.emit(to_json(result, ids, threshold, mixed))
     elif format == "markdown":
         outputs.emit(vd.markdown(result, threshold))
     else:

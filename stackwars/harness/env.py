@@ -70,6 +70,26 @@ def _gpus() -> tuple[list[dict[str, Any]], str | None, str | None]:
         pynvml.nvmlShutdown()
 
 
+def device_kind(gpu: str | None) -> dict[str, Any]:
+    """The kind of machine a cell runs on, taken where it runs: the CPU (model, logical CPUs)
+    and, for a GPU cell, the name NVML gives GPU ``gpu`` (an index as ``CUDA_VISIBLE_DEVICES``
+    takes it). Two cells of one run on different kinds are not comparable (Env.machine)."""
+    name = None
+    if gpu is not None:
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            try:
+                handle = (pynvml.nvmlDeviceGetHandleByUUID(gpu) if not gpu.isdigit()
+                          else pynvml.nvmlDeviceGetHandleByIndex(int(gpu)))
+                name = pynvml.nvmlDeviceGetName(handle)
+            finally:
+                pynvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001 - no NVML here: the GPU's kind is unknown, not invented
+            name = None
+    return {"cpu_model": _cpu_model(), "cpu_count_logical": psutil.cpu_count(logical=True), "gpu": name}
+
+
 def fingerprint(thread_budget: int | None = None, probe: Mapping[str, Any] | None = None) -> dict[str, Any]:
     rev, dirty = _git()
     gpus, driver, cuda = _gpus()

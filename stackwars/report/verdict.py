@@ -368,6 +368,20 @@ def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+def mixed_machines(cell_rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """A warning for each run whose cells ran on more than one kind of machine (an executor
+    placed them on nodes of different CPUs or GPUs): its verdicts are kept apart, one per kind."""
+    kinds: dict[str, set[str]] = {}
+    for r in cell_rows:
+        if r.get("machine"):
+            kinds.setdefault(str(r.get("run_id")), set()).add(r["machine"])
+    mixed = {run: sorted(k) for run, k in kinds.items() if len(k) > 1}
+    if not mixed:
+        return None
+    return "; ".join(f"run {run}'s cells ran on {len(k)} kinds of machine ({' | '.join(k)}): their figures are "
+                     f"not comparable, so each kind has its own tables and verdicts" for run, k in mixed.items())
+
+
 def by_machine(rows: Sequence[Mapping[str, Any]]) -> "OrderedDict[str, list[Mapping[str, Any]]]":
     out: OrderedDict[str, list[Mapping[str, Any]]] = OrderedDict()
     for r in rows:

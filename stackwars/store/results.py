@@ -255,6 +255,27 @@ class Store:
              s.device, s.dtype, m.status, row["first_call_s"], row["second_call_s"], row["steady_median_s"],
              row["compile_s"], row["peak_memory_bytes"], row["parity_max_rel_err"], m.to_json())))
 
+    def _superseded(self, run_id: str | None = None) -> set[int]:
+        """Cells whose worker was lost under an executor (a Ray worker killed, a SLURM job
+        pre-empted: ``settings.lost``) and that a later record of the same cell replaces. The
+        table is append-only, so the lost record stays as history; readers see the cell once."""
+        q = ("SELECT id, run_id, cell_key, status, CASE WHEN status = 'error' THEN record_json END FROM cells"
+             + (" WHERE run_id = ?" if run_id else ""))
+        lost: dict[tuple[str, str], int] = {}
+        out = set()
+        for i, rid, key, status, rec in self.conn.execute(q + " ORDER BY id", (run_id,) if run_id else ()):
+            if (rid, key) in lost:
+                out.add(lost.pop((rid, key)))
+            if status == "error" and (json.loads(rec).get("settings") or {}).get("lost"):
+                lost[(rid, key)] = i
+        return out
+
+    def _lost(self, run_id: str) -> set[int]:
+        """The lost records of ``run_id`` that nothing has replaced yet."""
+        rows_ = self.conn.execute("SELECT id, record_json FROM cells WHERE run_id = ? AND status = 'error'", (run_id,))
+        lost = {i for i, rec in rows_ if (json.loads(rec).get("settings") or {}).get("lost")}
+        return lost - self._superseded(run_id)
+
     def add_peak(self, device_key: str, dtype: str, matmul_precision: str, flops_per_s: float | None,
                  bytes_per_s: float | None, record: Mapping[str, Any], env: Mapping[str, Any]) -> int:
         cur = self._write("the device peak", lambda: self.conn.execute(
@@ -414,6 +435,10 @@ class Store:
             if kind in CELL_KINDS:
                 counts = dict(self.conn.execute("SELECT status, COUNT(*) FROM cells WHERE run_id = ? GROUP BY status",
                                                 (run_id,)).fetchall())
+                superseded = len(self._superseded(run_id))  # lost records a later one replaced
+                if superseded:
+                    counts["error"] -= superseded
+                    counts = {k: v for k, v in counts.items() if v}
             else:
                 counts = {}
                 for (row,) in self.conn.execute("SELECT row_json FROM study_rows WHERE run_id = ?", (run_id,)):
@@ -424,15 +449,21 @@ class Store:
         return out
 
     def cells(self, run_id: str | None = None) -> list[tuple[str, Measurement]]:
-        q = "SELECT run_id, record_json FROM cells"
+        q = "SELECT id, run_id, record_json FROM cells"
         args: tuple = ()
         if run_id is not None:
             q += " WHERE run_id = ?"
             args = (run_id,)
-        return [(r[0], Measurement.from_dict(json.loads(r[1]))) for r in self.conn.execute(q + " ORDER BY id", args)]
+        hidden = self._superseded(run_id)  # a lost cell measured again: the new record only
+        return [(r[1], Measurement.from_dict(json.loads(r[2]))) for r in self.conn.execute(q + " ORDER BY id", args)
+                if r[0] not in hidden]
 
     def missing(self, run_id: str) -> list[CellSpec]:
-        done = {r[0] for r in self.conn.execute("SELECT cell_key FROM cells WHERE run_id = ?", (run_id,))}
+        """The planned cells not stored yet, and those whose worker was lost (measured again;
+        the new record replaces the lost one)."""
+        lost = set(self._lost(run_id))
+        done = {k for i, k in self.conn.execute("SELECT id, cell_key FROM cells WHERE run_id = ?", (run_id,))
+                if i not in lost}
         return [s for s in self.run(run_id).plan if s.key not in done]
 
     def add_study_rows(self, run_id: str, session_id: int, study: str, item_key: str,
@@ -533,7 +564,7 @@ def cell_row(run_id: str, m: Measurement, env: Mapping[str, Any] | None = None) 
     row = {"run_id": run_id, **m.to_row()}
     row["backend"] = canonical_backend(row["backend"])
     if env is not None:
-        row["machine"] = Env(env).machine()
+        row["machine"] = Env(env).machine(((m.settings or {}).get("placement") or {}).get("kind"))
     return row
 
 

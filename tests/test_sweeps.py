@@ -1,0 +1,196 @@
+"""Sweeps beyond one process: the same tiny sweep (gemm and mha, two backends, two phases)
+through Ray and through submitit's local executor gives the serial executor's cells, statuses
+and parity, each in one run of one database; a Ray worker killed mid-cell leaves that cell
+recorded as lost, the run goes on, and `--resume` measures it again without a duplicate.
+
+Ray and submitit are optional extras: without them these tests skip and say so, except where
+STACKWARS_REQUIRE_SWEEPS=1 (CI), where a missing package fails."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import psutil
+import pytest
+from typer.testing import CliRunner
+
+from stackwars import executors
+from stackwars.cli import app
+from stackwars.errors import SpecError
+from stackwars.records import CellSpec, Measurement
+from stackwars.store.results import Store, rows
+
+from tests.conftest import ROOT
+
+
+def _need(module: str):
+    try:
+        return __import__(module)
+    except ImportError as exc:
+        if os.environ.get("STACKWARS_REQUIRE_SWEEPS") == "1":
+            pytest.fail(f"{module} is required here (STACKWARS_REQUIRE_SWEEPS=1) and does not import: {exc}")
+        pytest.skip(f"{module} is not installed (pip install 'stackwars[ray,slurm]')")
+
+
+SWEEP = ["run", "gemm", "mha", "-p", "tiny", "--phase", "forward", "--phase", "train-step", "-b", "torch-eager",
+         "-b", "jax-jit", "--processes", "1", "--max-processes", "1", "--min-time", "0.05", "--warmup", "1",
+         "--min-samples", "3"]
+
+
+def _stackwars(args, **kw):
+    return subprocess.run([sys.executable, "-m", "stackwars", *args], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "200"}, timeout=600, **kw)
+
+
+def _cells(db):
+    """The run of ``db``: its id and its cells as rows, each with its key and parity verdict."""
+    with Store(db, create=False) as store:
+        (run,) = store.runs()
+        rid = run["run_id"]
+        cells = [m for _, m in store.cells(rid)]
+        return rid, [{**row, "cell": m.spec.key, "parity_ok": m.parity.ok if m.parity else None}
+                     for row, m in zip(rows(store, rid), cells)]
+
+
+def _outcome(cell_rows):
+    """What must not depend on where a cell ran: its key, status and parity verdict."""
+    return sorted((r["cell"], r["status"], r["parity_ok"]) for r in cell_rows)
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory):
+    db = tmp_path_factory.mktemp("serial") / "r.db"
+    r = _stackwars([*SWEEP, "--db", str(db)])
+    assert r.returncode == 0, r.stderr[-3000:]
+    return _cells(db)[1]
+
+
+def _ray_cell_processes():
+    """Ray workers running one of our cells right now (Ray names the process after the task),
+    with the cell's own worker started under them."""
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if cmd and cmd[0].startswith("ray::stackwars_cell"):
+            try:
+                if p.children():
+                    found.append(p)
+            except psutil.NoSuchProcess:
+                pass
+    return found
+
+
+def test_ray_gives_the_serial_cells_and_a_killed_worker_is_lost_then_resumed(serial, tmp_path):
+    _need("ray")
+    db = tmp_path / "r.db"
+    proc = subprocess.Popen([sys.executable, "-m", "stackwars", *SWEEP, "--db", str(db), "--executor", "ray"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "COLUMNS": "200"})
+    killed = None
+    deadline = time.monotonic() + 300
+    while killed is None and proc.poll() is None and time.monotonic() < deadline:
+        running = _ray_cell_processes()
+        if running:
+            killed = running[0].pid
+            os.kill(killed, signal.SIGKILL)  # the Ray worker dies mid-cell
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=600)
+    assert killed is not None, f"no Ray worker was seen running a cell\n{err[-3000:]}"
+    assert proc.returncode == 1, err[-3000:]  # a lost cell is a failure of this run, and the run went on
+    run_id, first = _cells(db)
+    assert len(first) == len(serial)  # every cell was recorded, the lost one too
+    lost = [r for r in first if r["lost"]]
+    assert len(lost) == 1 and lost[0]["lost"] == "ray" and lost[0]["status"] == "error"
+    assert "lost: the ray worker running this cell died" in lost[0]["error"]
+    assert f"stackwars run --resume {run_id}" in " ".join(err.split())
+    assert all(r["status"] == "ok" for r in first if not r["lost"])
+
+    r = _stackwars(["run", "--resume", run_id, "--db", str(db), "--executor", "ray"])
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "1 of 8 cells still to measure" in r.stderr
+    _, after = _cells(db)
+    assert Counter(x["cell"] for x in after) == Counter(x["cell"] for x in serial)  # nothing lost, nothing twice
+    assert _outcome(after) == _outcome(serial)
+    assert not any(x["lost"] for x in after)
+    # Ray placed every cell on this host's CPU, and each cell says so
+    assert {(x["host"], x["placed_on"]) for x in after} == {(serial[0]["host"], "cpu")}
+    assert len({x["machine"] for x in after}) == 1
+
+
+def test_submitit_local_gives_the_serial_cells(serial, tmp_path):
+    _need("submitit")
+    db = tmp_path / "r.db"
+    r = _stackwars([*SWEEP, "--db", str(db), "--executor", "submitit-local"])
+    assert r.returncode == 0, r.stderr[-3000:]
+    _, got = _cells(db)
+    assert _outcome(got) == _outcome(serial)
+    assert {x["placed_on"] for x in got} == {"cpu"}
+    assert not list(tmp_path.glob("stackwars-submitit-*"))
+
+
+def _crashing_measure(spec, placement):
+    if spec.repeat == 0:
+        os.kill(os.getpid(), signal.SIGKILL)  # the job's process dies: pre-empted, OOM-killed, node lost
+    return Measurement(spec=spec, status="ok", framework="jax", settings={"placement": placement.to_dict()})
+
+
+def test_a_submitit_job_that_dies_is_a_lost_cell_and_the_others_run(tmp_path):
+    _need("submitit")
+    specs = [CellSpec("gemm", "tiny", "forward", "jax-jit", "cpu", repeat=i) for i in range(2)]
+    ex = executors.Submitit("local", str(tmp_path / "jobs"), timeout_s=60)
+    got = {m.spec.repeat: m for m in ex.run(specs, _crashing_measure)}
+    assert sorted(got) == [0, 1]
+    assert got[0].status == "error" and got[0].settings["lost"]["executor"] == "submitit-local"
+    assert got[1].status == "ok" and got[1].settings["placement"]["kind"]["cpu_model"]
+
+
+def test_a_lost_cell_is_missing_until_measured_again_and_then_stored_once(tmp_path):
+    from stackwars import runner
+    from stackwars.records import MeasureConfig
+
+    specs = [CellSpec("gemm", "tiny", "forward", "jax-jit", "cpu", repeat=i) for i in range(3)]
+    with Store(tmp_path / "r.db") as store:
+        rid = runner.new_run(store, specs, MeasureConfig())
+        session = store.start_session(rid, {})
+        store.add_cell(rid, session, Measurement(spec=specs[0], status="ok", framework="jax"))
+        store.add_cell(rid, session, executors.lost(specs[1], "ray", "WorkerCrashedError"))
+        store.add_cell(rid, session, Measurement(spec=specs[2], status="error", framework="jax", error="a real crash"))
+        # the real crash is a result; the lost cell is not, so it is planned again
+        assert [s.key for s in store.missing(rid)] == [specs[1].key]
+        store.add_cell(rid, session, Measurement(spec=specs[1], status="ok", framework="jax"))
+        kept = [(m.spec.key, m.status, m.error) for _, m in store.cells(rid)]
+        assert store.missing(rid) == []
+        (listed,) = store.runs()
+        history = store.conn.execute("SELECT COUNT(*) FROM cells").fetchone()[0]
+    # readers see each cell once (the lost record replaced); the append-only table keeps it as history
+    assert kept == [(specs[0].key, "ok", None), (specs[2].key, "error", "a real crash"), (specs[1].key, "ok", None)]
+    assert listed["done"] == 3 and listed["statuses"] == {"ok": 2, "error": 1} and history == 4
+
+
+def test_an_executor_whose_package_is_missing_is_named_with_its_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    monkeypatch.setitem(sys.modules, "submitit", None)
+    with pytest.raises(SpecError, match=r"--executor ray needs ray, which is not installed.*stackwars\[ray\]"):
+        executors.make("ray")
+    with pytest.raises(SpecError, match=r"--executor submitit-local needs submitit.*stackwars\[slurm\]"):
+        executors.make("submitit-local")
+
+
+def test_cells_placed_on_another_kind_of_machine_keep_their_verdicts_apart(tmp_path):
+    from stackwars.records import Env
+    from stackwars.report import verdict as vd
+
+    env = Env({"cpu_model": "AMD EPYC", "cpu_count_logical": 2, "gpus": [{"name": "NVIDIA H100"}]})
+    same = {"cpu_model": "AMD EPYC", "cpu_count_logical": 2, "gpu": "NVIDIA H100"}
+    other = {"cpu_model": "Intel Xeon", "cpu_count_logical": 64, "gpu": "NVIDIA A100"}
+    assert env.machine(same) == env.machine() and env.machine(None) == env.machine()
+    assert env.machine(other) != env.machine() and "NVIDIA A100" in env.machine(other)
+    assert vd.mixed_machines([{"run_id": "a", "machine": env.machine()}] * 2) is None
+    warning = vd.mixed_machines([{"run_id": "a", "machine": env.machine()}, {"run_id": "a",
+                                                                            "machine": env.machine(other)}])
+    assert "run a's cells ran on 2 kinds of machine" in warning

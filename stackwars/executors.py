@@ -38,7 +38,6 @@ import queue
 import shutil
 import socket
 import tempfile
-import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field

@@ -29,7 +29,7 @@ from stackwars.executors import Executor, Placement, Serial
 from stackwars.parse import comma_list, unique
 from stackwars.harness import env as envmod
 from stackwars.harness.isolation import Outcome, run_inline, run_task
-from stackwars.records import DEVICES, DTYPES, MATMUL_PRECISIONS, CellSpec, Measurement, MeasureConfig
+from stackwars.records import DEVICES, DTYPES, MATMUL_PRECISIONS, CellSpec, Env, Measurement, MeasureConfig
 from stackwars.store.results import Store, StoreWriteError, keep_pending
 from stackwars.harness import tmp
 
@@ -373,11 +373,16 @@ class CellMeasure:
     run_id: str
     inline: bool = False
     plugins: str | None = None
+    machine: Mapping[str, Any] | None = None  # the run's machine (its fingerprint's CPU and GPUs)
 
     def __call__(self, spec: CellSpec, placement: Placement) -> Measurement:
         if self.plugins and not os.environ.get("STACKWARS_PLUGINS"):
             os.environ["STACKWARS_PLUGINS"] = self.plugins
-        return measure_one(spec, self.config, self.probe, self.peaks.get((spec.device, spec.dtype)), self.inline,
+        peak = self.peaks.get((spec.device, spec.dtype))
+        home = Env(self.machine or {})
+        if placement.kind and home.data.get("cpu_model") and not home.same_kind(placement.kind):
+            peak = None  # the stored roofline is this machine's, not that of the node the cell was placed on
+        return measure_one(spec, self.config, self.probe, peak, self.inline,
                            reference_dir=self.reference_dir, run_id=self.run_id, placement=placement)
 
 
@@ -403,7 +408,8 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
         peaks = {(s.device, s.dtype): store.latest_peak(envmod.device_key(env, s.device), s.dtype,
                                                         config.matmul_precision) for s in specs}
         measure = CellMeasure(config, dict(env.get("probe", {})), peaks, references, run_id, inline,
-                              os.environ.get("STACKWARS_PLUGINS"))
+                              os.environ.get("STACKWARS_PLUGINS"),
+                              {k: env.get(k) for k in ("cpu_model", "cpu_count_logical", "gpus")})
         for m in executor.run(specs, measure, on_start):
             try:
                 store.add_cell(run_id, session, m)

@@ -17,10 +17,8 @@ from collections import Counter
 
 import psutil
 import pytest
-from typer.testing import CliRunner
 
 from stackwars import executors
-from stackwars.cli import app
 from stackwars.errors import SpecError
 from stackwars.records import CellSpec, Measurement
 from stackwars.store.results import Store, rows

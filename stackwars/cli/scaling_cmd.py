@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -69,6 +68,7 @@ def scaling(
         raise SpecError(f"--per-device-batch must be a positive integer, got {per_device_batch} (leave it out for "
                         f"the workload's default)")
     from stackwars.studies import scaling as study
+    from stackwars.studies.scaling import sweep
 
     if device not in ("cpu", "cuda"):
         raise SpecError(f"unknown device {device!r}; allowed: cpu, cuda")
@@ -106,7 +106,8 @@ def scaling(
     rows: list[dict[str, Any]] = []
     try:
         with interruptible():
-            _measure(items, study, timeout, visible if launcher == "local" else None, lead, rows)
+            sweep.measure(items, timeout, visible if launcher == "local" else None, rows,
+                          _print_row if lead else None)
     except KeyboardInterrupt as exc:
         if not lead:
             raise typer.Exit(exit_code(exc))
@@ -162,64 +163,7 @@ def _external_job(frameworks, counts, coordinator, num_processes, process_id):
                                         "process_id": process_id}
 
 
-def _measure(items, study, timeout: float, visible: int | None, lead: bool,
-             rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each item's row appended to ``rows`` as it finishes (an interruption keeps those)."""
-    from stackwars.studies.scaling import launch, models
-
-    meta: dict[tuple, tuple[int, int]] = {}
-    for item in items:
-        key = (item["model"], item["preset"], item["global_batch"])
-        if key not in meta:
-            pb = models.problem(item["model"], item["preset"], item["global_batch"], item["seed"], item["device"])
-            meta[key] = (pb.parameter_count, pb.tokens_per_example)
-        params, tokens = meta[key]
-        if item["framework"] == "torch" and item["strategy"] in study.NO_TORCH:
-            r = study.row(item, None, "unsupported", study.NO_TORCH[item["strategy"]], params, tokens)
-        elif visible is not None and item["device"] == "cuda" and item["devices"] > visible:
-            r = study.row(item, None, "unsupported", f"{item['devices']} GPUs asked for, {visible} visible",
-                          params, tokens)
-        elif item["launcher"] == "external":
-            status, result, error = _in_this_process(item)
-            r = study.row(item, result, status, error, params, tokens)
-        else:
-            o = (launch.torch_cell if item["framework"] == "torch" else launch.jax_cell)(item, timeout)
-            r = study.row(item, o.result, o.status, o.error, params, tokens)
-        rows.append(r)
-        if lead:
-            err.print(f"{r['status']:>11} {r['framework']} {r['strategy']} N={r['devices']} {r['scaling']}: "
-                      f"{fmt.seconds(r['step_median_s'])} per step"
-                      + (f" ({(r['error'] or '').splitlines()[0][:120]})" if r["status"] != "ok" else ""),
-                      highlight=False)
-        if r["status"] in ("error", "timeout") and item["launcher"] == "external":
-            break  # the other ranks cannot be trusted to be where this one is
-    return rows
-
-
-_GROUP: dict[str, Any] = {}
-
-
-def _in_this_process(item) -> tuple[str, dict[str, Any] | None, str | None]:
-    """A cell measured by this process as one rank of an external job."""
-    import traceback
-
-    from stackwars.harness.worker import classify
-    try:
-        if item["framework"] == "torch":
-            from stackwars.studies.scaling import launch, torch_rank
-            if "device" not in _GROUP:
-                _GROUP["device"] = torch_rank.init_group(item["device"])
-            with tempfile.TemporaryDirectory(prefix=f"stackwars-scaling-{os.getpid()}-") as tmp:
-                path = os.path.join(tmp, "result.json")
-                torch_rank.run_item({**item, "threads_per_rank": launch.threads_per_rank(
-                    int(os.environ.get("LOCAL_WORLD_SIZE", item["devices"])))}, path, _GROUP["device"])
-                if not os.path.exists(path):
-                    return "ok", None, None  # not rank 0: rank 0 holds the figures
-                with open(path) as f:
-                    result = json.load(f)
-        else:
-            from stackwars.studies.scaling import jax_worker
-            result = jax_worker.run_cell(item)
-        return result.get("status", "ok"), result, result.get("error")
-    except Exception as exc:  # noqa: BLE001 - a failing cell is a record
-        return classify(exc), None, f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc()}"
+def _print_row(r: dict[str, Any]) -> None:
+    err.print(f"{r['status']:>11} {r['framework']} {r['strategy']} N={r['devices']} {r['scaling']}: "
+              f"{fmt.seconds(r['step_median_s'])} per step"
+              + (f" ({(r['error'] or '').splitlines()[0][:120]})" if r["status"] != "ok" else ""), highlight=False)

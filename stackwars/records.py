@@ -363,7 +363,8 @@ class Env:
             return "unknown machine (no environment recorded)"
         if ran_on and not self.same_kind(ran_on):
             d = {**d, "cpu_model": ran_on.get("cpu_model"), "cpu_count_logical": ran_on.get("cpu_count_logical"),
-                 "gpus": [{"name": ran_on["gpu"]}] if ran_on.get("gpu") else []}
+                 "gpus": [{"name": ran_on["gpu"]}] if ran_on.get("gpu") else [],
+                 "versions": {**(d.get("versions") or {}), **(ran_on.get("versions") or {})}}
         parts = [f"{d.get('cpu_model') or '?'} ({d.get('cpu_count_logical') or '?'} CPUs)"]
         gpus = [g.get("name") for g in d.get("gpus") or ()]
         if gpus:
@@ -376,9 +377,11 @@ class Env:
         """Whether a cell placed on ``ran_on`` ran on a machine of this run's kind."""
         d = self.data
         gpus = {g.get("name") for g in d.get("gpus") or ()}
+        versions = d.get("versions") or {}
         return (ran_on.get("cpu_model") == d.get("cpu_model")
                 and ran_on.get("cpu_count_logical") == d.get("cpu_count_logical")
-                and (ran_on.get("gpu") is None or ran_on.get("gpu") in gpus))
+                and (ran_on.get("gpu") is None or ran_on.get("gpu") in gpus)
+                and all(versions.get(k) == v for k, v in (ran_on.get("versions") or {}).items()))
 
     def summary(self) -> str:
         d = self.data

@@ -34,9 +34,13 @@ class Step:
     estimate_min: float  # on the device it is planned for, for the budget
 
 
-def plan(device: str, data_dir: str | None) -> list[Step]:
+SWEEPS = (("run",), ("study", "control-flow"))  # the commands whose cells an executor places (--executor)
+
+
+def plan(device: str, data_dir: str | None, executor: Sequence[str] = ()) -> list[Step]:
     """The steps for the device, most important first. CPU: small sizes (the 2-core VM runs
-    each step in minutes); CUDA: the published (paper) sizes."""
+    each step in minutes); CUDA: the published (paper) sizes. ``executor``: the arguments that
+    choose where cells run (``--executor gpu-pool``...), given to every step that sweeps cells."""
     size = "paper" if device == "cuda" else "small"
     dev = ("--device", device)
     steps = [
@@ -68,6 +72,9 @@ def plan(device: str, data_dir: str | None) -> list[Step]:
              "--epochs", "10" if device == "cuda" else "3", *dev)
     steps.insert(3, Step("mnist", "S4: the MNIST MLP at S4's settings (SGD 0.01, batch 64/256/1024)",
                          mnist + (("--data-dir", data_dir) if data_dir else ()), 10))
+    if executor:
+        steps = [Step(s.name, s.answers, s.args + tuple(executor), s.estimate_min)
+                 if any(s.args[:len(c)] == c for c in SWEEPS) else s for s in steps]
     return steps
 
 

@@ -111,3 +111,23 @@ def test_serial_is_the_default_and_keeps_the_plan_order():
                             Measurement(spec=s, status="ok", framework="jax")))
     assert order == [0, 1, 2] and [m.spec.repeat for m in out] == [0, 1, 2]
     assert runner.execute.__defaults__[-1] is None  # execute's executor: Serial unless one is given
+
+
+def test_studies_and_reproduce_hand_their_cells_to_the_chosen_executor(tmp_path):
+    from stackwars import reproduce as rp
+
+    steps = rp.plan("cpu", None, ["--executor", "ray", "--ray-address", "auto"])
+    placed = sorted(s.name for s in steps if s.args[-4:] == ("--executor", "ray", "--ray-address", "auto"))
+    sweeping = sorted(s.name for s in steps if s.args[0] == "run" or s.args[:2] == ("study", "control-flow"))
+    assert placed == sweeping and "control-flow" in placed and "micro-ops" in placed
+    assert rp.plan("cpu", None) == [rp.Step(s.name, s.answers, s.args[:-4], s.estimate_min) if s.name in placed else s
+                                    for s in steps]
+    db = tmp_path / "r.db"
+    for args, message in ((["study", "control-flow", "rnn", "--executor", "gpu-pool", "--gpus", "0"],
+                           "a CPU sweep runs one cell at a time"),
+                          (["reproduce", "--executor", "gpu-pool", "--gpus", "0", "--out", str(tmp_path / "rp")],
+                           "--device cpu's cells run one at a time on this host")):
+        r = CliRunner().invoke(app, [*args, "--db", str(db)] if args[0] == "study" else args)
+        assert r.exit_code == 2, r.output
+        assert message in " ".join(r.output.split())
+    assert not db.exists() and not (tmp_path / "rp").exists()

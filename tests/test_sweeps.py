@@ -183,11 +183,15 @@ def test_cells_placed_on_another_kind_of_machine_keep_their_verdicts_apart(tmp_p
     from stackwars.records import Env
     from stackwars.report import verdict as vd
 
-    env = Env({"cpu_model": "AMD EPYC", "cpu_count_logical": 2, "gpus": [{"name": "NVIDIA H100"}]})
-    same = {"cpu_model": "AMD EPYC", "cpu_count_logical": 2, "gpu": "NVIDIA H100"}
-    other = {"cpu_model": "Intel Xeon", "cpu_count_logical": 64, "gpu": "NVIDIA A100"}
+    env = Env({"cpu_model": "AMD EPYC", "cpu_count_logical": 2, "gpus": [{"name": "NVIDIA H100"}],
+               "versions": {"torch": "2.11.0", "jax": "0.11.2"}})
+    same = {"cpu_model": "AMD EPYC", "cpu_count_logical": 2, "gpu": "NVIDIA H100",
+            "versions": {"torch": "2.11.0", "jax": "0.11.2"}}
+    other = {**same, "cpu_model": "Intel Xeon", "cpu_count_logical": 64, "gpu": "NVIDIA A100"}
+    older = {**same, "versions": {"torch": "2.9.0", "jax": "0.11.2"}}  # a node with another PyTorch
     assert env.machine(same) == env.machine() and env.machine(None) == env.machine()
     assert env.machine(other) != env.machine() and "NVIDIA A100" in env.machine(other)
+    assert "torch 2.9.0" in env.machine(older) and env.machine(older) != env.machine()
     assert vd.mixed_machines([{"run_id": "a", "machine": env.machine()}] * 2) is None
     warning = vd.mixed_machines([{"run_id": "a", "machine": env.machine()}, {"run_id": "a",
                                                                             "machine": env.machine(other)}])

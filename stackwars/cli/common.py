@@ -227,3 +227,56 @@ def profile_settings(steps: int, folder: Path | None, db_path: Path) -> dict[str
 
 def command_line() -> str:
     return " ".join(["stackwars", *sys.argv[1:]])
+
+
+EXECUTOR_HELP = ("where the cells run: serial (one at a time here, the default); gpu-pool (one cell per GPU of this "
+                 "node at a time, each worker on its own GPU and cores); ray (each cell a Ray task: one GPU, or a "
+                 "whole CPU node); slurm (each cell a SLURM job through submitit: one GPU, or a whole node); "
+                 "submitit-local (submitit's jobs one at a time on this host)")
+
+EXECUTOR_OPTION = typer.Option("serial", "--executor", help=EXECUTOR_HELP)
+GPUS_OPTION = typer.Option(None, "--gpus", help="gpu-pool: the GPU indices to use, comma-separated (default: every "
+                                                "GPU NVML sees)")
+RAY_ADDRESS_OPTION = typer.Option(None, "--ray-address", help="ray: the cluster to join (HOST:PORT, or auto; "
+                                                              "default: a Ray cluster of this host, started for the "
+                                                              "run)")
+SHARED_DIR_OPTION = typer.Option(None, "--shared-dir", help="ray, slurm: a folder every node sees, for the run's "
+                                                            "float64 reference cache (and slurm's job files); "
+                                                            "without it on a cluster each cell computes its own "
+                                                            "reference")
+SLURM_PARTITION_OPTION = typer.Option(None, "--slurm-partition", help="slurm: the partition to submit to")
+MAX_JOBS_OPTION = typer.Option(None, "--max-jobs", help="slurm: at most this many cells' jobs at once (the job "
+                                                        "array's %N)")
+
+
+def make_executor(name: str, gpus: str | None, ray_address: str | None, shared_dir: Path | None,
+                  slurm_partition: str | None, max_jobs: int | None, timeout_s: float, inline: bool):
+    """The executor the options choose, its settings checked (bad input: exit 2, nothing written)."""
+    from stackwars import executors
+    from stackwars.harness.settings import available_cpus
+    from stackwars.parse import comma_list
+
+    if name not in executors.EXECUTORS:
+        raise SpecError(f"unknown executor {name!r}; allowed: {', '.join(executors.EXECUTORS)}")
+    if inline and name != "serial":
+        raise SpecError(f"--inline runs cells in this process; --executor {name} runs them in workers")
+    if shared_dir is not None:
+        shared_dir = writable_dir(shared_dir, "--shared-dir").resolve()
+    placer = executors.make(name, (comma_list(gpus, "--gpus", what="GPU indices") if gpus else
+                                   executors.visible_gpus() if name == "gpu-pool" else None), available_cpus(),
+                            address=ray_address, shared_dir=str(shared_dir) if shared_dir else None,
+                            timeout_s=timeout_s, partition=slurm_partition, max_jobs=max_jobs)
+    if shared_dir is not None:  # the request is valid: the folder may be made
+        shared_dir.mkdir(parents=True, exist_ok=True)
+    return placer
+
+
+def executor_args(executor: str, gpus: str | None, ray_address: str | None, shared_dir: Path | None,
+                  slurm_partition: str | None, max_jobs: int | None) -> list[str]:
+    """The same choice as command-line arguments, for a command that starts other commands."""
+    args = [] if executor == "serial" else ["--executor", executor]
+    for flag, value in (("--gpus", gpus), ("--ray-address", ray_address), ("--shared-dir", shared_dir),
+                        ("--slurm-partition", slurm_partition), ("--max-jobs", max_jobs)):
+        if value is not None:
+            args += [flag, str(value)]
+    return args

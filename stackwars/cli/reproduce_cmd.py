@@ -12,7 +12,9 @@ from typing import Optional
 
 import typer
 
-from stackwars.cli.common import command, err, out, writable_dir
+from stackwars.cli.common import (EXECUTOR_OPTION, GPUS_OPTION, MAX_JOBS_OPTION, RAY_ADDRESS_OPTION, SHARED_DIR_OPTION,
+                                  SLURM_PARTITION_OPTION, command, err, executor_args, make_executor, out,
+                                  writable_dir)
 from stackwars.errors import SpecError
 
 OUTPUTS = ("mnist", "control-flow", "stream", "vmap", "scaling")  # steps whose command takes --out
@@ -27,6 +29,12 @@ def reproduce(
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="MNIST directory (default: STACKWARS_DATA_DIR "
                                                                      "or download)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and what is already done; run nothing"),
+    executor: str = EXECUTOR_OPTION,
+    gpus: Optional[str] = GPUS_OPTION,
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
+    shared_dir: Optional[Path] = SHARED_DIR_OPTION,
+    slurm_partition: Optional[str] = SLURM_PARTITION_OPTION,
+    max_jobs: Optional[int] = MAX_JOBS_OPTION,
 ) -> None:
     """Run every study of ../shared/STUDIES.md at the sizes that fit the device, into one
     database (OUT/results.db), resumable (OUT/reproduce-state.json), then write the report
@@ -42,8 +50,15 @@ def reproduce(
     if data_dir is not None and not data_dir.is_dir():
         raise SpecError(f"--data-dir {data_dir} is not a directory")
     writable_dir(out_dir, "--out")
+    # where the cells of the sweeping steps run: checked here, once, before any step starts
+    make_executor(executor, gpus, ray_address, shared_dir, slurm_partition, max_jobs, 600.0, False)
+    if executor == "gpu-pool" and device != "cuda":
+        raise SpecError(f"--executor gpu-pool places one cell per GPU; --device {device}'s cells run one at a time "
+                        f"on this host (leave --executor out, or give --device cuda)")
     data = str(data_dir) if data_dir else os.environ.get("STACKWARS_DATA_DIR")
-    steps = rp.plan(device, data)
+    steps = rp.plan(device, data, executor_args(executor, gpus, ray_address,
+                                                shared_dir.resolve() if shared_dir else None, slurm_partition,
+                                                max_jobs))
     state_path = out_dir / "reproduce-state.json"
     if dry_run:
         state = rp.load_state(state_path)

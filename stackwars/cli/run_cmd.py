@@ -11,10 +11,11 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from stackwars import outputs, registry, runner
-from stackwars.cli.common import (waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP, backend_names, command, command_line, err,
+from stackwars.cli.common import (EXECUTOR_OPTION, GPUS_OPTION, MAX_JOBS_OPTION, RAY_ADDRESS_OPTION, SHARED_DIR_OPTION,
+                                  SLURM_PARTITION_OPTION, make_executor, waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP, backend_names, command, command_line, err,
                                   exit_code, interruptible, interruption, number, out, profile_settings,
                                   seed as check_seed, table_width, writable_dir)
-from stackwars.parse import assignments, comma_list
+from stackwars.parse import assignments
 from stackwars.errors import SpecError
 from stackwars.harness import env as envmod
 from stackwars.records import Env, MeasureConfig, Measurement
@@ -36,11 +37,6 @@ def _progress_line(m: Measurement) -> str:
 
 
 DEFAULT_PROCESSES = runner.DEFAULT_PROCESSES
-EXECUTOR_HELP = ("where the cells run: serial (one at a time here, the default); gpu-pool (one cell per GPU of this "
-                 "node at a time, each worker on its own GPU and cores); ray (each cell a Ray task: one GPU, or a "
-                 "whole CPU node); slurm (each cell a SLURM job through submitit: one GPU, or a whole node); "
-                 "submitit-local (submitit's jobs one at a time on this host)")
-
 
 @command
 def run(
@@ -111,19 +107,12 @@ def run(
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     resume: Optional[str] = typer.Option(None, "--resume", help="measure only the cells run RUN_ID still lacks"),
     inline: bool = typer.Option(False, "--inline", help="debug: run cells in this process (no isolation)"),
-    executor: str = typer.Option("serial", "--executor", help=EXECUTOR_HELP),
-    gpus: Optional[str] = typer.Option(None, "--gpus", help="gpu-pool: the GPU indices to use, comma-separated "
-                                                            "(default: every GPU NVML sees)"),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address",
-                                              help="ray: the cluster to join (HOST:PORT, or auto; default: a Ray "
-                                                   "cluster of this host, started for the run)"),
-    shared_dir: Optional[Path] = typer.Option(None, "--shared-dir",
-                                              help="ray, slurm: a folder every node sees, for the run's float64 "
-                                                   "reference cache (and slurm's job files); without it on a "
-                                                   "cluster each cell computes its own reference"),
-    slurm_partition: Optional[str] = typer.Option(None, "--slurm-partition", help="slurm: the partition to submit to"),
-    max_jobs: Optional[int] = typer.Option(None, "--max-jobs", help="slurm: at most this many cells' jobs at once "
-                                                                    "(the job array's %N)"),
+    executor: str = EXECUTOR_OPTION,
+    gpus: Optional[str] = GPUS_OPTION,
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
+    shared_dir: Optional[Path] = SHARED_DIR_OPTION,
+    slurm_partition: Optional[str] = SLURM_PARTITION_OPTION,
+    max_jobs: Optional[int] = MAX_JOBS_OPTION,
 ) -> None:
     """Measure workloads on backends; print the seed-style tables.
 
@@ -303,26 +292,6 @@ FAILED = ("error", "timeout", "parity_fail")  # oom and unsupported are results,
 
 RESUME_MAY_CHANGE = ("resume", "db", "timeout", "json_out", "inline", "executor", "gpus", "ray_address", "shared_dir",
                      "slurm_partition", "max_jobs")
-
-def make_executor(name: str, gpus: str | None, ray_address: str | None, shared_dir: Path | None,
-                  slurm_partition: str | None, max_jobs: int | None, timeout_s: float, inline: bool):
-    """The executor the options choose, its settings checked (bad input: exit 2, nothing written)."""
-    from stackwars import executors
-    from stackwars.harness.settings import available_cpus
-
-    if name not in executors.EXECUTORS:
-        raise SpecError(f"unknown executor {name!r}; allowed: {', '.join(executors.EXECUTORS)}")
-    if inline and name != "serial":
-        raise SpecError(f"--inline runs cells in this process; --executor {name} runs them in workers")
-    if shared_dir is not None:
-        shared_dir = writable_dir(shared_dir, "--shared-dir").resolve()
-    placer = executors.make(name, (comma_list(gpus, "--gpus", what="GPU indices") if gpus else
-                                   executors.visible_gpus() if name == "gpu-pool" else None), available_cpus(),
-                            address=ray_address, shared_dir=str(shared_dir) if shared_dir else None,
-                            timeout_s=timeout_s, partition=slurm_partition, max_jobs=max_jobs)
-    if shared_dir is not None:  # the request is valid: the folder may be made
-        shared_dir.mkdir(parents=True, exist_ok=True)
-    return placer
 
 
 def given_options(ctx: typer.Context) -> list[str]:

@@ -10,7 +10,8 @@ from typing import Optional
 import typer
 
 from stackwars import outputs, runner
-from stackwars.cli.common import (waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP, backend_names, command, command_line, err,
+from stackwars.cli.common import (EXECUTOR_OPTION, GPUS_OPTION, MAX_JOBS_OPTION, RAY_ADDRESS_OPTION, SHARED_DIR_OPTION,
+                                  SLURM_PARTITION_OPTION, make_executor, waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP, backend_names, command, command_line, err,
                                   exit_code, interruptible, interruption, number, out, profile_settings, writable_dir)
 from stackwars.errors import SpecError, Unsupported
 from stackwars.harness import env as envmod
@@ -249,9 +250,16 @@ def control_flow(
     profile_dir: Optional[Path] = typer.Option(None, "--profile-dir", help=PROFILE_DIR_HELP),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     inline: bool = typer.Option(False, "--inline"),
+    executor: str = EXECUTOR_OPTION,
+    gpus: Optional[str] = GPUS_OPTION,
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
+    shared_dir: Optional[Path] = SHARED_DIR_OPTION,
+    slurm_partition: Optional[str] = SLURM_PARTITION_OPTION,
+    max_jobs: Optional[int] = MAX_JOBS_OPTION,
 ) -> None:
     """Loops, data-dependent loops and branches over a sweep of n: compile, run time, memory,
-    program size, graph breaks; growth with n fitted and the cliffs named."""
+    program size, graph breaks; growth with n fitted and the cliffs named. Its cells go
+    through an executor as `run`'s do (--executor)."""
     from stackwars.report import plots
     from stackwars.studies import control_flow as study
 
@@ -270,9 +278,12 @@ def control_flow(
                            memory_limit_bytes=runner.default_memory_limit(),
                            **profile_settings(profile, profile_dir, path))
     runner.validate_config(config)
+    placer = make_executor(executor, gpus, ray_address, shared_dir, slurm_partition, max_jobs, timeout, inline)
+    placer.check(specs)
     probe = runner.probe_machine(inline)
     env = envmod.fingerprint(None, probe)
-    err.print(f"{len(specs)} cells (each in a fresh worker)")
+    err.print(f"{len(specs)} cells (each in a fresh worker"
+              + (f", through --executor {placer.name})" if placer.name != "serial" else ")"))
     with Store(path, on_wait=waiting) as store:
         run_id = store.create_run(specs, {"study": "control-flow", "vary": vary, "preset": preset, "device": device,
                                           "dtype": dtype, "measure": config.to_dict()},
@@ -280,7 +291,8 @@ def control_flow(
         try:
             with interruptible():
                 done = runner.execute(store, run_id, specs, config, env, inline=inline,
-                                      on_done=lambda m: err.print(f"{m.status:>11} {m.spec.key}", highlight=False))
+                                      on_done=lambda m: err.print(f"{m.status:>11} {m.spec.key}", highlight=False),
+                                      executor=placer)
         except KeyboardInterrupt as exc:
             err.print(f"\n{interruption(exc)}: finished cells are stored (run {run_id})")
             raise typer.Exit(exit_code(exc))

@@ -73,7 +73,8 @@ def _gpus() -> tuple[list[dict[str, Any]], str | None, str | None]:
 def device_kind(gpu: str | None) -> dict[str, Any]:
     """The kind of machine a cell runs on, taken where it runs: the CPU (model, logical CPUs)
     and, for a GPU cell, the name NVML gives GPU ``gpu`` (an index as ``CUDA_VISIBLE_DEVICES``
-    takes it). Two cells of one run on different kinds are not comparable (Env.machine)."""
+    takes it), and the framework versions installed there. Two cells of one run on different
+    kinds are not comparable (Env.machine)."""
     name = None
     if gpu is not None:
         try:
@@ -87,7 +88,8 @@ def device_kind(gpu: str | None) -> dict[str, Any]:
                 pynvml.nvmlShutdown()
         except Exception:  # noqa: BLE001 - no NVML here: the GPU's kind is unknown, not invented
             name = None
-    return {"cpu_model": _cpu_model(), "cpu_count_logical": psutil.cpu_count(logical=True), "gpu": name}
+    return {"cpu_model": _cpu_model(), "cpu_count_logical": psutil.cpu_count(logical=True), "gpu": name,
+            "versions": {p: _version(p) for p in ("torch", "jax")}}
 
 
 def fingerprint(thread_budget: int | None = None, probe: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -8,8 +8,10 @@ STACKWARS_REQUIRE_SWEEPS=1 (CI), where a missing package fails."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -83,6 +85,24 @@ def _ray_cell_processes():
     return found
 
 
+@contextlib.contextmanager
+def _ray_head():
+    """A one-node Ray cluster on 127.0.0.1 with two CPUs; its address."""
+    ray_cli = os.path.join(os.path.dirname(sys.executable), "ray")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = subprocess.run([ray_cli, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
+                              "--num-cpus", "2", "--num-gpus", "0", "--object-store-memory", str(2**27),
+                              "--include-dashboard", "false", "--disable-usage-stats"],
+                             capture_output=True, text=True, timeout=120)
+    try:
+        assert started.returncode == 0, started.stderr[-3000:]
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120)
+
+
 def test_ray_gives_the_serial_cells_and_a_killed_worker_is_lost_then_resumed(serial, tmp_path):
     _need("ray")
     db = tmp_path / "r.db"
@@ -108,8 +128,14 @@ def test_ray_gives_the_serial_cells_and_a_killed_worker_is_lost_then_resumed(ser
     assert f"stackwars run --resume {run_id}" in " ".join(err.split())
     assert all(r["status"] == "ok" for r in first if not r["lost"])
 
-    r = _stackwars(["run", "--resume", run_id, "--db", str(db), "--executor", "ray"])
+    # resumed through a Ray cluster the test starts (a head node on 127.0.0.1), as on a real
+    # cluster: --ray-address, and a shared folder for the run's reference cache
+    shared = tmp_path / "shared"
+    with _ray_head() as address:
+        r = _stackwars(["run", "--resume", run_id, "--db", str(db), "--executor", "ray", "--ray-address", address,
+                        "--shared-dir", str(shared)])
     assert r.returncode == 0, r.stderr[-3000:]
+    assert shared.is_dir() and not any(shared.iterdir())  # the reference cache went with the run
     assert "1 of 8 cells still to measure" in r.stderr
     _, after = _cells(db)
     assert Counter(x["cell"] for x in after) == Counter(x["cell"] for x in serial)  # nothing lost, nothing twice

@@ -220,7 +220,7 @@ def _remote_cell(measure: Measure, spec: CellSpec) -> Measurement:
 class Ray(Executor):
     """Each cell a Ray task. ``address``: an existing cluster (``ray start --head`` on one node,
     ``ray start --address`` on the others; ``auto`` finds the local one); without it a private
-    cluster of this host is started for the run and stopped after it."""
+    cluster of this host is started for the run (Ray stops it when this process exits)."""
 
     name = "ray"
 
@@ -230,14 +230,14 @@ class Ray(Executor):
         self.local = address is None
         self.shared_dir = shared_dir
 
-    def run(self, specs, measure, on_start=None):
+    def _connect(self) -> list[Mapping[str, Any]]:
+        """Join (or start) the cluster; the resources of its live nodes."""
         import ray
 
-        specs = list(specs)
-        pending: dict[Any, CellSpec] = {}
-        started = not ray.is_initialized()
-        if started:
+        if not ray.is_initialized():
             from stackwars.harness.settings import available_cpus
+
+            self._reachable()
 
             kw: dict[str, Any] = {"address": self.address, "include_dashboard": False, "log_to_driver": False,
                                   "logging_level": "ERROR"}
@@ -246,16 +246,50 @@ class Ray(Executor):
             try:
                 ray.init(**kw)
             except (ConnectionError, ValueError, RuntimeError) as exc:
-                raise SpecError(f"--executor ray: cannot reach a Ray cluster at {self.address or 'this host'}: "
-                                f"{exc}") from None
+                causes, cause = [], exc  # Ray names a refused token only inside a cause's message
+                while cause is not None and len(causes) < 10:
+                    causes.append(f"{type(cause).__name__}: {cause}")
+                    cause = cause.__cause__ or cause.__context__
+                auth = any("Authentication" in c or "AuthToken" in c for c in causes)
+                raise SpecError(f"--executor ray: cannot reach a Ray cluster at {self.address or 'this host'}: {exc}"
+                                + ("; the cluster asks for a token (`ray start` turns token authentication on): set "
+                                   "RAY_AUTH_MODE=token here, with the cluster's token in ~/.ray/auth_token or "
+                                   "RAY_AUTH_TOKEN" if auth else "")) from None
+        return [n["Resources"] for n in ray.nodes() if n.get("Alive")]
+
+    def _reachable(self, timeout_s: float = 10.0) -> None:
+        """An address that answers no TCP connection is refused at once (Ray itself retries for
+        minutes); ``auto`` and no address are left to Ray."""
+        if self.address is None or self.address == "auto":
+            return
+        host, _, port = self.address.rpartition(":")
+        if not host or not port.isdigit():
+            raise SpecError(f"--ray-address {self.address!r}: give HOST:PORT (the head node's GCS port, 6379 by "
+                            f"default), or auto")
         try:
-            nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
-            node_cpus = max(int(r.get("CPU", 0)) for r in nodes)
-            gpu_nodes = [r for r in nodes if r.get("GPU")]
-            cpus_per_gpu = min((max(1, int(r.get("CPU", 1) // r["GPU"])) for r in gpu_nodes), default=1)
-            if any(s.device == "cuda" for s in specs) and not gpu_nodes:
-                raise SpecError("--executor ray: cuda cells but no node of the Ray cluster has a GPU")
-            task = ray.remote(_remote_cell)
+            socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+        except OSError as exc:
+            raise SpecError(f"--executor ray: nothing answers at {self.address} ({exc}); start the cluster first "
+                            f"(`ray start --head --port {port}` on the head node)") from None
+
+    def check(self, specs):
+        """Reach the cluster before anything is written, and refuse cells it has no device for."""
+        nodes = self._connect()
+        if any(s.device == "cuda" for s in specs) and not any(r.get("GPU") for r in nodes):
+            raise SpecError(f"--executor ray: cuda cells, but no node of the Ray cluster at "
+                            f"{self.address or 'this host'} has a GPU")
+        return nodes
+
+    def run(self, specs, measure, on_start=None):
+        import ray
+
+        specs = list(specs)
+        nodes = self.check(specs)
+        node_cpus = max(int(r.get("CPU", 0)) for r in nodes)
+        cpus_per_gpu = min((max(1, int(r.get("CPU", 1) // r["GPU"])) for r in nodes if r.get("GPU")), default=1)
+        task = ray.remote(_remote_cell)
+        pending: dict[Any, CellSpec] = {}
+        try:
             for spec in specs:
                 # a GPU cell takes one GPU and its share of the node's cores; a CPU cell every core of
                 # the largest node, so no two timed CPU cells ever share a host
@@ -277,8 +311,6 @@ class Ray(Executor):
                     ray.cancel(ref, force=True)
                 except Exception:  # noqa: BLE001 - already finished or gone
                     pass
-            if started:
-                ray.shutdown()
 
 
 class Submitit(Executor):

@@ -42,9 +42,9 @@ SWEEP = ["run", "gemm", "mha", "-p", "tiny", "--phase", "forward", "--phase", "t
          "--min-samples", "3"]
 
 
-def _stackwars(args, **kw):
+def _stackwars(args, extra_env=None):
     return subprocess.run([sys.executable, "-m", "stackwars", *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, timeout=600, **kw)
+                          env={**os.environ, "COLUMNS": "200", **(extra_env or {})}, timeout=600)
 
 
 def _cells(db):
@@ -85,22 +85,28 @@ def _ray_cell_processes():
     return found
 
 
+# a Ray cluster on the loopback interface only (Ray otherwise swaps 127.0.0.1 for the host's
+# address), with the token authentication `ray start` turns on, as a driver must ask for it
+RAY_LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token"}
+
+
 @contextlib.contextmanager
 def _ray_head():
     """A one-node Ray cluster on 127.0.0.1 with two CPUs; its address."""
     ray_cli = os.path.join(os.path.dirname(sys.executable), "ray")
+    env = {**os.environ, **RAY_LOOPBACK}
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     started = subprocess.run([ray_cli, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
                               "--num-cpus", "2", "--num-gpus", "0", "--object-store-memory", str(2**27),
                               "--include-dashboard", "false", "--disable-usage-stats"],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=120, env=env)
     try:
         assert started.returncode == 0, started.stderr[-3000:]
         yield f"127.0.0.1:{port}"
     finally:
-        subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120)
+        subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120, env=env)
 
 
 def test_ray_gives_the_serial_cells_and_a_killed_worker_is_lost_then_resumed(serial, tmp_path):
@@ -133,7 +139,7 @@ def test_ray_gives_the_serial_cells_and_a_killed_worker_is_lost_then_resumed(ser
     shared = tmp_path / "shared"
     with _ray_head() as address:
         r = _stackwars(["run", "--resume", run_id, "--db", str(db), "--executor", "ray", "--ray-address", address,
-                        "--shared-dir", str(shared)])
+                        "--shared-dir", str(shared)], extra_env=RAY_LOOPBACK)
     assert r.returncode == 0, r.stderr[-3000:]
     assert shared.is_dir() and not any(shared.iterdir())  # the reference cache went with the run
     assert "1 of 8 cells still to measure" in r.stderr
@@ -222,3 +228,30 @@ def test_cells_placed_on_another_kind_of_machine_keep_their_verdicts_apart(tmp_p
     warning = vd.mixed_machines([{"run_id": "a", "machine": env.machine()}, {"run_id": "a",
                                                                             "machine": env.machine(other)}])
     assert "run a's cells ran on 2 kinds of machine" in warning
+
+
+def test_a_ray_address_that_does_not_answer_is_refused_at_once():
+    _need("ray")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    start = time.monotonic()
+    with pytest.raises(SpecError, match=f"nothing answers at 127.0.0.1:{port}"):
+        executors.Ray(f"127.0.0.1:{port}")._reachable()
+    assert time.monotonic() - start < 10  # Ray itself would retry for minutes
+    with pytest.raises(SpecError, match="give HOST:PORT"):
+        executors.Ray("headnode")._reachable()
+
+
+def test_an_exception_escaping_a_command_is_itself_not_masked(monkeypatch):
+    """main() once named a class typer does not have in an except clause, so any exception that
+    escaped a command (Ray's SIGTERM handler's SystemExit, a bug) became an AttributeError."""
+    from stackwars import registry
+    from stackwars.cli import main
+
+    def boom():
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(registry, "workloads", boom)
+    with pytest.raises(RuntimeError, match="boom"):
+        main(["list"])

@@ -73,7 +73,7 @@ def main(args: list[str] | None = None) -> None:
         where = f"; see {ctx.command_path} --help" if ctx is not None else ""
         print(f"error: {exc.format_message()}{where}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except typer.Abort:  # typer._click has no Abort: naming it there broke every other exception
         print("interrupted", file=sys.stderr)
         sys.exit(130)
     if isinstance(result, int) and not isinstance(result, bool):  # typer.Exit(code) in this mode

@@ -206,11 +206,11 @@ def run(
                 runner.validate_config(config)
             env = envmod.fingerprint(config.threads, probe)
             runner.check_resumable(info.env, env)
+            placer.check(store.missing(resume))  # before the session is written (Ray: the cluster reached)
             kept = store_pending(store, resume, store.start_session(resume, env))
             if kept:
                 err.print(f"stored {kept} cell(s) an earlier session measured but could not store")
             run_id, specs = resume, store.missing(resume)
-            placer.check(specs)
             err.print(f"resuming run {run_id}: {len(specs)} of {len(info.plan)} cells still to measure")
         err.print(f"run {run_id} -> {path}  ({len(specs)} cells, each in a fresh worker"
                   + (f", through --executor {placer.name})" if placer.name != "serial" else ")"))
@@ -220,7 +220,8 @@ def run(
             with interruptible(), Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                            MofNCompleteColumn(), TimeElapsedColumn(), console=err,
                                            transient=True) as progress:
-                task = progress.add_task("starting", total=len(specs))
+                task = progress.add_task("starting" if placer.name in ("serial", "gpu-pool") else
+                                         f"cells in flight on {placer.name}", total=len(specs))
 
                 def on_start(spec):
                     progress.update(task, description=spec.key)

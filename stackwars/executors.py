@@ -214,7 +214,43 @@ def _needs(executor: str) -> None:
 def _remote_cell(measure: Measure, spec: CellSpec) -> Measurement:
     """A cell inside a Ray task or a SLURM job: placed where the scheduler put it (the GPU it
     granted is this process's ``CUDA_VISIBLE_DEVICES``), measured in a fresh worker as always."""
-    return measure(spec, here(spec))
+    if spec.device != "cuda":
+        return measure(spec, here(spec))
+    gpu = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
+    return measure(spec, here(spec, gpu, cpus=gpu_core_share(gpu)))
+
+
+def gpu_core_share(gpu: str, cpus: Sequence[int] | None = None, gpus_on_node: int | None = None
+                   ) -> tuple[int, ...] | None:
+    """The cores of GPU ``gpu``'s cell: where this process may use every core of the node (Ray
+    reserves a count of CPUs but pins nothing), the ``gpu``-th of as many equal, disjoint shares
+    as the node has GPUs, so two GPU cells granted two GPUs never share a core; where something
+    already narrowed this process to some cores (SLURM's ``--cpus-per-task`` binding), those.
+    None where it cannot be told (no NVML, a GPU named by UUID)."""
+    from stackwars.harness.settings import available_cpus
+
+    cpus = sorted(cpus if cpus is not None else available_cpus())
+    if len(cpus) < (os.cpu_count() or 0):
+        return tuple(cpus)  # already this cell's share
+    if gpus_on_node is None:
+        gpus_on_node = _nvml_count()  # the whole node, whatever this process may see
+    if not gpu.isdigit() or not gpus_on_node or int(gpu) >= gpus_on_node or len(cpus) < gpus_on_node:
+        return None
+    share = len(cpus) // gpus_on_node
+    return tuple(cpus[int(gpu) * share:(int(gpu) + 1) * share])
+
+
+def _nvml_count() -> int:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return int(pynvml.nvmlDeviceGetCount())
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no NVML: unknown
+        return 0
 
 
 class Ray(Executor):
@@ -409,16 +445,7 @@ def visible_gpus() -> list[str]:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         return [g.strip() for g in visible.split(",") if g.strip()]
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            return [str(i) for i in range(pynvml.nvmlDeviceGetCount())]
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # noqa: BLE001 - no driver, no library: no GPU to place cells on
-        return []
+    return [str(i) for i in range(_nvml_count())]
 
 
 def make(name: str, gpus: Sequence[str] | None = None, cpus: Sequence[int] = (), *, address: str | None = None,

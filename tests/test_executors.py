@@ -131,3 +131,15 @@ def test_studies_and_reproduce_hand_their_cells_to_the_chosen_executor(tmp_path)
         assert r.exit_code == 2, r.output
         assert message in " ".join(r.output.split())
     assert not db.exists() and not (tmp_path / "rp").exists()
+
+
+def test_a_gpu_cell_placed_by_ray_or_slurm_gets_its_gpus_share_of_the_cores():
+    from stackwars.executors import gpu_core_share
+
+    cores = list(range(64))  # more than this host has: a node where the cell may use every core
+    shares = [gpu_core_share(str(g), cores, gpus_on_node=8) for g in range(8)]
+    assert shares[0] == tuple(range(8)) and shares[7] == tuple(range(56, 64))
+    assert len({c for s in shares for c in s}) == 64  # disjoint, and every core used
+    assert gpu_core_share("0", [3], gpus_on_node=8) == (3,)  # already narrowed (SLURM's binding): kept
+    assert gpu_core_share("GPU-5d0c", cores, gpus_on_node=8) is None  # a UUID: cannot tell which share
+    assert gpu_core_share("0", cores, gpus_on_node=0) is None  # no NVML

@@ -204,11 +204,21 @@ def _only_cuda(name: str, specs: Sequence[CellSpec], why: str) -> None:
 
 def _needs(executor: str) -> None:
     module, extra = EXTRAS[executor]
+    # submitit reconfigures the process's logging when first imported (logging.config.dictConfig,
+    # which closes every handler already there, a test harness's included) unless told not to;
+    # only this import is told: its jobs configure their own logging as submitit means them to
+    before = os.environ.get("SUBMITIT_LOG_LEVEL")
+    os.environ["SUBMITIT_LOG_LEVEL"] = "NOCONFIG"
     try:
         __import__(module)
     except ImportError as exc:
         raise SpecError(f"--executor {executor} needs {module}, which is not installed here ({exc}); install the "
                         f"extra: pip install 'stackwars[{extra}]'") from None
+    finally:
+        if before is None:
+            os.environ.pop("SUBMITIT_LOG_LEVEL", None)
+        else:
+            os.environ["SUBMITIT_LOG_LEVEL"] = before
 
 
 def _remote_cell(measure: Measure, spec: CellSpec) -> Measurement:

@@ -255,3 +255,15 @@ def test_an_exception_escaping_a_command_is_itself_not_masked(monkeypatch):
     monkeypatch.setattr(registry, "workloads", boom)
     with pytest.raises(RuntimeError, match="boom"):
         main(["list"])
+
+
+def test_choosing_submitit_leaves_this_process_logging_alone():
+    """submitit configures logging on import (dictConfig, closing every handler already there:
+    pytest's capture died of it); the driver imports it told not to, and its jobs are unchanged."""
+    _need("submitit")
+    code = ("import logging, os; from stackwars import executors; executors.make('submitit-local'); "
+            "print(len(logging.getLogger('submitit').handlers), os.environ.get('SUBMITIT_LOG_LEVEL'))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                       env={k: v for k, v in os.environ.items() if k != "SUBMITIT_LOG_LEVEL"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "None"]

@@ -312,3 +312,29 @@ def test_self_check_splits_a_cells_processes_into_even_and_odd_rounds(tmp_path):
     _store(few, _three("jax-jit", 1.0))
     done = runner.invoke(app, ["verdict", "--aa", "--db", str(few)])
     assert done.exit_code == 2 and "--processes 6" in done.output
+
+
+def test_cells_of_one_run_placed_on_another_kind_of_machine_get_their_own_verdict(tmp_path):
+    """An executor placed half of a run's processes on a node of another kind: those cells carry
+    that machine's label, so each kind has its own verdict, and run, verdict and report say so."""
+    from stackwars.report import build
+
+    other = {"cpu_model": "Other CPU", "cpu_count_logical": 64, "gpu": None,
+             "versions": {"torch": "2.13.0", "jax": "0.10.2"}}
+
+    def placed(m):
+        return dataclasses.replace(m, settings={**(m.settings or {}), "placement": {
+            "host": "node7", "device": "cpu", "env": {}, "cpus": None, "kind": other}})
+
+    away = [placed(_cell(b, scale, p)) for b, scale in (("torch-eager", 1.0), ("jax-jit", 2.0)) for p in range(3, 6)]
+    path = tmp_path / "p.db"
+    run_id, found = _store(path, [*_three("torch-eager", 1.0), *_three("jax-jit", 0.5), *away])
+    result = vd.verdicts(found)
+    assert [(v["machine"].split(" (")[0], v["verdict"], v["processes"]) for v in result] == [
+        ("Test CPU", "JAX faster", 3), ("Other CPU", "PyTorch faster", 3)]
+    warning = vd.mixed_machines(found)
+    assert f"run {run_id}'s cells ran on 2 kinds of machine" in warning
+    done = runner.invoke(app, ["verdict", "--db", str(path), "-f", "json"])
+    assert done.exit_code == 0 and json.loads(done.stdout)["mixed_machines"] == warning
+    section = build.verdict_section(found, [], [])
+    assert any(getattr(b, "text", "") == warning + "." for b in section.blocks)

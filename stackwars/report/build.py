@@ -273,6 +273,9 @@ def verdict_section(cells: Sequence[Mapping[str, Any]], profiles: Sequence[Mappi
                          "over processes and their samples, and a verdict that names a winner only with three or "
                          "more clean processes a side and a CI clear of the tie band. The mode-by-mode detail "
                          "follows below."))
+    mixed = verdict.mixed_machines(cells)
+    if mixed:  # an executor placed some cells on nodes of another kind: their verdicts are apart, and said to be
+        s.blocks.append(Para(mixed + "."))
     for i, (machine, rows) in enumerate(verdict.by_machine(found).items()):
         s.blocks.append(TableBlock(verdict.COLUMNS, tuple(tuple(verdict.cells(r)) for r in rows),
                                    f"{machine}: {verdict.summary(rows)}. {verdict.legend(rows)}"))

@@ -3,12 +3,14 @@ through Ray and through submitit's local executor gives the serial executor's ce
 and parity, each in one run of one database; a Ray worker killed mid-cell leaves that cell
 recorded as lost, the run goes on, and `--resume` measures it again without a duplicate.
 
-Ray and submitit are optional extras: without them these tests skip and say so, except where
+The SLURM path runs against a SLURM of one host (tests/fake_slurm). Ray and submitit are
+optional extras: without them these tests skip and say so, except where
 STACKWARS_REQUIRE_SWEEPS=1 (CI), where a missing package fails."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -267,3 +269,26 @@ def test_choosing_submitit_leaves_this_process_logging_alone():
                        env={k: v for k, v in os.environ.items() if k != "SUBMITIT_LOG_LEVEL"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["0", "None"]
+
+
+def test_slurm_job_arrays_give_the_serial_cells(serial, tmp_path):
+    """The SLURM path end to end against a SLURM of one host (tests/fake_slurm: sbatch, srun,
+    sacct, scancel as submitit calls them): one job array of the CPU cells, each job asking for
+    a whole node, at most --max-jobs at once; the cells are the serial run's."""
+    _need("submitit")
+    fake = ROOT / "tests" / "fake_slurm"
+    state = tmp_path / "slurm"
+    state.mkdir()
+    env = {"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}", "FAKE_SLURM_DIR": str(state),
+           "FAKE_SLURM_PYTHON": sys.executable}
+    db, shared = tmp_path / "r.db", tmp_path / "shared"
+    gemm = [a for a in SWEEP if a != "mha"]
+    r = _stackwars([*gemm, "--db", str(db), "--executor", "slurm", "--shared-dir", str(shared), "--max-jobs", "2",
+                    "--slurm-partition", "cpu"], extra_env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    _, got = _cells(db)
+    assert _outcome(got) == _outcome([c for c in serial if c["workload"] == "gemm"])
+    (job,) = json.loads((state / "jobs.json").read_text()).values()
+    assert {"--exclusive", "--array=0-3%2", "--partition=cpu"} <= set(job["flags"])  # a whole node per CPU cell
+    assert not any(f.startswith("--gpus") for f in job["flags"])
+    assert set(job["tasks"].values()) == {"COMPLETED"}

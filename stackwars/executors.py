@@ -182,17 +182,25 @@ class GpuPool(Executor):
             finally:
                 free.put(slot)
 
+        from stackwars.harness import isolation
+
         pool = ThreadPoolExecutor(max_workers=len(self.slots), thread_name_prefix="stackwars-gpu")
+        pending: set[Future] = set()
         try:
-            pending: set[Future] = {pool.submit(one, s) for s in specs}
+            pending = {pool.submit(one, s) for s in specs}
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for f in done:
                     yield f.result()
         finally:
-            # stopped (Ctrl-C, an error): no new cell starts; those in flight finish on their GPUs
-            # and are not stored, so --resume measures them again
-            pool.shutdown(wait=True, cancel_futures=True)
+            # stopped (Ctrl-C, an error): no new cell starts, and the workers of those in flight are
+            # killed (their results would not be stored); --resume measures them again
+            if pending:
+                isolation.stop_running()
+            try:
+                pool.shutdown(wait=True, cancel_futures=True)
+            finally:
+                isolation.allow_running()
 
 
 def _only_cuda(name: str, specs: Sequence[CellSpec], why: str) -> None:

@@ -143,3 +143,29 @@ def test_a_gpu_cell_placed_by_ray_or_slurm_gets_its_gpus_share_of_the_cores():
     assert gpu_core_share("0", [3], gpus_on_node=8) == (3,)  # already narrowed (SLURM's binding): kept
     assert gpu_core_share("GPU-5d0c", cores, gpus_on_node=8) is None  # a UUID: cannot tell which share
     assert gpu_core_share("0", cores, gpus_on_node=0) is None  # no NVML
+
+
+def test_a_stopped_pool_kills_the_workers_of_the_cells_in_flight():
+    """Their results would not be stored, so they are not left running to their end (a paper-size
+    cell can take minutes): the pool's threads see their workers killed at once."""
+    from stackwars.harness import isolation
+
+    outcomes = []
+
+    def measure(spec, placement):
+        if spec.repeat > 0:  # a cell that would run for 60 s
+            o = isolation.run_task({"target": "subprocess:call", "kwargs": {"args": ["sleep", "60"]},
+                                    "process": None}, timeout_s=120)
+            outcomes.append(o)
+        return Measurement(spec=spec, status="ok", framework="jax")
+
+    cells = GpuPool(["0", "1"], cpus=[0, 1]).run(_cells(3), measure)
+    first = next(cells)
+    time.sleep(1.0)  # the slow cells' workers are running
+    start = time.monotonic()
+    cells.close()  # what Ctrl-C does to the runner's loop
+    assert time.monotonic() - start < 10
+    assert first.spec.repeat == 0 and outcomes and all(o.status == "error" and "stopped" in o.error
+                                                       for o in outcomes)
+    quick = isolation.run_task({"target": "os:getcwd", "kwargs": {}, "process": None}, timeout_s=60)
+    assert "stopped" not in (quick.error or "")  # later workers run again

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -38,6 +39,20 @@ class Outcome:
     wall_s: float
     peak_tree_rss_bytes: int | None = None
     stage: str | None = None  # the last stage the worker reported (where a timeout or a crash caught it)
+
+
+_STOP = threading.Event()  # set: every worker still running is killed (see stop_running)
+
+
+def stop_running() -> None:
+    """Kill the workers other threads of this process still wait on: an executor running cells
+    side by side was stopped (Ctrl-C), so their results would not be stored; they end now
+    instead of running to their end. ``allow_running`` lets new workers start again."""
+    _STOP.set()
+
+
+def allow_running() -> None:
+    _STOP.clear()
 
 
 def _tree_rss(proc: psutil.Process) -> int:
@@ -108,6 +123,8 @@ def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | N
                     if rss > memory_limit_bytes:
                         killed = ("oom", f"worker RSS {rss / 2**30:.2f} GiB exceeded the memory limit "
                                          f"{memory_limit_bytes / 2**30:.2f} GiB (watchdog killed it)")
+                if killed is None and _STOP.is_set():
+                    killed = ("error", "stopped: the run was interrupted while this cell ran; worker killed")
                 if killed is None and elapsed > timeout_s:
                     relay()
                     during = f" during the {stage[0]}" if stage[0] else ""

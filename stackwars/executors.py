@@ -437,10 +437,9 @@ class Submitit(Executor):
                 return
             for gpu in (True, False):
                 group = [s for s in specs if (s.device == "cuda") == gpu]
-                if group:
-                    for job, spec in zip(self._executor(folder, gpu).map_array(_remote_cell, [measure] * len(group), group),
-                                         group):
-                        jobs[job] = spec
+                if group:  # one job array: a job per cell
+                    array = self._executor(folder, gpu).map_array(_remote_cell, [measure] * len(group), group)
+                    jobs.update(zip(array, group))
             while jobs:
                 finished = [j for j in jobs if j.done()]
                 if not finished:

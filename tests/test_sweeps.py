@@ -133,7 +133,7 @@ def test_ray_gives_the_serial_cells_and_a_killed_worker_is_lost_then_resumed(ser
     lost = [r for r in first if r["lost"]]
     assert len(lost) == 1 and lost[0]["lost"] == "ray" and lost[0]["status"] == "error"
     assert "lost: the ray worker running this cell died" in lost[0]["error"]
-    assert f"stackwars run --resume {run_id}" in " ".join(err.split())
+    assert f"stackwars run --resume {run_id} --db {db} --executor ray`" in " ".join(err.split())  # same executor
     assert all(r["status"] == "ok" for r in first if not r["lost"])
 
     # resumed through a Ray cluster the test starts (a head node on 127.0.0.1), as on a real

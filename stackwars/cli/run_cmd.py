@@ -12,9 +12,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 
 from stackwars import outputs, registry, runner
 from stackwars.cli.common import (EXECUTOR_OPTION, GPUS_OPTION, MAX_JOBS_OPTION, RAY_ADDRESS_OPTION, SHARED_DIR_OPTION,
-                                  SLURM_PARTITION_OPTION, make_executor, waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP, backend_names, command, command_line, err,
-                                  exit_code, interruptible, interruption, number, out, profile_settings,
-                                  seed as check_seed, table_width, writable_dir)
+                                  SLURM_PARTITION_OPTION, waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP,
+                                  backend_names, command, command_line, err, executor_args, exit_code, interruptible,
+                                  interruption, make_executor, number, out, profile_settings, seed as check_seed,
+                                  table_width, writable_dir)
 from stackwars.parse import assignments
 from stackwars.errors import SpecError
 from stackwars.harness import env as envmod
@@ -37,6 +38,7 @@ def _progress_line(m: Measurement) -> str:
 
 
 DEFAULT_PROCESSES = runner.DEFAULT_PROCESSES
+
 
 @command
 def run(
@@ -214,7 +216,9 @@ def run(
             err.print(f"resuming run {run_id}: {len(specs)} of {len(info.plan)} cells still to measure")
         err.print(f"run {run_id} -> {path}  ({len(specs)} cells, each in a fresh worker"
                   + (f", through --executor {placer.name})" if placer.name != "serial" else ")"))
-        resume_hint = f"`stackwars run --resume {run_id}{f' --db {db}' if db else ''}`"
+        # the same executor, to go on where this one stopped
+        again = executor_args(executor, gpus, ray_address, shared_dir, slurm_partition, max_jobs)
+        resume_hint = f"`stackwars run --resume {run_id}{f' --db {db}' if db else ''}{''.join(' ' + a for a in again)}`"
         unsaved: list[tuple[Any, Any, Any]] = []
         try:
             with interruptible(), Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),

@@ -11,8 +11,9 @@ import typer
 
 from stackwars import outputs, runner
 from stackwars.cli.common import (EXECUTOR_OPTION, GPUS_OPTION, MAX_JOBS_OPTION, RAY_ADDRESS_OPTION, SHARED_DIR_OPTION,
-                                  SLURM_PARTITION_OPTION, make_executor, waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP, backend_names, command, command_line, err,
-                                  exit_code, interruptible, interruption, number, out, profile_settings, writable_dir)
+                                  SLURM_PARTITION_OPTION, waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP, backend_names,
+                                  command, command_line, err, exit_code, interruptible, interruption, make_executor,
+                                  number, out, profile_settings, writable_dir)
 from stackwars.errors import SpecError, Unsupported
 from stackwars.harness import env as envmod
 from stackwars.harness.isolation import run_inline, run_task

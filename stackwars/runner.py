@@ -354,6 +354,18 @@ def _measure_one(spec, config, probe, peak, inline, reference_dir, run_id, place
     return _measurement(spec, bspec.framework, outcome)
 
 
+def run_cold(task_for: Callable[[str], dict[str, Any]], timeout_s: float, memory_limit_bytes: int | None,
+             inline: bool = False) -> Outcome:
+    """One task in a fresh worker whose compile caches start empty: ``task_for(cache_dir)``
+    builds the task around a new cache folder, removed when the worker is done."""
+    cache_dir = tmp.mkdtemp("cold-cache")
+    try:
+        task = task_for(cache_dir)
+        return run_inline(task) if inline else run_task(task, timeout_s, memory_limit_bytes)
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+
+
 def profile_folder(config: MeasureConfig, run_id: str | None) -> str | None:
     if not config.profile_steps or not config.profile_dir:
         return None
@@ -518,15 +530,12 @@ def fidelity(device: str, config: MeasureConfig, probe: Mapping[str, Any], inlin
         spec = CellSpec(w, preset, phase, b, device)
         if not registry.backend(b).availability(probe, device)[0]:
             continue
-        cache_dir = tmp.mkdtemp("cold-cache")
-        try:
-            task = {"target": "stackwars.harness.fidelity:fidelity_cell",
-                    "kwargs": {"spec": spec.to_dict(), "config": config.to_dict(),
-                               "cache": {"mode": "cold", "dir": cache_dir}},
-                    "process": {"threads": config.threads, "device": device, "cache_dir": cache_dir}}
-            o = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
-        finally:
-            shutil.rmtree(cache_dir, ignore_errors=True)
+        o = run_cold(lambda cache_dir: {"target": "stackwars.harness.fidelity:fidelity_cell",
+                                        "kwargs": {"spec": spec.to_dict(), "config": config.to_dict(),
+                                                   "cache": {"mode": "cold", "dir": cache_dir}},
+                                        "process": {"threads": config.threads, "device": device,
+                                                    "cache_dir": cache_dir}},
+                     config.timeout_s, config.memory_limit_bytes, inline)
         r = o.result if o.result and o.status == "ok" else {"cell": spec.key, "status": o.status, "error": o.error}
         results["cells"].append(r)
         if on_done:

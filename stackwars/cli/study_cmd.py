@@ -102,14 +102,10 @@ def recompile(
     try:
         with interruptible():
             for item in items:
-                cache = tmp.mkdtemp("cold-cache")
-                try:
-                    task = {"target": "stackwars.studies.recompile:run_item",
-                            "kwargs": {"item": item, "dtype": dtype, "device": device, "cache_dir": cache},
-                            "process": {"device": device, "cache_dir": cache}}
-                    o = run_inline(task) if inline else run_task(task, timeout, runner.default_memory_limit())
-                finally:
-                    shutil.rmtree(cache, ignore_errors=True)
+                o = runner.run_cold(lambda cache: {
+                    "target": "stackwars.studies.recompile:run_item",
+                    "kwargs": {"item": item, "dtype": dtype, "device": device, "cache_dir": cache},
+                    "process": {"device": device, "cache_dir": cache}}, timeout, runner.default_memory_limit(), inline)
                 if o.status != "ok":
                     err.print(f"[red]{item['backend']} {item['variant']}: {o.status}[/] "
                               f"{(o.error or '').splitlines()[0]}")
@@ -434,15 +430,11 @@ def stream(
     try:
         with interruptible():
             for item in items:
-                cache = tmp.mkdtemp("cold-cache")
-                try:
-                    task = {"target": "stackwars.studies.stream:run_policy",
-                            "kwargs": {"item": item, "lengths": lengths, "seed": seed, "dtype": dtype,
-                                       "device": device, "reference_dir": references, "cache_dir": cache},
-                            "process": {"device": device, "cache_dir": cache}}
-                    o = run_inline(task) if inline else run_task(task, timeout, runner.default_memory_limit())
-                finally:
-                    shutil.rmtree(cache, ignore_errors=True)
+                o = runner.run_cold(lambda cache: {
+                    "target": "stackwars.studies.stream:run_policy",
+                    "kwargs": {"item": item, "lengths": lengths, "seed": seed, "dtype": dtype, "device": device,
+                               "reference_dir": references, "cache_dir": cache},
+                    "process": {"device": device, "cache_dir": cache}}, timeout, runner.default_memory_limit(), inline)
                 if o.status != "ok":
                     err.print(f"[red]{item['backend']} {item['policy']}: {o.status}[/] "
                               f"{(o.error or '').splitlines()[0][:200]}")

@@ -6,6 +6,11 @@ JAX never ran on the GPU at all). Cells run in workers (the test process pins JA
 CPU); each must pass parity and report the device allocator's peak, not the host RSS.
 """
 
+import dataclasses
+import os
+import shutil
+import tempfile
+
 import pytest
 
 from stackwars import runner
@@ -29,7 +34,16 @@ def _nvidia_devices() -> int:
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(_nvidia_devices() == 0, reason="no NVIDIA GPU visible (NVML)")]
 
-FAST = MeasureConfig(warmup=1, min_samples=3, min_time_s=0.0, timeout_s=600)
+# one compile cache for the module's cells: what these cells check is parity, memory and what ran,
+# not the first call, so a kernel Inductor or XLA built for one cell is reused by the next
+SHARED_CACHE = os.path.join(tempfile.gettempdir(), f"stackwars-gpu-tests-cache-{os.getpid()}")
+FAST = MeasureConfig(warmup=1, min_samples=3, min_time_s=0.0, timeout_s=600, cache_dir=SHARED_CACHE)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _shared_cache():
+    yield
+    shutil.rmtree(SHARED_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +78,7 @@ def test_cuda_parity_and_device_memory(probe, workload, phase, backend):
 
 
 def test_cuda_bfloat16_and_tf32(probe):
-    cfg = MeasureConfig(warmup=1, min_samples=3, min_time_s=0.0, matmul_precision="tf32")
+    cfg = dataclasses.replace(FAST, matmul_precision="tf32")
     for backend in ("torch-eager", "jax-jit"):
         m = runner.measure_one(CellSpec("mha", "tiny", "train-step", backend, "cuda", "bfloat16"), cfg, probe, None)
         assert m.status == "ok", m.error

@@ -1,0 +1,318 @@
+"""The GPU check: what must hold on a GPU, in named stages that each fit one remote command.
+
+    python -m stackwars.gpucheck --list                 # the stages, their cells and estimates
+    python -m stackwars.gpucheck --stage tests-eager    # one stage (repeat --stage for more)
+    python -m stackwars.gpucheck --proof                # the stages that prove the GPU paths
+    python -m stackwars.gpucheck                        # every stage, in order
+
+(``scripts/gpu-check.sh`` is this module with ``PYTHONPATH`` set.) The GPU machines we are
+lent run each command on a fresh machine for at most 10 minutes and return only what is
+written under the folder ``$OUT`` names. So a stage is the unit: it starts from nothing
+(no state is carried from an earlier stage), its cells are counted and estimated from
+figures measured on an H100 (``ESTIMATE_S``) to end well inside ``STAGE_LIMIT_S``, and
+everything it writes goes under ``$OUT/<stage>/`` (the database, the JSON of the cells,
+the tables, the log, ``env.json`` and ``SUMMARY.md``). ``$OUT`` is read, never assigned;
+without it the results go to ``results/gpu-<device>/``. Caches are shared across a
+stage's cells where the first call is not the point (the GPU tests); the tables whose
+first-call column is the point run cold.
+
+Without an NVIDIA GPU (NVML sees none) it says so and exits 3 (``--list`` and
+``--dry-run`` work anywhere). Exit 0 when every stage asked for ended ok, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+STAGE_LIMIT_S = 540  # one remote command runs at most 600 s; the machine's start and the copy-back need the rest
+NO_GPU_EXIT = 3
+
+# Seconds one cell costs on an H100, harness included (GPU-NOTES, stackwars at b9fb656: wall per
+# cell 9-19 s torch-eager micro-ops, 27-32 s torch-compile, 16-33 s jax-jit, 71-86 s a GPT-2 paper
+# train step; the models' first calls 4-17 s). Rounded up: an estimate that is too low costs a
+# stage its last cells.
+ESTIMATE_S = {
+    "tiny-eager": 10, "tiny-compiled": 25, "tiny-jax": 15,
+    "micro-eager": 15, "micro-compiled": 32, "micro-jax": 33,
+    "model-eager": 25, "model-compiled": 45, "model-jax": 40,
+    "big-model": 150,  # gpt-neo-1.3b, llama3-8b: weights drawn on the host, the reference in its own worker
+    "train-gpt2": 90, "peaks": 25, "mnist": 40, "scaling": 35, "kernel": 20,
+}
+COMMON = ("--warmup", "2", "--min-samples", "5", "--min-time", "0.3", "--timeout", "240",
+          "--processes", "1", "--max-processes", "1")
+
+
+def kind_of(backend: str, size: str) -> str:
+    mode = "eager" if backend in ("torch-eager",) else "jax" if backend.startswith("jax") else "compiled"
+    return f"{size}-{mode}"
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    proves: str
+    cells: tuple[tuple[int, str], ...]  # (count, ESTIMATE_S key)
+    argv: Callable[[Path], list[str]]  # the command, given the stage's folder
+    proof: bool = True  # part of the sequence that proves the GPU paths
+    needs_data: bool = False
+
+    @property
+    def cell_count(self) -> int:
+        return sum(n for n, _ in self.cells)
+
+    @property
+    def estimate_s(self) -> int:
+        return sum(n * ESTIMATE_S[k] for n, k in self.cells)
+
+
+def _run(*args: str) -> Callable[[Path], list[str]]:
+    def argv(d: Path) -> list[str]:
+        return [sys.executable, "-m", "stackwars", "run", *args, *COMMON, "--db", str(d / "stackwars.db"),
+                "--json", str(d / "cells.json")]
+    return argv
+
+
+def _pytest(*args: str) -> Callable[[Path], list[str]]:
+    def argv(d: Path) -> list[str]:
+        return [sys.executable, "-m", "pytest", "-q", "-rs", "-m", "gpu", "-p", "no:cacheprovider",
+                f"--junitxml={d / 'junit.xml'}", *args]
+    return argv
+
+
+def _cells(backends: Sequence[str], size: str, per_backend: int) -> tuple[tuple[int, str], ...]:
+    counts: dict[str, int] = {}
+    for b in backends:
+        counts[kind_of(b, size)] = counts.get(kind_of(b, size), 0) + per_backend
+    return tuple((n, k) for k, n in counts.items())
+
+
+MICRO_BACKENDS = ("torch-eager", "torch-compile", "torch-cudagraphs", "jax-jit")
+MODEL_BACKENDS = ("torch-eager", "torch-compile", "jax-jit")
+SCALING_ARGS = ("study", "scaling", "gpt2", "--preset", "small", "--device", "cuda", "--devices", "1",
+                "-s", "dp", "-s", "fsdp", "--steps", "10")
+
+
+def _data_dir() -> str | None:
+    for candidate in (os.environ.get("STACKWARS_DATA_DIR"), ROOT / ".data" / "mnist", ROOT.parent / "shared" / "data"
+                      / "mnist"):
+        if candidate and (Path(candidate) / "train-images-idx3-ubyte.gz").exists():
+            return str(candidate)
+    return None
+
+
+def _mnist(d: Path) -> list[str]:
+    return [sys.executable, "-m", "stackwars", "train", "mnist", "--device", "cuda", "--epochs", "2", "--lr", "0.1",
+            "--data-dir", str(_data_dir()), "--out", str(d / "mnist"), "--db", str(d / "stackwars.db")]
+
+
+def _scaling(d: Path) -> list[str]:
+    return [sys.executable, "-m", "stackwars", *SCALING_ARGS, "--db", str(d / "stackwars.db"), "--out", str(d / "scaling")]
+
+
+def _peaks(d: Path) -> list[str]:
+    return [sys.executable, "-m", "stackwars", "peaks", "--device", "cuda", "--min-time", "1",
+            "--db", str(d / "stackwars.db")]
+
+
+def _why(d: Path) -> list[str]:
+    return _run("gpt2", "--preset", "paper", "--device", "cuda", "--dtype", "bfloat16", "--phase", "train-step",
+                *(x for b in MODEL_BACKENDS for x in ("-b", b)), "--profile", "2",
+                "--profile-dir", str(d / "traces"))(d)
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("tests-eager", "every framework sees the GPU; torch-eager cells in parity with the device allocator's "
+          "peak; bf16 and TF32 in both; float32 attention on XLA; the model reference on the GPU; peaks",
+          ((9, "tiny-eager"), (4, "tiny-jax"), (4, "peaks")),
+          _pytest("tests/test_gpu.py", "-k", "not jax and not torch-compile and not torch-cudagraphs")),
+    Stage("tests-jax", "jax-eager and jax-jit cells in parity with the device allocator's peak; cuDNN attention "
+          "for JAX in bfloat16, read from the compiled HLO", ((14, "tiny-jax"), (2, "tiny-eager")),
+          _pytest("tests/test_gpu.py", "-k", "jax and not torch-compile and not torch-cudagraphs")),
+    Stage("tests-compiled", "torch-compile and torch-cudagraphs cells on CUDA in parity (one shared Inductor cache: "
+          "the first call is not the point here)", ((12, "tiny-compiled"),),
+          _pytest("tests/test_gpu.py", "-k", "torch-compile or torch-cudagraphs")),
+    Stage("tests-paths", "point 9 of the GPU issue: cudagraphs really replays; --flush-l2 and --cuda-graph-replay; "
+          "profiles and memory anatomy; compiled Triton and Pallas kernels; NCCL on one GPU; bf16 model cells; "
+          "wall time against CUDA events; the float64 reference in its own worker; JAX's memory fraction",
+          ((8, "tiny-eager"), (6, "tiny-compiled"), (8, "tiny-jax"), (2, "scaling")),
+          _pytest("tests/test_gpu_paths.py")),
+    Stage("peaks", "device peaks in both frameworks (float32 and bfloat16 GEMM, copy bandwidth)", ((4, "peaks"),),
+          _peaks, proof=False),
+    Stage("micro-bf16-forward", "gemm, ffn, mha at paper size, forward, bfloat16, each backend",
+          _cells(MICRO_BACKENDS, "micro", 3), _run("gemm", "ffn", "mha", "--preset", "paper", "--device", "cuda",
+                                                   "--dtype", "bfloat16", "--phase", "forward",
+                                                   *(x for b in MICRO_BACKENDS for x in ("-b", b)))),
+    Stage("micro-bf16-train", "the same, train step", _cells(MICRO_BACKENDS, "micro", 3),
+          _run("gemm", "ffn", "mha", "--preset", "paper", "--device", "cuda", "--dtype", "bfloat16", "--phase",
+               "train-step", *(x for b in MICRO_BACKENDS for x in ("-b", b))), proof=False),
+    Stage("micro-f32-forward", "gemm, ffn, mha at paper size, forward, float32 (exact matmul precision: XLA autotunes "
+          "each GEMM shape)", _cells(MICRO_BACKENDS, "micro", 3),
+          _run("gemm", "ffn", "mha", "--preset", "paper", "--device", "cuda", "--phase", "forward",
+               *(x for b in MICRO_BACKENDS for x in ("-b", b))), proof=False),
+    Stage("micro-f32-train", "the same, train step", _cells(MICRO_BACKENDS, "micro", 3),
+          _run("gemm", "ffn", "mha", "--preset", "paper", "--device", "cuda", "--phase", "train-step",
+               *(x for b in MICRO_BACKENDS for x in ("-b", b))), proof=False),
+    Stage("models", "resnet50, bert-base, gpt2, vit-b16 at paper size, forward, bfloat16 (the published table)",
+          _cells(MODEL_BACKENDS, "model", 4), _run("resnet50", "bert-base", "gpt2", "vit-b16", "--preset", "paper",
+                                                   "--device", "cuda", "--dtype", "bfloat16", "--phase", "forward",
+                                                   *(x for b in MODEL_BACKENDS for x in ("-b", b)))),
+    Stage("models-neo", "gpt-neo-1.3b at paper size, forward, bfloat16 (torch-compile, jax-jit)",
+          ((2, "big-model"),), _run("gpt-neo-1.3b", "--preset", "paper", "--device", "cuda", "--dtype", "bfloat16",
+                                    "--phase", "forward", "-b", "torch-compile", "-b", "jax-jit"), proof=False),
+    Stage("models-llama", "llama3-8b at paper size, forward, bfloat16 (torch-compile, jax-jit): 16 GB of weights, "
+          "the float64 reference computed in its own worker first", ((2, "big-model"),),
+          _run("llama3-8b", "--preset", "paper", "--device", "cuda", "--dtype", "bfloat16", "--phase", "forward",
+               "-b", "torch-compile", "-b", "jax-jit"), proof=False),
+    Stage("why", "GPT-2 paper train step, bfloat16, profiled with its memory anatomy (jax-jit's 14.6 GB vs "
+          "torch-compile's 6.3 GB explained part by part)", ((3, "train-gpt2"),), _why),
+    Stage("kernels", "softmax and layernorm: Triton and Pallas kernels compiled, beside the framework operators",
+          ((8, "kernel"),), _run("softmax", "layernorm", "--preset", "paper", "--device", "cuda", "--set",
+                                 "impl=framework,custom", "-b", "torch-eager", "-b", "jax-jit")),
+    Stage("flush", "gemm and mha with caches flushed before every call and PyTorch's calls replayed from a CUDA "
+          "graph (do_bench's conditions)", ((4, "micro-eager"), (4, "micro-jax")),
+          _run("gemm", "mha", "--preset", "paper", "--device", "cuda", "-b", "torch-eager", "-b", "jax-jit",
+               "--phase", "forward", "--phase", "train-step", "--flush-l2", "--cuda-graph-replay")),
+    Stage("mnist", "train mnist, two epochs, both frameworks, on the real data", ((2, "mnist"),), _mnist,
+          proof=False, needs_data=True),
+    Stage("scaling", "data parallelism on the visible GPU (dp, fsdp over NCCL)", ((4, "scaling"),), _scaling,
+          proof=False),
+)
+BY_NAME = {s.name: s for s in STAGES}
+
+
+def gpu_name() -> str | None:
+    """The first GPU's name as NVML gives it, or None where NVML sees none."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        try:
+            if not pynvml.nvmlDeviceGetCount():
+                return None
+            name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0))
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no library, no driver: no GPU
+        return None
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def out_root(name: str) -> Path:
+    """``$OUT`` where the runner set it (read, never assigned), else results/gpu-<device>."""
+    given = os.environ.get("OUT")
+    if given:
+        return Path(given)
+    return ROOT / "results" / ("gpu-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"))
+
+
+def listing(stages: Sequence[Stage] = STAGES) -> str:
+    lines = ["| stage | cells | estimate on an H100 | in --proof | what it proves |", "|---|---|---|---|---|"]
+    for s in stages:
+        lines.append(f"| {s.name} | {s.cell_count} | {s.estimate_s} s | {'yes' if s.proof else 'no'} | {s.proves} |")
+    proof = [s for s in stages if s.proof]
+    lines.append("")
+    lines.append(f"--proof: {len(proof)} stages, {sum(s.cell_count for s in proof)} cells, about "
+                 f"{sum(s.estimate_s for s in proof) / 60:.0f} min of GPU time (each stage a command of at most "
+                 f"{STAGE_LIMIT_S} s); all: {sum(s.estimate_s for s in stages) / 60:.0f} min")
+    return "\n".join(lines)
+
+
+def stage_env() -> dict[str, str]:
+    """The stage's processes see the repository on PYTHONPATH and write no bytecode beside it."""
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": str(ROOT) + (os.pathsep + path if path else ""),
+            "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def run_stage(stage: Stage, root: Path, limit_s: float = STAGE_LIMIT_S) -> dict[str, object]:
+    """One stage into root/<stage>: its command's output (output.txt), log (log.txt), the
+    environment (env.json) and SUMMARY.md. Returns its summary row."""
+    from stackwars.harness.env import fingerprint
+
+    folder = root / stage.name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "env.json").write_text(json.dumps(fingerprint(), indent=1, default=str))
+    row: dict[str, object] = {"stage": stage.name, "cells": stage.cell_count, "estimate_s": stage.estimate_s}
+    if stage.needs_data and _data_dir() is None:
+        row.update(status="not run: no MNIST files (set STACKWARS_DATA_DIR)", seconds=0.0)
+    else:
+        argv = stage.argv(folder)
+        row["command"] = " ".join(argv[1:])
+        t0 = time.monotonic()
+        with open(folder / "output.txt", "w") as out, open(folder / "log.txt", "w") as log:
+            try:
+                code = subprocess.run(argv, stdout=out, stderr=log, stdin=subprocess.DEVNULL, cwd=ROOT,
+                                      env=stage_env(), timeout=limit_s).returncode
+                status = "ok" if code == 0 else f"exit {code}"
+            except subprocess.TimeoutExpired:
+                status = f"stage time limit ({limit_s:g} s)"
+        row.update(status=status, seconds=round(time.monotonic() - t0, 1))
+    tail = (folder / "output.txt").read_text(errors="replace")[-3000:] if (folder / "output.txt").exists() else ""
+    (folder / "SUMMARY.md").write_text(
+        f"# gpu-check stage {stage.name}\n\n{stage.proves}\n\n- status: {row['status']}\n- time: {row['seconds']} s "
+        f"(estimate {stage.estimate_s} s for {stage.cell_count} cells)\n- command: `{row.get('command', '')}`\n\n"
+        f"Files: output.txt (tables), log.txt (progress, errors), env.json, and the stage's own (stackwars.db, "
+        f"cells.json, junit.xml, traces/ where it writes them).\n\n```\n{tail}\n```\n")
+    return row
+
+
+def summary(rows: Sequence[dict[str, object]], name: str) -> str:
+    lines = [f"# gpu-check on {name}", "", f"Written by stackwars.gpucheck at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}; "
+             "each stage's files in its folder.", "", "| stage | status | time | estimate | cells |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['stage']} | {r['status']} | {r['seconds']} s | {r['estimate_s']} s | {r['cells']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="gpu-check", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--list", action="store_true", help="print the stages with their cells and estimates")
+    p.add_argument("--dry-run", action="store_true", help="print each stage's command and where it writes")
+    p.add_argument("--stage", action="append", default=[], metavar="NAME", help="run this stage (repeatable)")
+    p.add_argument("--proof", action="store_true", help="the stages that prove the GPU paths, in order")
+    args = p.parse_args(argv)
+    unknown = [s for s in args.stage if s not in BY_NAME]
+    if unknown:
+        print(f"gpu-check: unknown stage {', '.join(map(repr, unknown))}; allowed: {', '.join(BY_NAME)}",
+              file=sys.stderr)
+        return 2
+    chosen = [BY_NAME[s] for s in args.stage] or [s for s in STAGES if s.proof or not args.proof]
+    if args.list:
+        print(listing())
+        return 0
+    name = gpu_name()
+    if args.dry_run:
+        root = out_root(name or "none")
+        for s in chosen:
+            print(f"{s.name}: {' '.join(s.argv(root / s.name))}")
+        return 0
+    if not name:
+        print("gpu-check: no NVIDIA GPU visible (NVML reports none, or no driver): this check needs one.",
+              file=sys.stderr)
+        print("gpu-check: nothing was run; on a CPU machine use the README's test command.", file=sys.stderr)
+        return NO_GPU_EXIT
+    root = out_root(name)
+    root.mkdir(parents=True, exist_ok=True)
+    print(f"gpu-check: {name} -> {root}; stages: {', '.join(s.name for s in chosen)}", flush=True)
+    rows = []
+    for s in chosen:
+        print(f"gpu-check: stage {s.name} ({s.cell_count} cells, about {s.estimate_s} s)", flush=True)
+        rows.append(run_stage(s, root))
+        print(f"gpu-check: stage {s.name}: {rows[-1]['status']} in {rows[-1]['seconds']} s", flush=True)
+        (root / "SUMMARY.md").write_text(summary(rows, name))
+    print(summary(rows, name))
+    return 0 if all(r["status"] == "ok" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

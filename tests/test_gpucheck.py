@@ -1,0 +1,111 @@
+"""The GPU check fits the remote runner it is run through: stages that each end inside one
+10-minute command, everything written under $OUT (read, never assigned), a clear exit 3
+without a GPU. The stages' GPU work itself runs only on a GPU (scripts/gpu-check.sh)."""
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stackwars import gpucheck
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "gpu-check.sh"
+
+
+def _has_gpu() -> bool:
+    return gpucheck.gpu_name() is not None
+
+
+def _script(*args, out=None, timeout=120):
+    env = {k: v for k, v in os.environ.items() if k != "OUT"}
+    env["PYTHON"] = sys.executable
+    if out is not None:
+        env["OUT"] = str(out)
+    return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_without_a_gpu_it_says_so_exits_3_and_writes_nothing(tmp_path):
+    if _has_gpu():
+        pytest.skip("a GPU is visible: the refusal does not apply (run scripts/gpu-check.sh itself)")
+    before = sorted(p.name for p in (ROOT / "results").iterdir())
+    out = tmp_path / "out"
+    out.mkdir()
+    done = _script("--proof", out=out)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "no NVIDIA GPU visible" in done.stderr and "nothing was run" in done.stderr
+    assert list(out.iterdir()) == []
+    assert sorted(p.name for p in (ROOT / "results").iterdir()) == before
+    assert os.access(SCRIPT, os.X_OK)
+
+
+def test_the_script_never_assigns_out():
+    for path in (SCRIPT, ROOT / "stackwars" / "gpucheck.py"):
+        text = path.read_text()
+        assert "OUT=" not in text.replace("$OUT", "").replace("STACKWARS_", ""), path
+        assert "os.environ[\"OUT\"] =" not in text and "environ.setdefault(\"OUT\"" not in text
+
+
+def test_list_prints_every_stage_with_its_cells_and_each_fits_one_command():
+    done = _script("--list")
+    assert done.returncode == 0, done.stderr
+    for stage in gpucheck.STAGES:
+        assert f"| {stage.name} | {stage.cell_count} | {stage.estimate_s} s |" in done.stdout
+        assert 0 < stage.estimate_s <= gpucheck.STAGE_LIMIT_S < 600, stage
+    proof = [s for s in gpucheck.STAGES if s.proof]
+    assert sum(s.estimate_s for s in proof) < 45 * 60  # the documented sequence: under 45 minutes of GPU time
+    assert "--proof:" in done.stdout
+
+
+def test_every_stage_writes_only_under_out(tmp_path):
+    """Every path a stage's command names lies in $OUT/<stage> (the database, the JSON, the
+    traces, the MNIST and scaling outputs); nothing goes to results/ or the working tree."""
+    out = tmp_path / "runner-out"
+    done = _script("--dry-run", out=out)
+    assert done.returncode == 0, done.stderr
+    lines = [l for l in done.stdout.splitlines() if l.strip()]
+    assert [l.split(":", 1)[0] for l in lines] == [s.name for s in gpucheck.STAGES]
+    for line in lines:
+        name, command = line.split(": ", 1)
+        argv = shlex.split(command)
+        inputs = {argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--data-dir"}  # read, not written
+        paths = [a.split("=", 1)[-1] for a in argv if "/" in a and not a.startswith("tests/") and a not in inputs]
+        paths = [p for p in paths if p != sys.executable and "impl=" not in p]
+        assert paths, line
+        for p in paths:
+            assert Path(p).is_relative_to(out / name), (name, p)
+        pytest_stage = "pytest" in argv
+        assert pytest_stage or "--db" in argv, line
+    assert not out.exists()  # a dry run writes nothing
+
+
+def test_a_stage_writes_its_summary_environment_and_output_and_a_stage_past_its_limit_is_named(tmp_path,
+                                                                                                monkeypatch):
+    monkeypatch.setenv("OUT", str(tmp_path))
+    quick = gpucheck.Stage("quick", "writes a file", ((1, "tiny-eager"),),
+                           lambda d: [sys.executable, "-c", f"open({str(d / 'made.txt')!r}, 'w').write('x'); "
+                                                            "print('| cell | ok |')"])
+    slow = gpucheck.Stage("slow", "sleeps", ((1, "tiny-eager"),),
+                          lambda d: [sys.executable, "-c", "import time; time.sleep(30)"])
+    root = gpucheck.out_root("NVIDIA H100 80GB HBM3")
+    assert root == tmp_path  # $OUT wins over results/gpu-<device>
+    row = gpucheck.run_stage(quick, root)
+    assert row["status"] == "ok"
+    assert {p.name for p in (tmp_path / "quick").iterdir()} == {"made.txt", "output.txt", "log.txt", "env.json",
+                                                                "SUMMARY.md"}
+    assert "| cell | ok |" in (tmp_path / "quick" / "SUMMARY.md").read_text()
+    row = gpucheck.run_stage(slow, root, limit_s=1)
+    assert row["status"].startswith("stage time limit") and row["seconds"] < 10
+    text = gpucheck.summary([row], "test")
+    assert "| slow | stage time limit (1 s) |" in text
+    monkeypatch.delenv("OUT")
+    assert gpucheck.out_root("NVIDIA H100 80GB HBM3") == ROOT / "results" / "gpu-nvidia-h100-80gb-hbm3"
+
+
+def test_an_unknown_stage_is_refused_with_the_allowed_ones():
+    done = _script("--stage", "everything")
+    assert done.returncode == 2
+    assert "unknown stage 'everything'" in done.stderr and "tests-eager" in done.stderr

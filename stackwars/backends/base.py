@@ -13,6 +13,7 @@ loaded only inside workers. The harness uses it like this:
     prepared.after_first_call()                # compile timers, outside the timed region
     prepared.parity_outputs(out)               # numpy outputs comparable to the reference
     prepared.compile_stats()                   # read at the end: recompiles count too
+    prepared.not_as_named()                    # None, or why it did not run as named (no CUDA graphs)
     prepared.observe()                         # untimed, after the steady state: what actually ran
     prepared.anatomy(profile_step)             # train steps: memory by part (untimed)
     backend.profile(prepared, steps, path)     # untimed, after everything timed: a trace of N steps
@@ -47,6 +48,9 @@ class Prepared:
     anatomy: Callable[[bool], dict[str, Any]] = lambda profile_step: {}
     # CUDA: capture one call into a CUDA graph and return its replay (None: this cell cannot be replayed)
     graph_replay: Callable[[], Callable[[], Any]] | None = None
+    # after the timed calls: why the cell did not run as its backend's name says (torch-cudagraphs
+    # whose graphs Inductor skipped), or None; such a cell is recorded as unsupported, timings kept
+    not_as_named: Callable[[], str | None] = lambda: None
     notes: dict[str, Any] = field(default_factory=dict)  # what ran, recorded with the cell
 
 

@@ -23,6 +23,24 @@ def _first_line(reason: str) -> str:
     return reason.strip().splitlines()[0][:200] if reason.strip() else reason
 
 
+def cudagraph_skips() -> str | None:
+    """Why mode='reduce-overhead' ran without CUDA graphs, or None where every graph Inductor
+    built is replayed. Inductor falls back to plain kernel launches, silently but for a log
+    line, when a graph holds a CPU tensor, a host copy, a mutated input or dynamic shapes;
+    ``counters['inductor']['cudagraph_skips']`` counts those graphs, the compile metrics keep
+    the reason."""
+    from torch._dynamo.utils import counters, get_compilation_metrics
+
+    skips = int(counters["inductor"]["cudagraph_skips"])
+    if not skips:
+        return None
+    reasons = sorted({m.cudagraph_skip_reason for m in get_compilation_metrics()
+                      if getattr(m, "cudagraph_skip_reason", None)})
+    return (f"CUDA graphs skipped: Inductor ran {skips} graph(s) of this cell without CUDA graphs "
+            f"(counters['inductor']['cudagraph_skips'])" + (f": {'; '.join(reasons)}" if reasons else "")
+            + "; the timings are plain torch.compile's, kept in the record, not a CUDA-graph result")
+
+
 class TorchCompile(TorchBackend):
     """Serves torch-compile, torch-compile-max-autotune and torch-cudagraphs (mode differs)."""
 
@@ -54,6 +72,8 @@ class TorchCompile(TorchBackend):
 
         prepared.after_first_call = after_first_call
         prepared.compile_stats = lambda: self._stats(first)
+        if self.options["mode"] == "reduce-overhead":
+            prepared.not_as_named = cudagraph_skips
         step_compiled = "step compiled" in str(prepared.notes.get("optimizer_impl"))
         prepared.notes.update(compile_mode=self.options["mode"], fullgraph=self.options["fullgraph"],
                               compiled="twin.forward" if phase == "forward"
@@ -88,6 +108,7 @@ class TorchCompile(TorchBackend):
             source="torch._dynamo.utils: calculate_time_spent (after first call), "
                    "CompilationMetrics and counters (end of cell)",
             extra={"compiles": len(metrics),
+                   "cudagraph_skips": int(counters["inductor"]["cudagraph_skips"]),
                    # operations Dynamo captured into its graphs: an unrolled loop's body once per step
                    "ir_size": {"fx_ops_captured": int(counters["stats"]["calls_captured"])},
                    "fx_graph_cache": {k: int(v) for k, v in counters["inductor"].items()

@@ -241,6 +241,7 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
         settings["cpu_steal_s"] = steal_after - steal_before
     device_peak, device_counter = backend.device_peak_memory(cell.device)
     compile_stats = prepared.compile_stats()
+    not_as_named = prepared.not_as_named()
     memory_analysis = prepared.memory_analysis()
     stage("observation of what ran")
     t0 = time.perf_counter()
@@ -273,10 +274,13 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     timeline["reference_s"] = ref_info["computed_s"]
     timeline["parity_s"] = ref_info["seconds"] - ref_info["computed_s"]
     failed = parity.checked and not parity.ok
+    error = f"parity: max rel err {parity.max_rel_err:.3g} > tolerance {parity.tolerance:.3g}" if failed else None
+    if not_as_named:
+        settings["not_as_named"] = not_as_named
 
     return Measurement(
         spec=cell,
-        status="parity_fail" if failed else "ok",
+        status="unsupported" if not_as_named else "parity_fail" if failed else "ok",
         framework=backend.spec.framework,
         first_call_s=first_s,
         second_call_s=second_s,
@@ -296,7 +300,7 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
         params=cfg.as_dict(),
         settings=settings,
         peak=dict(peak or {}),
-        error=f"parity: max rel err {parity.max_rel_err:.3g} > tolerance {parity.tolerance:.3g}" if failed else None,
+        error="; ".join(filter(None, (not_as_named, error))) or None,
         noise_threshold=cfg_m.noise_threshold,
         init_s=timeline["import_s"] + timeline["device_init_s"],
         timeline=timeline,

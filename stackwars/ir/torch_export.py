@@ -167,7 +167,7 @@ def functional_program(workload, cfg, phase: str, params: dict[str, np.ndarray],
     names = [n for n, _ in model.named_parameters()]
     canonical = twin.canonical(model)
     bnames = state_buffers(model, canonical)
-    counters = {k: v for k, v in model.named_buffers() if k not in canonical}  # num_batches_tracked
+    counters = {k: v for k, v in model.named_buffers() if k.endswith("num_batches_tracked")}
     bkeys = sorted(batch)
     state = [p.detach() for _, p in model.named_parameters()] + [canonical[k].detach() for k in bnames]
     state_names = [f"param:{n}" for n in names] + [f"buffer:{k}" for k in bnames]

@@ -136,6 +136,9 @@ class Transformer(nn.Module):
             self.tok_emb = nn.Embedding(cfg.vocab, d, padding_idx=cfg.pad_id)
             if cfg.positions == "learned":
                 self.pos_emb = nn.Embedding(cfg.max_pos, d)
+            else:  # RoPE's frequencies, on the model's device (build fills them): no host copy inside the step,
+                # which would keep torch-cudagraphs from capturing it; float64, cast where used
+                self.register_buffer("rope_inv", torch.empty(cfg.d_head // 2, dtype=torch.float64), persistent=False)
             if cfg.type_vocab:
                 self.type_emb = nn.Embedding(cfg.type_vocab, d)
         if not cfg.prenorm:
@@ -170,7 +173,7 @@ class Transformer(nn.Module):
         rope = None
         if cfg.positions == "rope":
             wide = torch.promote_types(x.dtype, torch.float32)  # angles in float32 (float64 in the reference)
-            inv = torch.as_tensor(rope_inv_freq(cfg), dtype=wide, device=x.device)
+            inv = self.rope_inv.to(wide)
             freqs = torch.arange(x.shape[1], device=x.device, dtype=wide)[:, None] * inv[None, :]
             emb = torch.cat((freqs, freqs), dim=-1)  # [T, hd]
             rope = (emb.cos().to(x.dtype), emb.sin().to(x.dtype))
@@ -263,6 +266,8 @@ def build(cfg, params: dict[str, torch.Tensor]) -> nn.Module:
     model = build_meta(cfg)
     model.load_state_dict(params, strict=False, assign=True)
     device = next(iter(params.values())).device
+    if getattr(model, "rope_inv", None) is not None:
+        model.rope_inv = torch.as_tensor(rope_inv_freq(model.cfg), dtype=torch.float64, device=device)
     for module in model.modules():  # BatchNorm's step counters are not canonical: start them at zero
         if getattr(module, "num_batches_tracked", None) is not None and module.num_batches_tracked.is_meta:
             module.num_batches_tracked = torch.zeros((), dtype=torch.long, device=device)

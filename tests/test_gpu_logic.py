@@ -1,0 +1,49 @@
+"""The GPU issue's findings, where their logic runs without a GPU: each test names its point.
+What needs the device itself is in tests/test_gpu_paths.py (marker gpu)."""
+
+from __future__ import annotations
+
+import pytest
+
+from stackwars.harness.measure import measure_cell
+from stackwars.records import CellSpec, MeasureConfig, Measurement
+
+FAST = MeasureConfig(warmup=1, min_samples=2, min_time_s=0.0)
+
+
+def _cell(spec: CellSpec, config: MeasureConfig = FAST) -> Measurement:
+    return Measurement.from_dict(measure_cell(spec.to_dict(), config.to_dict()))
+
+
+def test_point2_graphs_inductor_skipped_make_the_cell_unsupported_not_a_cudagraphs_result():
+    """mode='reduce-overhead' where Inductor cannot capture (here: a CPU graph; on a GPU a host
+    copy or a CPU tensor) runs plain kernels; the counter says so and the cell is not
+    reported as a CUDA-graph result."""
+    m = _cell(CellSpec("gemm", "tiny", "forward", "torch-compile", options=(("mode", "reduce-overhead"),)))
+    assert m.status == "unsupported"
+    assert "CUDA graphs skipped" in m.error and "cudagraph_skips" in m.error
+    assert m.compile.extra["cudagraph_skips"] >= 1
+    assert m.samples  # the timings are kept in the record
+    plain = _cell(CellSpec("gemm", "tiny", "forward", "torch-compile"))
+    assert plain.status == "ok" and plain.compile.extra["cudagraph_skips"] == 0
+
+
+def test_point2_rope_frequencies_live_on_the_model_device_not_built_from_numpy_in_the_step():
+    import numpy as np
+    import torch
+
+    from stackwars import registry
+    from stackwars.workloads.models import torch_nets
+    from stackwars.workloads.models.config import rope_inv_freq
+
+    wl = registry.workload("llama3-8b")
+    cfg = wl.config("tiny", {})
+    params, _ = wl.init(cfg, 0)
+    model = torch_nets.build(cfg, {k: torch.from_numpy(np.asarray(v, np.float32)) for k, v in params.items()})
+    assert model.rope_inv.dtype == torch.float64 and model.rope_inv.device.type == "cpu"
+    np.testing.assert_array_equal(model.rope_inv.numpy(), rope_inv_freq(cfg))
+    assert "rope_inv" not in torch_nets.canonical(model)  # not a weight: no transfer, no parity entry
+    # the step itself holds no numpy: Dynamo captures one graph with no graph break
+    with torch.no_grad():
+        explained = torch._dynamo.explain(model)({"ids": torch.zeros(1, 8, dtype=torch.long)})
+    assert explained.graph_break_count == 0

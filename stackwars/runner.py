@@ -253,20 +253,22 @@ GiB = 2**30
 HEADROOM = 0.9  # leave a tenth of the memory to everything else on the machine
 
 
-def _gpu_free_bytes() -> int | None:
+def _gpu_memory() -> tuple[int | None, int | None]:
+    """(free, total) bytes of the first GPU as NVML sees them; (None, None) without NVML."""
     try:
         import pynvml
         pynvml.nvmlInit()
         try:
-            return int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).free)
+            info = pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0))
+            return int(info.free), int(info.total)
         finally:
             pynvml.nvmlShutdown()
     except Exception:  # noqa: BLE001 - no NVML: no device-side check
-        return None
+        return None, None
 
 
 def preflight(spec: CellSpec, host_available: int | None = None, device_free: int | None = None,
-              parity_mode: str = "auto") -> dict | None:
+              parity_mode: str = "auto", device_total: int | None = None) -> dict | None:
     """Refuse a cell whose estimated peak memory exceeds what is available, before anything
     is allocated (every workload estimates its memory: the models in detail, the others from
     their shapes); the worker's RSS watchdog remains the backstop for everything. A refusal is a dict: the
@@ -295,10 +297,18 @@ def preflight(spec: CellSpec, host_available: int | None = None, device_free: in
             return refuse(f"pre-flight estimate {need / GiB:.1f} GiB > {HEADROOM:.0%} of the "
                           f"{host_available / GiB:.1f} GiB of memory available", "host", host_available)
         return None
-    device_free = _gpu_free_bytes() if device_free is None else device_free
+    if device_free is None:
+        device_free, device_total = _gpu_memory()
     if device_free is not None and running > HEADROOM * device_free:
         return refuse(f"pre-flight estimate {running / GiB:.1f} GiB on the device > {HEADROOM:.0%} of its "
                       f"{device_free / GiB:.1f} GiB free", "device", device_free)
+    if device_total is not None and registry.backend(spec.backend).framework == "jax":
+        from stackwars.harness.settings import jax_memory_fraction
+        cap = int(jax_memory_fraction() * device_total)  # XLA's allocator grows no further
+        if running > HEADROOM * cap:
+            return refuse(f"pre-flight estimate {running / GiB:.1f} GiB on the device > {HEADROOM:.0%} of the "
+                          f"{cap / GiB:.1f} GiB JAX's allocator may take (XLA_PYTHON_CLIENT_MEM_FRACTION="
+                          f"{jax_memory_fraction():g} of {device_total / GiB:.1f} GiB)", "jax allocator", cap)
     host_need = est["host_weights"] + reference
     if host_need > HEADROOM * host_available:
         return refuse(f"pre-flight estimate {host_need / GiB:.1f} GiB of host memory (weights"

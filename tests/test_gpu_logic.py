@@ -47,3 +47,40 @@ def test_point2_rope_frequencies_live_on_the_model_device_not_built_from_numpy_i
     with torch.no_grad():
         explained = torch._dynamo.explain(model)({"ids": torch.zeros(1, 8, dtype=torch.long)})
     assert explained.graph_break_count == 0
+
+
+def test_point3_jax_workers_on_a_gpu_may_use_the_device_as_pytorch_does(monkeypatch):
+    from stackwars.harness import settings
+
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_MEM_FRACTION", raising=False)
+    cuda = settings.device_env("cuda")
+    assert cuda == {"XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+                    "XLA_PYTHON_CLIENT_MEM_FRACTION": settings.JAX_GPU_MEMORY_FRACTION}
+    assert float(settings.JAX_GPU_MEMORY_FRACTION) > 0.75  # above XLA's own default cap
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in settings.device_env("cpu")
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.5")  # a user's choice is kept
+    assert settings.device_env("cuda")["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.5"
+    assert settings.jax_memory_fraction() == 0.5
+
+
+def test_point3_the_preflight_check_holds_jax_cells_to_their_allocator_cap(monkeypatch):
+    from stackwars import registry, runner
+    from stackwars.harness.settings import jax_memory_fraction
+
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_MEM_FRACTION", raising=False)
+    wl = registry.workload("gpt2")
+    est = wl.memory_estimate(wl.config("paper", {}), "forward", "bfloat16")
+    running = est["parameters"] + est["optimizer"] + est["activations"]
+    total = int(running / (runner.HEADROOM * jax_memory_fraction()) * 0.99)  # the cap is a little too small
+    free = total  # ... but the device is empty: PyTorch fits
+    host = 10**15
+
+    def check(backend):
+        return runner.preflight(CellSpec("gpt2", "paper", "forward", backend, "cuda", "bfloat16"),
+                                host_available=host, device_free=free, device_total=total)
+
+    assert check("torch-compile") is None
+    refused = check("jax-jit")
+    assert refused["checked_against"] == "jax allocator" and "XLA_PYTHON_CLIENT_MEM_FRACTION=0.95" in refused["message"]
+    assert check("jax-jit") and runner.preflight(CellSpec("gpt2", "paper", "forward", "jax-jit", "cuda", "bfloat16"),
+                                                 host_available=host, device_free=free, device_total=2 * total) is None

@@ -7,7 +7,10 @@
 * Compile caches: Inductor/Triton caches (environment) and the JAX persistent cache
   (set by the JAX backend) point into ``cache_dir``: a fresh directory per cell (cold)
   or the user's --warm-cache directory.
-* JAX on a GPU: preallocation off, so device-memory peaks mean what they say.
+* JAX on a GPU: preallocation off, so device-memory peaks mean what they say, and XLA's
+  allocator may grow to ``JAX_GPU_MEMORY_FRACTION`` of the device (its own default is 75%,
+  while PyTorch's caching allocator may take all of it: JAX cells would read ``oom`` at sizes
+  PyTorch fits). A fraction the user set is kept; the pre-flight check holds JAX cells to it.
 * JAX_PLATFORMS pins JAX to the cell's device (a CPU cell never initialises the GPU).
   ``device=None`` (the machine probe) forces no platform: JAX_PLATFORMS is removed, so
   the probe reports every platform JAX can initialise, whatever the parent's environment.
@@ -21,6 +24,23 @@ import os
 from typing import Any, Mapping
 
 NO_PLATFORM = "unset: no platform forced (every platform the framework can initialise)"
+# what XLA's GPU allocator may take of the device's memory: all but what the CUDA context, cuDNN and
+# NCCL hold outside it (about 1-2 GiB of an 80 GiB H100); XLA's own default is 0.75
+JAX_GPU_MEMORY_FRACTION = "0.95"
+
+
+def jax_memory_fraction() -> float:
+    """The fraction a JAX worker on a GPU runs under: the user's, else ours."""
+    return float(os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION") or JAX_GPU_MEMORY_FRACTION)
+
+
+def device_env(device: str | None) -> dict[str, str]:
+    """The JAX allocator's variables for a worker on ``device`` (before JAX is imported)."""
+    env = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    if device == "cuda":
+        env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION") \
+            or JAX_GPU_MEMORY_FRACTION
+    return env
 
 
 def available_cpus() -> list[int]:
@@ -52,7 +72,7 @@ def apply(threads: int | None, device: str | None, cache_dir: str | None,
     else:
         os.environ["JAX_PLATFORMS"] = "cuda" if device == "cuda" else "cpu"
         applied["jax_platforms"] = os.environ["JAX_PLATFORMS"]
-    os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    os.environ.update(device_env(device))
     for key, value in (env or {}).items():
         if key == "XLA_FLAGS":
             value = " ".join(filter(None, (os.environ.get("XLA_FLAGS", ""), value)))

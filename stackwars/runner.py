@@ -28,6 +28,7 @@ from stackwars.errors import SpecError
 from stackwars.executors import Executor, Placement, Serial
 from stackwars.parse import comma_list, unique
 from stackwars.harness import env as envmod
+from stackwars.harness import reference as refmod
 from stackwars.harness.isolation import Outcome, run_inline, run_task
 from stackwars.records import DEVICES, DTYPES, MATMUL_PRECISIONS, CellSpec, Env, Measurement, MeasureConfig
 from stackwars.store.results import Store, StoreWriteError, keep_pending
@@ -343,6 +344,8 @@ def _measure_one(spec, config, probe, peak, inline, reference_dir, run_id, place
     if too_big:
         return Measurement(spec=spec, status="oom", framework=bspec.framework, error=too_big.pop("message"),
                            settings={"memory_guard": {"kind": "pre-flight estimate", **too_big}})
+    own_reference = reference_first(spec, config, reference_dir, placement, inline) \
+        if refmod.own_worker_wanted(wl, spec.device, config.parity_mode, reference_dir) else None
     cold = config.cache_dir is None
     cache_dir = tmp.mkdtemp("cold-cache") if cold else config.cache_dir
     try:
@@ -361,7 +364,30 @@ def _measure_one(spec, config, probe, peak, inline, reference_dir, run_id, place
     finally:
         if cold:
             shutil.rmtree(cache_dir, ignore_errors=True)
-    return _measurement(spec, bspec.framework, outcome)
+    m = _measurement(spec, bspec.framework, outcome)
+    if own_reference is None:
+        return m
+    return replace(m, settings={**(m.settings or {}), "reference_worker": own_reference})
+
+
+def reference_first(spec: CellSpec, config: MeasureConfig, reference_dir: str, placement: Placement | None = None,
+                    inline: bool = False) -> dict[str, Any]:
+    """The cell's float64 reference computed in a fresh worker of its own, into the run's
+    reference cache, before the cell's worker starts (harness/reference.py says why). What
+    happened is returned for the record; where it failed, the cell's worker computes the
+    reference itself, as before."""
+    task = {"target": "stackwars.harness.reference:compute_in_worker",
+            "kwargs": {"spec": spec.to_dict(), "config": config.to_dict(), "reference_dir": reference_dir},
+            "process": {"threads": config.threads, "device": spec.device, "cache_dir": None,
+                        "env": dict(placement.env) if placement else {},
+                        "cpus": list(placement.cpus) if placement and placement.cpus else None}}
+    outcome = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
+    out = {"status": outcome.status, "wall_s": outcome.wall_s}
+    if outcome.result:
+        out.update({k: v for k, v in outcome.result.items() if k in ("source", "where", "computed_s", "placement")})
+    if outcome.status != "ok":
+        out["error"] = (outcome.error or "")[:2000]
+    return out
 
 
 def run_cold(task_for: Callable[[str], dict[str, Any]], timeout_s: float, memory_limit_bytes: int | None,

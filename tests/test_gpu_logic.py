@@ -84,3 +84,27 @@ def test_point3_the_preflight_check_holds_jax_cells_to_their_allocator_cap(monke
     assert refused["checked_against"] == "jax allocator" and "XLA_PYTHON_CLIENT_MEM_FRACTION=0.95" in refused["message"]
     assert check("jax-jit") and runner.preflight(CellSpec("gpt2", "paper", "forward", "jax-jit", "cuda", "bfloat16"),
                                                  host_available=host, device_free=free, device_total=2 * total) is None
+
+
+def test_point6_a_cuda_cells_reference_is_computed_in_its_own_worker_first(tmp_path):
+    """The gate: CUDA cells of workloads whose reference runs on a GPU, with a run directory
+    to hand it over; then the handover itself, run here on the CPU: the reference worker fills
+    the cache, the cell's worker reuses it and both say so."""
+    from stackwars import registry, runner
+    from stackwars.harness import reference as refmod
+
+    gpt2, gemm = registry.workload("gpt2"), registry.workload("gemm")
+    assert refmod.own_worker_wanted(gpt2, "cuda", "auto", str(tmp_path))
+    assert not refmod.own_worker_wanted(gpt2, "cpu", "auto", str(tmp_path))  # host memory is given back
+    assert not refmod.own_worker_wanted(gpt2, "cuda", "peer", str(tmp_path))
+    assert not refmod.own_worker_wanted(gpt2, "cuda", "auto", None)  # no directory to hand it over
+    assert not refmod.own_worker_wanted(gemm, "cuda", "auto", str(tmp_path))  # its reference is host-only
+
+    spec = CellSpec("gpt2", "tiny", "forward", "torch-eager")
+    first = runner.reference_first(spec, FAST, str(tmp_path))
+    assert first["status"] == "ok" and first["source"] == "computed" and first["where"] == "cpu", first
+    assert runner.reference_first(spec, FAST, str(tmp_path))["source"] == "already in the run's cache"
+    m = runner.measure_one(spec, FAST, runner.probe_machine(), None, reference_dir=str(tmp_path))
+    assert m.status == "ok", m.error
+    ref = m.settings["reference"]
+    assert ref["source"].startswith("reused") and ref["worker"].startswith("own") and m.timeline["reference_s"] == 0

@@ -178,6 +178,68 @@ def _release_device_memory() -> None:
         torch.cuda.empty_cache()
 
 
+def compute(workload: Any, cfg: Any, phase: str, params: Mapping[str, np.ndarray], batch: Mapping[str, np.ndarray],
+            tolerance: float, cache: ReferenceCache, ref_key: str, device: str, dtype: str, mode: str, backend: str,
+            info: dict[str, Any]) -> dict[str, np.ndarray] | None:
+    """Compute the reference where it fits, store it in the cache (caller holds its lock) and
+    note in ``info`` where and how long; None where no reference fits."""
+    where, why = placement(workload, cfg, phase, dtype, device) if mode == "auto" else ("cpu", "forced")
+    info["placement"] = why
+    if where is None:
+        return None
+    _release_device_memory()
+    t1 = time.perf_counter()
+    ref = (workload.reference(cfg, phase, params, batch, device=where) if where != "cpu"
+           else workload.reference(cfg, phase, params, batch))
+    meta = {"where": where, "computed_by": backend}
+    run32 = getattr(workload, "reference_float32", None)  # Workload's default: None
+    if dtype == "float32" and run32 is not None:  # how far float32 alone takes the reference
+        ref32 = run32(cfg, phase, params, batch, device=where)
+        if ref32 is not None:
+            meta["float32_error"] = compare(ref32, ref, tolerance).max_rel_err
+    info.update(source="computed", where=where, computed_s=time.perf_counter() - t1)
+    cache.store(ref_key, stored(ref))
+    cache.store_meta(ref_key, {**meta, "computed_in_s": info["computed_s"], "placement": why,
+                               **({"worker": info["worker"]} if "worker" in info else {})})
+    info.update(meta)
+    return ref
+
+
+def own_worker_wanted(workload: Any, device: str, mode: str, directory: str | None) -> bool:
+    """A CUDA cell's float64 reference is computed in a worker of its own, before the cell's:
+    after a measured program, JAX's allocator never returns its pool and PyTorch's CUDA-graph
+    pools cannot be emptied, so a reference computed in the same process could be pushed off
+    the GPU onto the slow host path (over 200 s for a large model was seen). It needs a run
+    directory to hand the reference over, and a workload whose reference can run on a GPU."""
+    return (device == "cuda" and mode != "peer" and directory is not None
+            and "cuda" in getattr(workload, "reference_devices", ("cpu",)))
+
+
+def compute_in_worker(spec: Mapping[str, Any], config: Mapping[str, Any], reference_dir: str) -> dict[str, Any]:
+    """A worker's task: the cell's reference into the run's cache, unless it is there already.
+    The parameters and batch are drawn from the seed exactly as the cell's worker draws them."""
+    from stackwars import registry
+    from stackwars.records import CellSpec, MeasureConfig
+    from stackwars.workloads.base import param_dtype, round_to
+
+    cell, cfg_m = CellSpec.from_dict(spec), MeasureConfig.from_dict(config)
+    workload = registry.workload(cell.workload)
+    cfg = workload.config(cell.preset, dict(cell.overrides))
+    pdtype = param_dtype(cell.dtype, cell.phase)
+    cache, ref_key = ReferenceCache(reference_dir), key(workload, cfg, cell.phase, cfg_m.seed, cell.dtype, pdtype)
+    info: dict[str, Any] = {"worker": "own (computed before the cell's worker)"}
+    with cache.locked(ref_key):
+        if os.path.exists(cache._path(ref_key + ".npz")):
+            return {"status": "ok", "source": "already in the run's cache"}
+        params, batch = workload.init(cfg, cfg_m.seed)
+        params = {k: round_to(v, pdtype) for k, v in params.items()}
+        batch = {k: round_to(v, cell.dtype) for k, v in batch.items()}
+        tolerance = workload.tolerance(cell.dtype, cfg_m.matmul_precision, cell.phase)
+        ref = compute(workload, cfg, cell.phase, params, batch, tolerance, cache, ref_key, cell.device, cell.dtype,
+                      cfg_m.parity_mode, "reference worker", info)
+    return {"status": "ok", "source": "computed" if ref is not None else "does not fit", **info}
+
+
 def reference_parity(workload: Any, cfg: Any, phase: str, params: Mapping[str, np.ndarray],
                      batch: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray], tolerance: float,
                      cache: ReferenceCache, ref_key: str, device: str, dtype: str, mode: str,
@@ -194,23 +256,8 @@ def reference_parity(workload: Any, cfg: Any, phase: str, params: Mapping[str, n
             if ref is not None:
                 info.update(source="reused from this run's cache", **cache.load_meta(ref_key))
             else:
-                where, why = placement(workload, cfg, phase, dtype, device) if mode == "auto" else ("cpu", "forced")
-                info["placement"] = why
-                if where is not None:
-                    _release_device_memory()
-                    t1 = time.perf_counter()
-                    ref = (workload.reference(cfg, phase, params, batch, device=where) if where != "cpu"
-                           else workload.reference(cfg, phase, params, batch))
-                    meta = {"where": where, "computed_by": backend}
-                    run32 = getattr(workload, "reference_float32", None)  # Workload's default: None
-                    if dtype == "float32" and run32 is not None:  # how far float32 alone takes the reference
-                        ref32 = run32(cfg, phase, params, batch, device=where)
-                        if ref32 is not None:
-                            meta["float32_error"] = compare(ref32, ref, tolerance).max_rel_err
-                    info.update(source="computed", where=where, computed_s=time.perf_counter() - t1)
-                    cache.store(ref_key, stored(ref))
-                    cache.store_meta(ref_key, {**meta, "computed_in_s": info["computed_s"]})
-                    info.update(meta)
+                ref = compute(workload, cfg, phase, params, batch, tolerance, cache, ref_key, device, dtype, mode,
+                              backend, info)
         if ref is not None:
             where = info.get("where")
             name = workload.reference_name(cfg) + (f", on {'the GPU' if where == 'cuda' else 'the host'}" if where

@@ -35,6 +35,11 @@ from stackwars.errors import SpecError, Unsupported
 from stackwars.records import CompileStats
 
 
+# the GEMM both frameworks' device initialisation runs on a GPU: large enough that XLA hands the
+# dot to cuBLAS/cuBLASLt (or autotunes against it), as PyTorch's matmul always does
+WARM_GEMM = 256
+
+
 @dataclass
 class Prepared:
     call: Callable[[], Any]  # one step; returns what ``sync`` must wait for

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from stackwars.backends.base import Backend, Prepared
+from stackwars.backends.base import WARM_GEMM, Backend, Prepared
 from stackwars.workloads import attention
 from stackwars.workloads.base import param_dtype
 
@@ -147,17 +147,27 @@ def configure_jax(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def init_jax_device(device: str) -> dict[str, Any]:
-    """JAX's client for the platform, then a tiny GEMM executed on it (the compiler pipeline's
-    and the BLAS library's first use), synchronised."""
+    """JAX's client for the platform, then a GEMM executed on it (the compiler pipeline's and
+    the BLAS library's first use), synchronised. On a GPU, what PyTorch's initialisation
+    warms too: GEMMs in float32 and bfloat16 (cuBLAS and cuBLASLt handles and workspaces)
+    and a small convolution (the cuDNN handle), so that neither framework's first call pays
+    a library's start-up the other's initialisation took."""
     import time
 
     t0 = time.perf_counter()
     dev = jax.devices("gpu" if device == "cuda" else "cpu")[0]
     steps: dict[str, Any] = {"client_s": time.perf_counter() - t0}
-    t0 = time.perf_counter()
-    x = jax.device_put(np.ones((8, 8), np.float32), dev)
-    jax.block_until_ready(x @ x)
-    steps["gemm_s"] = time.perf_counter() - t0
+    n = WARM_GEMM if device == "cuda" else 8
+    for dtype in ((np.float32, jnp.bfloat16) if device == "cuda" else (np.float32,)):
+        t0 = time.perf_counter()
+        x = jax.device_put(np.ones((n, n), np.float32), dev).astype(dtype)
+        jax.block_until_ready(x @ x)
+        steps["gemm_s" if dtype is np.float32 else "gemm_bf16_s"] = time.perf_counter() - t0
+    if device == "cuda":
+        t0 = time.perf_counter()
+        img = jax.device_put(np.ones((1, 1, 8, 8), np.float32), dev)
+        jax.block_until_ready(jax.lax.conv(img, jnp.ones((1, 1, 3, 3), jnp.float32, device=dev), (1, 1), "SAME"))
+        steps["conv_s"] = time.perf_counter() - t0
     return steps
 
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from stackwars.backends.base import Backend, Prepared
+from stackwars.backends.base import WARM_GEMM, Backend, Prepared
 from stackwars.errors import Unsupported
 from stackwars.workloads import attention
 from stackwars.workloads.base import param_dtype
@@ -119,23 +119,28 @@ def configure_torch(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def init_torch_device(device: str) -> dict[str, Any]:
-    """CUDA context (or nothing on the CPU), then a tiny GEMM (cuBLAS handle; the CPU's BLAS
-    thread pool) and on CUDA a tiny convolution (cuDNN handle), each synchronised."""
+    """CUDA context (or nothing on the CPU), then a GEMM (cuBLAS handle; the CPU's BLAS thread
+    pool) and on CUDA a bfloat16 GEMM (cuBLASLt) and a small convolution (cuDNN handle), each
+    synchronised: the same warm-up as JAX's (jax_common.init_jax_device)."""
     import time
 
     dev = torch.device(device)
     sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else (lambda: None)
     steps: dict[str, Any] = {}
     t0 = time.perf_counter()
-    x = torch.ones(8, 8, device=dev)
+    n = WARM_GEMM if dev.type == "cuda" else 8
+    x = torch.ones(n, n, device=dev)
     sync()
     steps["context_s"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    (x @ x).sum().item()
-    steps["gemm_s"] = time.perf_counter() - t0
+    for dtype in ((torch.float32, torch.bfloat16) if dev.type == "cuda" else (torch.float32,)):
+        t0 = time.perf_counter()
+        y = x.to(dtype)
+        (y @ y).sum().item()
+        steps["gemm_s" if dtype is torch.float32 else "gemm_bf16_s"] = time.perf_counter() - t0
     if dev.type == "cuda":
         t0 = time.perf_counter()
-        torch.nn.functional.conv2d(torch.ones(1, 1, 4, 4, device=dev), torch.ones(1, 1, 3, 3, device=dev)).sum().item()
+        torch.nn.functional.conv2d(torch.ones(1, 1, 8, 8, device=dev), torch.ones(1, 1, 3, 3, device=dev),
+                                   padding=1).sum().item()
         steps["conv_s"] = time.perf_counter() - t0
     return steps
 

@@ -108,3 +108,17 @@ def test_point6_a_cuda_cells_reference_is_computed_in_its_own_worker_first(tmp_p
     assert m.status == "ok", m.error
     ref = m.settings["reference"]
     assert ref["source"].startswith("reused") and ref["worker"].startswith("own") and m.timeline["reference_s"] == 0
+
+
+def test_point8_hosts_stood_for_on_one_machine_each_get_their_own_gpus():
+    from stackwars.studies.scaling.launch import gpu_slices, launch_envs
+
+    assert gpu_slices(2, 2, None) == ["0,1", "2,3"]  # two torchrun launches: never two ranks on cuda:0
+    assert gpu_slices(4, 1, None) == ["0", "1", "2", "3"]  # one JAX process per GPU, not each claiming all
+    assert gpu_slices(2, 1, "6,7") == ["6", "7"]  # within what this process may use
+    with pytest.raises(ValueError, match="need 4 GPUs"):
+        gpu_slices(2, 2, "0,1,2")
+    envs = launch_envs({"device": "cuda"}, 2, 1, {"PATH": "/bin"})
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["0", "1"] and envs[0]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    cpu = launch_envs({"device": "cpu"}, 2, 1, {"PATH": "/bin"})
+    assert cpu == [{"PATH": "/bin"}, {"PATH": "/bin"}]

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from stackwars.harness.isolation import Outcome, log_tail
 from stackwars.harness.settings import available_cpus
@@ -29,11 +29,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_group(commands: list[list[str]], env: Mapping[str, str], timeout_s: float, logs: list[str]) -> str | None:
-    """Run the commands together, each in its own session; kill every one of them when one
-    fails or the time is up. None when all exited 0, else what went wrong."""
+def run_group(commands: list[list[str]], envs: Sequence[Mapping[str, str]], timeout_s: float,
+              logs: list[str]) -> str | None:
+    """Run the commands together (each with its environment), each in its own session; kill
+    every one of them when one fails or the time is up. None when all exited 0, else what went wrong."""
     procs = []
-    for cmd, log in zip(commands, logs):
+    for cmd, env, log in zip(commands, envs, logs):
         with open(log, "w") as f:
             procs.append(subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                           start_new_session=True, env=dict(env)))
@@ -81,6 +82,28 @@ def _outcome(result_path: str, problem: str | None, logs: list[str], wall: float
     return Outcome(status, None, f"{problem or 'no result written'}\n\n{tails}", wall)
 
 
+def gpu_slices(hosts: int, per_host: int, visible: str | None) -> list[str]:
+    """CUDA_VISIBLE_DEVICES for each of ``hosts`` launches standing for hosts on this one
+    machine: launch k sees GPUs k*per_host .. (k+1)*per_host-1 of those this process may use
+    (``visible``: its own CUDA_VISIBLE_DEVICES, else every GPU by index). Without it, each
+    torchrun launch numbers its ranks' devices from cuda:0 (two ranks on one GPU) and each
+    JAX process claims every GPU."""
+    pool = [v.strip() for v in visible.split(",") if v.strip()] if visible else \
+        [str(i) for i in range(hosts * per_host)]
+    if len(pool) < hosts * per_host:
+        raise ValueError(f"{hosts} launches of {per_host} GPU(s) need {hosts * per_host} GPUs; "
+                         f"CUDA_VISIBLE_DEVICES allows {len(pool)}")
+    return [",".join(pool[k * per_host:(k + 1) * per_host]) for k in range(hosts)]
+
+
+def launch_envs(item: Mapping[str, Any], hosts: int, per_host: int, base: Mapping[str, str]) -> list[dict[str, str]]:
+    """One environment per launch: on CUDA, each with its own slice of the GPUs."""
+    if item["device"] != "cuda":
+        return [dict(base) for _ in range(hosts)]
+    return [{**base, "CUDA_VISIBLE_DEVICES": s, "CUDA_DEVICE_ORDER": base.get("CUDA_DEVICE_ORDER", "PCI_BUS_ID")}
+            for s in gpu_slices(hosts, per_host, base.get("CUDA_VISIBLE_DEVICES"))]
+
+
 def threads_per_rank(devices: int) -> int:
     return max(1, len(available_cpus()) // devices)
 
@@ -103,7 +126,7 @@ def torch_cell(item: Mapping[str, Any], timeout_s: float) -> Outcome:
             logs.append(os.path.join(tmp, f"node{node}.log"))
         env = {**os.environ, "OMP_NUM_THREADS": str(item["threads_per_rank"]), "STACKWARS_PARENT_PID": str(os.getpid())}
         start = time.perf_counter()
-        problem = run_group(commands, env, timeout_s, logs)
+        problem = run_group(commands, launch_envs(item, hosts, item["devices"] // hosts, env), timeout_s, logs)
         return _outcome(result_path, problem, logs, time.perf_counter() - start)
 
 
@@ -125,5 +148,6 @@ def jax_cell(item: Mapping[str, Any], timeout_s: float) -> Outcome:
                              os.path.join(tmp, f"result{pid}.json")])
             logs.append(os.path.join(tmp, f"process{pid}.log"))
         start = time.perf_counter()
-        problem = run_group(commands, {**os.environ, "STACKWARS_PARENT_PID": str(os.getpid())}, timeout_s, logs)
+        env = {**os.environ, "STACKWARS_PARENT_PID": str(os.getpid())}
+        problem = run_group(commands, launch_envs(item, hosts, item["devices"] // hosts, env), timeout_s, logs)
         return _outcome(result0, problem, logs, time.perf_counter() - start)

@@ -122,3 +122,36 @@ def test_point8_hosts_stood_for_on_one_machine_each_get_their_own_gpus():
     assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["0", "1"] and envs[0]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     cpu = launch_envs({"device": "cpu"}, 2, 1, {"PATH": "/bin"})
     assert cpu == [{"PATH": "/bin"}, {"PATH": "/bin"}]
+
+
+def test_point5_command_buffers_are_read_from_the_compiled_program_not_assumed():
+    """XLA forms a command buffer only from a run of several kernels; what the program holds
+    is counted from its optimized HLO (a GPU program's text: here two outlined computations
+    as XLA names them, and one GEMM alone with none)."""
+    from stackwars.backends.jax_jit import command_buffers
+
+    graphs = """
+%command_buffer (p: f32[8,8], p.1: f32[8,8]) -> f32[8,8] {
+  %fusion = f32[8,8]{1,0} fusion(%p, %p.1), kind=kLoop, calls=%fused_add
+}
+%command_buffer.1 (p.2: f32[8]) -> f32[8] {
+  %fusion.3 = f32[8]{0} fusion(%p.2), kind=kLoop, calls=%fused_exp
+}
+ENTRY %main (a: f32[8,8]) -> f32[8,8] {
+  %call = f32[8,8]{1,0} call(%a, %a), to_apply=%command_buffer
+  %call.1 = f32[8]{0} call(%b), to_apply=%command_buffer.1
+}"""
+    assert command_buffers(graphs) == 2
+    one_gemm = """ENTRY %main (a: f32[4096,4096]) -> f32[4096,4096] {
+  %custom-call = (f32[4096,4096]{1,0}, s8[4194304]{0}) custom-call(%a, %a), custom_call_target="__cublas$gemm"
+}"""
+    assert command_buffers(one_gemm) == 0
+
+
+def test_point10_xla_flags_say_where_each_value_came_from():
+    from stackwars.backends.jax_common import xla_flags_in_effect
+
+    flags = xla_flags_in_effect("--xla_gpu_autotune_level=0")
+    assert flags["xla_gpu_autotune_level"] == {"value": "0", "source": "XLA_FLAGS"}
+    default = flags["xla_gpu_graph_min_graph_size"]
+    assert default["value"] == "5" and "not readable from jaxlib" in default["source"]

@@ -95,8 +95,12 @@ def make_optimizer(spec: Any) -> optax.GradientTransformation:
     raise ValueError(f"unknown optimizer {spec.name!r}")
 
 
-# XLA's defaults for the GPU flags that decide a comparison (openxla's debug_options_flags.cc,
-# DefaultDebugOptionsIgnoringFlags); a flag in XLA_FLAGS overrides them and is recorded as set.
+# XLA's defaults for the GPU flags that decide a comparison, as openxla's debug_options_flags.cc
+# (DefaultDebugOptionsIgnoringFlags) set them when this was written. jaxlib has no API that reads
+# them back (its DebugOptions binding exposes a few CPU and dump fields; XLA_FLAGS=--help aborts the
+# process and its list is cut short), so the record says where each value came from: XLA_FLAGS, or
+# this table, named with the jaxlib it was recorded under. What decides a comparison is also read
+# from the compiled program where it can be: jax-jit counts the command buffers XLA formed.
 XLA_GPU_DEFAULTS = {
     "xla_gpu_autotune_level": "4",
     "xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN",
@@ -112,7 +116,10 @@ def xla_flags_in_effect(flags: str) -> dict[str, dict[str, str]]:
     for item in flags.split():
         name, _, value = item.lstrip("-").partition("=")
         given[name] = value or "true"
-    return {name: {"value": given.get(name, default), "source": "XLA_FLAGS" if name in given else "XLA default"}
+    import jaxlib
+
+    assumed = f"XLA default as recorded from openxla's source (not readable from jaxlib {jaxlib.__version__})"
+    return {name: {"value": given.get(name, default), "source": "XLA_FLAGS" if name in given else assumed}
             for name, default in XLA_GPU_DEFAULTS.items()}
 
 

@@ -41,6 +41,15 @@ def stablehlo_size(text: str) -> int:
     return len(re.findall(r"\b(?:stablehlo|chlo|mhlo)\.[a-z_]+", text))
 
 
+def command_buffers(optimized_hlo: str) -> int:
+    """Command buffers (XLA's CUDA graphs) in a compiled GPU program: XLA's command-buffer
+    scheduling outlines each run of at least ``xla_gpu_graph_min_graph_size`` capturable
+    kernels into a computation named ``command_buffer`` (``.N`` when there are several) and
+    replays it as one graph. A program with fewer kernels than that in a row, one GEMM for
+    instance, has none: its kernels are launched one by one."""
+    return len(set(re.findall(r"%?\b(command_buffer(?:\.\d+)?)\s*\(", optimized_hlo)))
+
+
 class JaxJit(JaxBackend):
 
     def wrap(self, fn: Callable, donate: tuple[int, ...] = ()) -> Callable:
@@ -92,6 +101,8 @@ class JaxJit(JaxBackend):
         except Exception as exc:  # backends may not implement it
             extra["xla_cost_analysis_error"] = repr(exc)
         extra["persistent_cache"] = dict(self.events.cache)
+        if self.device.platform == "gpu":  # what XLA replays as graphs, read from the program itself
+            extra["xla_command_buffers"] = command_buffers(self.stages["compiled"].as_text())
         extra["ir_size"] = dict(self.stages.get("ir_size") or {})
         return CompileStats(
             total_s=sum(times.values()),

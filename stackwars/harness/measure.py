@@ -154,8 +154,9 @@ def graph_replay(prepared: Prepared, cell: CellSpec) -> tuple[Any, dict[str, Any
     """With ``cuda_graph_replay``: the warm-up and steady state replay one call captured (after
     the second call) into a CUDA graph, where the cell allows it; the record says what was timed."""
     if cell.backend.startswith("jax") or cell.backend == "torch-mlir-xla":
-        return None, {"replayed": False, "why": "XLA replays its own command buffers (CUDA graphs) on GPUs by "
-                                                "default (xla_gpu_enable_command_buffer); timed as calls"}
+        return None, {"replayed": False, "why": "timed as calls: XLA replays its own command buffers (CUDA graphs) "
+                                                "where it formed them, runs of at least xla_gpu_graph_min_graph_size "
+                                                "kernels (jax-jit's compile stats count them: xla_command_buffers)"}
     if cell.backend == "torch-cudagraphs":
         return None, {"replayed": False, "why": "torch.compile(mode='reduce-overhead') already replays CUDA graphs"}
     if prepared.graph_replay is None:

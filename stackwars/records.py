@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from stackwars import stats
 
@@ -315,9 +316,15 @@ class Measurement:
             "placed_on": ((self.settings or {}).get("placement") or {}).get("device"),
             "lost": ((self.settings or {}).get("lost") or {}).get("executor"),
             "graph_replayed": bool(((self.settings or {}).get("graph_replay") or {}).get("replayed")),
+            # the same calls on the device's own clock (CUDA events), after the steady state
+            "device_time_median_s": _median(((self.settings or {}).get("device_time") or {}).get("samples")),
         }
         row.update(roofline(self.flops, self.bytes_moved, median, self.peak))
         return row
+
+
+def _median(samples: Sequence[float] | None) -> float | None:
+    return float(statistics.median(samples)) if samples else None
 
 
 def roofline(flops: int | None, nbytes: int | None, seconds: float | None,

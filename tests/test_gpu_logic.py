@@ -155,3 +155,13 @@ def test_point10_xla_flags_say_where_each_value_came_from():
     assert flags["xla_gpu_autotune_level"] == {"value": "0", "source": "XLA_FLAGS"}
     default = flags["xla_gpu_graph_min_graph_size"]
     assert default["value"] == "5" and "not readable from jaxlib" in default["source"]
+
+
+def test_point5_a_framework_without_device_events_says_where_device_time_comes_from():
+    from stackwars import registry
+
+    jax_backend = registry.backend("jax-jit").load({})
+    out = jax_backend.device_times("cuda", lambda: None, lambda outs: None, 3, 1)
+    assert out["available"] is False and "--profile" in out["why"]
+    assert registry.backend("torch-eager").load({}).device_times("cpu", lambda: None, lambda o: None, 3, 1)[
+        "available"] is False

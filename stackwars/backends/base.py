@@ -143,6 +143,16 @@ class Backend:
         as the RSS window does on the host. Returns what the record should keep about it."""
         return {}
 
+    def device_times(self, device: str, call: Callable[[], Any], sync: Callable[[Sequence[Any]], None],
+                     samples: int, number: int, between: Callable[[], None] | None = None) -> dict[str, Any]:
+        """After the steady state, ``samples`` more blocks of ``number`` calls timed on the
+        device's own clock (CUDA events), beside the host clock's samples; the record says
+        why where a framework has no such clock."""
+        if device != "cuda":
+            return {"available": False, "why": "host device: the wall clock is the device's clock"}
+        return {"available": False, "why": f"{self.name} has no device-event API: `--profile N` gives the kernels' "
+                                          "busy time per step from the profiler instead"}
+
     def cache_flusher(self, device: str) -> tuple[Callable[[], None], dict[str, Any]]:
         """What ``--flush-l2`` runs before every timed call (harness/flush.py), and its record."""
         if device == "cpu":

@@ -145,6 +145,28 @@ def init_torch_device(device: str) -> dict[str, Any]:
     return steps
 
 
+def cuda_event_times(call: Callable[[], Any], sync: Callable[[Sequence[Any]], None], samples: int, number: int,
+                     between: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Blocks of ``number`` calls bracketed by CUDA events on the current stream: the GPU's own
+    clock from the first kernel's launch point to the last one's end, per call. Beside the
+    host clock's samples, the difference is the host's share that the GPU did not hide
+    (launch and sync latency; with one call per sample, all of it)."""
+    per_call = []
+    for _ in range(samples):
+        if between is not None:
+            between()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        outs = [call() for _ in range(number)]
+        end.record()
+        sync(outs)
+        end.synchronize()
+        per_call.append(start.elapsed_time(end) / 1e3 / number)
+        outs = None
+    return {"available": True, "samples": per_call, "number": number,
+            "clock": "torch.cuda.Event(enable_timing=True) on the current stream, after the steady state"}
+
+
 def trace_torch(prepared: Prepared, steps: int, path: str, cuda: bool) -> dict[str, Any]:
     """``steps`` steps under torch.profiler (CPU operators; on CUDA also CUPTI's kernels and
     copies), each in a ``stackwars.step#i`` record_function, written as gzipped Chrome JSON."""
@@ -278,6 +300,11 @@ class TorchBackend(Backend):
 
     def wrap(self, fn: Callable) -> Callable:
         return fn
+
+    def device_times(self, device, call, sync, samples, number, between=None) -> dict[str, Any]:
+        if device != "cuda":
+            return Backend.device_times(self, device, call, sync, samples, number, between)
+        return cuda_event_times(call, sync, samples, number, between)
 
     def init_device(self, device: str) -> dict[str, Any]:
         return init_torch_device(device)

@@ -55,7 +55,8 @@ def _count_entries(path: str | None) -> int | None:
     return sum(len(files) for _, _, files in os.walk(path))
 
 
-AUTOTUNE_DIR = "xla_gpu_per_fusion_autotune_cache_dir"  # JAX puts XLA's autotuning cache here
+AUTOTUNE_DIR = "xla_gpu_per_fusion_autotune_cache_dir"
+DEVICE_TIME_SAMPLES = 30  # blocks timed on the device's clock after the steady state (CUDA cells)  # JAX puts XLA's autotuning cache here
 
 
 def cache_contents(path: str | None) -> dict[str, int] | None:
@@ -224,6 +225,7 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     stage("second call, warm-up and steady state")
     second_s, out = timer.once()
     del out
+    replay = None
     if cfg_m.cuda_graph_replay:
         stage("CUDA graph capture")
         replay, settings["graph_replay"] = graph_replay(prepared, cell)
@@ -233,6 +235,11 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     warm, steady = timer.warm_then_steady(cfg_m.warmup, cfg_m.min_samples, cfg_m.min_time_s, cfg_m.max_samples,
                                           cfg_m.min_block_s, second_s, before_steady=others.start)
     settings["contention"] = others.stop()
+    if cell.device == "cuda":
+        stage("device clock")
+        settings["device_time"] = backend.device_times(
+            cell.device, replay if cfg_m.cuda_graph_replay and replay is not None else prepared.call, prepared.sync,
+            min(len(steady.samples), DEVICE_TIME_SAMPLES), steady.number, between)
     peak_steady = rss.peak()
     rss.stop()
     timeline.update(first_call_s=first_s, second_call_s=second_s, warmup_s=sum(warm), steady_s=steady.total_s)

@@ -222,12 +222,14 @@ class Measurement:
     # ---- derived view ----------------------------------------------------------------
     @property
     def measured_s(self) -> float | None:
-        """Seconds inside the measured windows: first and second call, warm-up, steady state."""
+        """Seconds inside the measured windows: first and second call, warm-up, steady state,
+        and on CUDA the calls timed on the device's clock after it."""
         if self.first_call_s is None:
             return None
         t = self.timeline or {}
         steady = t.get("steady_s", sum(self.samples) * self.number)
-        return self.first_call_s + (self.second_call_s or 0.0) + sum(self.warmup_s) + steady
+        return (self.first_call_s + (self.second_call_s or 0.0) + sum(self.warmup_s) + steady
+                + t.get("device_time_s", 0.0))
 
     @property
     def overhead_s(self) -> float | None:

@@ -235,11 +235,6 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     warm, steady = timer.warm_then_steady(cfg_m.warmup, cfg_m.min_samples, cfg_m.min_time_s, cfg_m.max_samples,
                                           cfg_m.min_block_s, second_s, before_steady=others.start)
     settings["contention"] = others.stop()
-    if cell.device == "cuda":
-        stage("device clock")
-        settings["device_time"] = backend.device_times(
-            cell.device, replay if cfg_m.cuda_graph_replay and replay is not None else prepared.call, prepared.sync,
-            min(len(steady.samples), DEVICE_TIME_SAMPLES), steady.number, between)
     peak_steady = rss.peak()
     rss.stop()
     timeline.update(first_call_s=first_s, second_call_s=second_s, warmup_s=sum(warm), steady_s=steady.total_s)
@@ -248,6 +243,13 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
         # CPU time the hypervisor gave to other guests while this cell ran: VM noise, recorded
         settings["cpu_steal_s"] = steal_after - steal_before
     device_peak, device_counter = backend.device_peak_memory(cell.device)
+    if cell.device == "cuda":
+        stage("device clock")
+        t0 = time.perf_counter()
+        settings["device_time"] = backend.device_times(
+            cell.device, replay or prepared.call, prepared.sync,
+            min(len(steady.samples), DEVICE_TIME_SAMPLES), steady.number, between)
+        timeline["device_time_s"] = time.perf_counter() - t0
     compile_stats = prepared.compile_stats()
     not_as_named = prepared.not_as_named()
     memory_analysis = prepared.memory_analysis()

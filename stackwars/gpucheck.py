@@ -144,7 +144,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("tests-paths", "point 9 of the GPU issue: cudagraphs really replays; --flush-l2 and --cuda-graph-replay; "
           "profiles and memory anatomy; compiled Triton and Pallas kernels; NCCL on one GPU; bf16 model cells; "
           "wall time against CUDA events; the float64 reference in its own worker; JAX's memory fraction",
-          ((8, "tiny-eager"), (6, "tiny-compiled"), (8, "tiny-jax"), (2, "scaling")),
+          ((9, "tiny-eager"), (3, "tiny-compiled"), (7, "tiny-jax"), (2, "scaling")),  # with 3 reference workers
           _pytest("tests/test_gpu_paths.py")),
     Stage("peaks", "device peaks in both frameworks (float32 and bfloat16 GEMM, copy bandwidth)", ((4, "peaks"),),
           _peaks, proof=False),

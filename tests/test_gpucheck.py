@@ -109,3 +109,16 @@ def test_an_unknown_stage_is_refused_with_the_allowed_ones():
     done = _script("--stage", "everything")
     assert done.returncode == 2
     assert "unknown stage 'everything'" in done.stderr and "tests-eager" in done.stderr
+
+
+def test_the_documented_proof_sequence_is_the_proof_stages_with_their_counts():
+    import re
+
+    text = (ROOT / "docs" / "how-to" / "gpu.md").read_text()
+    documented = re.findall(r"scripts/gpu-check\.sh --stage (\S+)\s+#\s+(\d+) cells, ~(\d+) s", text)
+    proof = [s for s in gpucheck.STAGES if s.proof]
+    assert [d[0] for d in documented] == [s.name for s in proof]
+    for (name, cells, seconds), stage in zip(documented, proof):
+        assert int(cells) == stage.cell_count and abs(int(seconds) - stage.estimate_s) <= 10, name
+    minutes = re.search(r"about (\d+) minutes of GPU time on an H100", text)
+    assert minutes and abs(int(minutes.group(1)) - sum(s.estimate_s for s in proof) / 60) < 1.5

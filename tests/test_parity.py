@@ -148,3 +148,28 @@ def test_adamw_masking_keeps_what_is_resolvable():
     assert not compare(flipped, ref, 1e-3).ok  # a wrong direction where the gradient is resolvable
     no_decay = {**good, "update.w": np.vstack([good["update.w"][:1], np.zeros((1, 3))])}
     assert not compare(no_decay, ref, 1e-3).ok  # the untouched row must still decay
+
+
+def test_comparing_a_slice_at_a_time_gives_the_whole_tensors_answer(monkeypatch):
+    """The harness compares large tensors a few rows at a time; the answer, the elements left
+    out and a NaN anywhere must be those of the whole tensor at once."""
+    import numpy as np
+
+    from stackwars.harness import parity as parmod
+
+    rng = np.random.default_rng(3)
+    ref = {"loss": np.float64(2.5), "update.w": rng.normal(size=(40, 6)), "update.b": rng.normal(size=9)}
+    g = rng.normal(size=(40, 6))
+    g[7] = 0.0  # an untouched row: kept
+    g[11, 2] = 1e-12  # a noise-level element: left out
+    ref.update({"grad.w": g, "grad.b": rng.normal(size=9)})
+    out = {"loss": np.float32(2.5001), "update.w": (ref["update.w"] + rng.normal(size=(40, 6)) * 1e-6).astype(np.float32),
+           "update.b": ref["update.b"].astype(np.float32)}
+    out["update.w"][11, 2] = 5.0  # wrong, but where the reference gradient is noise
+    whole = parmod.compare(out, ref, 1e-4)
+    monkeypatch.setattr(parmod, "CHUNK", 7)
+    sliced = parmod.compare(out, ref, 1e-4)
+    assert sliced.per_output == whole.per_output and sliced.excluded == whole.excluded
+    assert 0 < whole.excluded["update.w"] < 0.01 and whole.ok
+    out["update.w"][39, 5] = np.nan  # in the last slice
+    assert parmod.compare(out, ref, 1e-4).per_output["update.w"] == float("inf")

@@ -27,7 +27,7 @@ import optax
 
 from stackwars.backends.base import WARM_GEMM, Backend, Prepared
 from stackwars.workloads import attention
-from stackwars.workloads.base import param_dtype
+from stackwars.workloads.base import initial_values, param_dtype, update_of
 
 JAX_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
@@ -378,9 +378,8 @@ class JaxBackend(Backend):
         combine = getattr(twin, "combine", lambda static, params, rest: params)
         params_tree, rest, opt_state, jbatch = prog.args
         state = [params_tree, rest, opt_state]
-        # in the parameters' own dtype: a float64 copy of a large model would double the host memory
-        initial = {k: np.array(jax.device_get(v)) for k, v in
-                   twin.canonical(static, combine(static, params_tree, rest)).items()}
+        initial = initial_values(params, twin.canonical(static, combine(static, params_tree, rest)),
+                                 lambda v: np.asarray(jax.device_get(v), dtype=np.float32))
 
         def call():
             out = step(state[0], state[1], state[2], jbatch)
@@ -391,7 +390,7 @@ class JaxBackend(Backend):
             params, rest, _, loss = out
             result = {"loss": to_numpy(loss)}
             for k, v in twin.canonical(static, combine(static, params, rest)).items():
-                result[f"update.{k}"] = to_numpy(v) - np.asarray(initial[k], dtype=np.float64)  # exact
+                result[f"update.{k}"] = update_of(np.asarray(jax.device_get(v), dtype=np.float32), initial[k])
             return result
 
         prepared = Prepared(call, parity, self.sync_latest, after_first_call=self.events.mark, observe=observe,

@@ -19,7 +19,7 @@ import torch
 from stackwars.backends.base import WARM_GEMM, Backend, Prepared
 from stackwars.errors import Unsupported
 from stackwars.workloads import attention
-from stackwars.workloads.base import param_dtype
+from stackwars.workloads.base import initial_values, param_dtype, update_of
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -389,8 +389,8 @@ class TorchBackend(Backend):
         notes.update(optimizer=f"torch.optim.{type(opt).__name__}(lr={spec.lr})", optimizer_impl=ran,
                      optimizer_choice=opt_choice,
                      mixed_precision="torch.autocast" if mixed else None)
-        # in the parameters' own dtype: a float64 copy of a large model would double the host memory
-        initial = {k: v.detach().to("cpu", copy=True) for k, v in twin.canonical(model).items()}
+        initial = initial_values(params, {k: v.detach() for k, v in twin.canonical(model).items()},
+                                 lambda v: v.to("cpu", copy=True).float().numpy())
 
         def call():
             before()
@@ -404,7 +404,7 @@ class TorchBackend(Backend):
         def parity(loss):
             out = {"loss": to_numpy(loss)}
             for k, v in twin.canonical(model).items():
-                out[f"update.{k}"] = to_numpy(v) - to_numpy(initial[k])  # exact in float64
+                out[f"update.{k}"] = update_of(v.detach().to("cpu", torch.float32).numpy(), initial[k])
             return out
 
         prepared = Prepared(call, parity, self.sync, observe=self.observer(choice, call), notes=notes)

@@ -320,8 +320,11 @@ class TorchBackend(Backend):
         return cfg, choice
 
     def observer(self, choice, call: Callable[[], Any]) -> Callable[[], dict[str, Any]]:
-        """One extra step under torch.profiler, after the timed ones: the SDPA kernel that
-        PyTorch dispatched, read from the operators (and on CUDA the kernels) that ran."""
+        """One extra call under torch.profiler, after the timed ones: the SDPA kernel that
+        PyTorch dispatched, read from the operators (and on CUDA the kernels) that ran. For a
+        train step, ``call`` is the step's forward alone: the dispatch happens there, the
+        backward runs the chosen kernel's backward, and profiling the whole step cost a GPT-2
+        cell a second of the harness's time."""
 
         def observe() -> dict[str, Any]:
             if choice is None:
@@ -333,10 +336,10 @@ class TorchBackend(Backend):
                 self.sync([call()])
             names = [e.name for e in prof.events()]
             ran = attention.torch_ran(names)
-            source = "aten operators of one profiled step"
+            source = "aten operators of one profiled call (a train step: its forward)"
             if ran is None and choice.implementation != "naive":
                 ran = attention.torch_ran_kernels(names)
-                source = "CUDA kernel names of one profiled step (no SDPA operator dispatched: a replayed graph)"
+                source = "CUDA kernel names of one profiled call (no SDPA operator dispatched: a replayed graph)"
             if ran is None:
                 ran = "naive" if choice.implementation == "naive" else "not observed"
             found = {"ran": ran, "observed_from": source}
@@ -407,7 +410,12 @@ class TorchBackend(Backend):
                 out[f"update.{k}"] = update_of(v.detach().to("cpu", torch.float32).numpy(), initial[k])
             return out
 
-        prepared = Prepared(call, parity, self.sync, observe=self.observer(choice, call), notes=notes)
+        def step_forward():  # where SDPA is dispatched (grad enabled, as in the step); its backward follows
+            before()
+            with autocast:
+                return loss_fn(model, tbatch)
+
+        prepared = Prepared(call, parity, self.sync, observe=self.observer(choice, step_forward), notes=notes)
         prepared.anatomy = lambda profile_step: torch_anatomy(prepared, model, opt, tbatch, self.device, profile_step)
         return prepared
 

@@ -12,13 +12,14 @@ TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 # reference (transformers: the models' independent implementations) and docs (mkdocs-material:
 # the documentation site) extras are optional for users; the tests exercise all four
 .venv/bin/python -m pip install --quiet "$TORCH_SPEC" -e ".[test,mlir,kernels,reference,docs,ray,slurm]"
-# the GPU image's JAX stack (jax 0.11.2 needs Python 3.12, so it cannot be installed here): its
-# wheels, read by tests/test_gpu_image.py for every name of their API stackwars uses
-GPU_IMAGE_WHEELS=${GPU_IMAGE_WHEELS:-"jax==0.11.2 flax==0.12.10 optax==0.2.8"}
+# the GPU image's frameworks (jax 0.11.2 needs Python 3.12; torch 2.11 has no CPU wheel on PyPI),
+# which cannot be installed here: their wheels, read by tests/test_gpu_image.py for every name of
+# their API stackwars uses (torch's is a CUDA build, about 530 MB: its Python source and stubs are read)
+GPU_IMAGE_WHEELS=${GPU_IMAGE_WHEELS:-"jax==0.11.2 flax==0.12.10 optax==0.2.8 torch==2.11.0"}
 if [ ! -e .whl/gpu-image/.complete ]; then
     mkdir -p .whl/gpu-image
     # shellcheck disable=SC2086
     .venv/bin/python -m pip download --quiet --no-deps --python-version 3.12 --only-binary=:all: \
-        -d .whl/gpu-image $GPU_IMAGE_WHEELS && touch .whl/gpu-image/.complete \
+        --platform manylinux_2_28_x86_64 --platform any -d .whl/gpu-image $GPU_IMAGE_WHEELS && touch .whl/gpu-image/.complete \
         || echo "setup: could not download the GPU image's wheels ($GPU_IMAGE_WHEELS)" >&2
 fi

@@ -30,15 +30,17 @@ class Source:
     @classmethod
     def wheel(cls, path: Path) -> "Source":
         with zipfile.ZipFile(path) as z:
-            return cls({n: z.read(n).decode("utf-8", "replace") for n in z.namelist() if n.endswith(".py")})
+            return cls({n: z.read(n).decode("utf-8", "replace") for n in z.namelist() if n.endswith((".py", ".pyi"))})
 
     @classmethod
     def installed(cls, root: Path) -> "Source":
-        return cls({str(p.relative_to(root)): p.read_text(errors="replace") for p in root.rglob("*.py")})
+        return cls({str(p.relative_to(root)): p.read_text(errors="replace") for p in root.rglob("*.py*")
+                    if p.suffix in (".py", ".pyi")})
 
     def module(self, dotted: str) -> str | None:
         base = dotted.replace(".", "/")
-        for path in (f"{base}.py", f"{base}/__init__.py"):
+        # .pyi: the stubs of an extension module (torch._C) name what it binds
+        for path in (f"{base}.py", f"{base}/__init__.py", f"{base}.pyi", f"{base}/__init__.pyi"):
             if path in self.files:
                 return path
         return None

@@ -1,7 +1,8 @@
-"""The GPU image's JAX stack (jax 0.11.2, flax 0.12.10, optax 0.2.8; see docs/how-to/gpu.md)
-has every name of its API stackwars uses. jax 0.11.2 needs Python 3.12 and this machine has
-3.11, so it is read from its wheels (scripts/setup.sh downloads them), not imported: a
-renamed or removed function shows here before a GPU run finds it. Required in CI
+"""The GPU image's frameworks (torch 2.11.0, jax 0.11.2, flax 0.12.10, optax 0.2.8; see
+docs/how-to/gpu.md) have every name of their API stackwars uses. jax 0.11.2 needs Python 3.12
+and this machine has 3.11; torch 2.11 has no CPU wheel on PyPI: so they are read from their
+wheels (scripts/setup.sh downloads them; torch's stubs name what its extension binds), not
+imported: a renamed or removed function shows here before a GPU run finds it. Required in CI
 (STACKWARS_REQUIRE_GPU_IMAGE=1): without the wheels the test fails there, not skips."""
 
 import os
@@ -13,7 +14,7 @@ from tests.api_surface import Source, missing, uses
 
 ROOT = Path(__file__).resolve().parents[1]
 WHEELS = ROOT / ".whl" / "gpu-image"
-IMAGE = {"jax": "0.11.2", "flax": "0.12.10", "optax": "0.2.8"}
+IMAGE = {"jax": "0.11.2", "flax": "0.12.10", "optax": "0.2.8", "torch": "2.11.0"}
 
 
 def _wheel(pkg: str) -> Path:
@@ -46,3 +47,6 @@ def test_the_reader_tells_a_present_name_from_an_absent_one():
     assert not jax.has("jax.nn.no_such_function") and not jax.has("jax.no_such_module.x")
     # jax 0.11.2's source is Python 3.12 (type parameters): read as text where 3.11 cannot parse it
     assert any("class Tracer[" in text for text in jax.files.values())
+    torch = Source.wheel(_wheel("torch"))
+    assert torch.has("torch._C._get_tracing_state") and not torch.has("torch._C._no_such_binding")  # stubs
+    assert torch.has("torch._dynamo.utils.counters") and torch.has("torch.compiler.cudagraph_mark_step_begin")

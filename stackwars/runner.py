@@ -376,6 +376,8 @@ def reference_first(spec: CellSpec, config: MeasureConfig, reference_dir: str, p
     reference cache, before the cell's worker starts (harness/reference.py says why). What
     happened is returned for the record; where it failed, the cell's worker computes the
     reference itself, as before."""
+    if refmod.ReferenceCache(reference_dir).has(refmod.cell_key(spec, config.seed)):
+        return {"status": "ok", "source": "already in the run's cache"}  # no worker to start
     task = {"target": "stackwars.harness.reference:compute_in_worker",
             "kwargs": {"spec": spec.to_dict(), "config": config.to_dict(), "reference_dir": reference_dir},
             "process": {"threads": config.threads, "device": spec.device, "cache_dir": None,

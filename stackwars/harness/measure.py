@@ -55,8 +55,8 @@ def _count_entries(path: str | None) -> int | None:
     return sum(len(files) for _, _, files in os.walk(path))
 
 
-AUTOTUNE_DIR = "xla_gpu_per_fusion_autotune_cache_dir"
-DEVICE_TIME_SAMPLES = 30  # blocks timed on the device's clock after the steady state (CUDA cells)  # JAX puts XLA's autotuning cache here
+AUTOTUNE_DIR = "xla_gpu_per_fusion_autotune_cache_dir"  # JAX puts XLA's autotuning cache here
+DEVICE_TIME_SAMPLES = 30  # blocks timed on the device's clock after the steady state (CUDA cells)
 
 
 def cache_contents(path: str | None) -> dict[str, int] | None:

@@ -223,6 +223,16 @@ def compute(workload: Any, cfg: Any, phase: str, params: Mapping[str, np.ndarray
     return ref
 
 
+def cell_key(cell: Any, seed: int) -> str:
+    """The reference key of a cell (CellSpec), computed without a framework."""
+    from stackwars import registry
+    from stackwars.workloads.base import param_dtype
+
+    workload = registry.workload(cell.workload)
+    cfg = workload.config(cell.preset, dict(cell.overrides))
+    return key(workload, cfg, cell.phase, seed, cell.dtype, param_dtype(cell.dtype, cell.phase))
+
+
 def own_worker_wanted(workload: Any, device: str, mode: str, directory: str | None) -> bool:
     """A CUDA cell's float64 reference is computed in a worker of its own, before the cell's:
     after a measured program, JAX's allocator never returns its pool and PyTorch's CUDA-graph
@@ -244,7 +254,7 @@ def compute_in_worker(spec: Mapping[str, Any], config: Mapping[str, Any], refere
     workload = registry.workload(cell.workload)
     cfg = workload.config(cell.preset, dict(cell.overrides))
     pdtype = param_dtype(cell.dtype, cell.phase)
-    cache, ref_key = ReferenceCache(reference_dir), key(workload, cfg, cell.phase, cfg_m.seed, cell.dtype, pdtype)
+    cache, ref_key = ReferenceCache(reference_dir), cell_key(cell, cfg_m.seed)
     info: dict[str, Any] = {"worker": "own (computed before the cell's worker)"}
     with cache.locked(ref_key):
         if cache.has(ref_key):

@@ -307,6 +307,9 @@ class Measurement:
             "measured_s": self.measured_s,
             "reference_computed_s": (self.timeline or {}).get("reference_s"),
             "reference_source": ((self.settings or {}).get("reference") or {}).get("source"),
+            # a CUDA cell's reference computed in a worker of its own before the cell's: that worker's wall time
+            "reference_worker_s": ((self.settings or {}).get("reference_worker") or {}).get("wall_s")
+            if ((self.settings or {}).get("reference_worker") or {}).get("source") == "computed" else None,
             # how the steady state was timed: caches flushed before each call, CUDA graph replays
             "flushed": bool((self.settings or {}).get("flush")),
             # the conditions a comparison holds under: matmul precision, what PyTorch's optimizer ran

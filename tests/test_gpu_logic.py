@@ -165,3 +165,13 @@ def test_point5_a_framework_without_device_events_says_where_device_time_comes_f
     assert out["available"] is False and "--profile" in out["why"]
     assert registry.backend("torch-eager").load({}).device_times("cpu", lambda: None, lambda o: None, 3, 1)[
         "available"] is False
+
+
+def test_point6_the_runs_time_split_counts_references_computed_in_their_own_workers():
+    from stackwars.report.tables import overhead_summary
+
+    rows = [{"wall_s": 10.0, "measured_s": 4.0, "overhead_s": 6.0, "reference_source": "reused from this run's cache",
+             "reference_worker_s": 30.0},
+            {"wall_s": 8.0, "measured_s": 4.0, "overhead_s": 4.0, "reference_source": "reused from this run's cache"}]
+    line = overhead_summary(rows)
+    assert "(computed 0, reused 1); 1 computed in workers of their own, 30.00 s more" in line, line

@@ -340,11 +340,13 @@ def overhead_summary(rows: Iterable[Mapping[str, Any]]) -> str | None:
     wall = sum(r["wall_s"] for r in rows)
     measured = sum(r.get("measured_s") or 0.0 for r in rows)
     refs = [r.get("reference_computed_s") or 0.0 for r in rows]
+    own = [r["reference_worker_s"] for r in rows if r.get("reference_worker_s") is not None]
     over = [r["overhead_s"] for r in rows if r.get("overhead_s") is not None]
     computed = sum(1 for r in rows if r.get("reference_source") == "computed")
-    reused = sum(1 for r in rows if (r.get("reference_source") or "").startswith("reused"))
+    reused = sum(1 for r in rows if (r.get("reference_source") or "").startswith("reused")) - len(own)
     parts = [f"{len(rows)} cells, worker time {fmt.seconds(wall)}: measured windows {fmt.seconds(measured)}",
-             f"float64 references {fmt.seconds(sum(refs))} (computed {computed}, reused {reused})"]
+             f"float64 references {fmt.seconds(sum(refs))} (computed {computed}, reused {reused})"
+             + (f"; {len(own)} computed in workers of their own, {fmt.seconds(sum(own))} more" if own else "")]
     if over:
         parts.append(f"harness overhead {fmt.seconds(sum(over))} (per cell: median "
                      f"{fmt.seconds(stats.summarize(over).median)}, max {fmt.seconds(max(over))})")

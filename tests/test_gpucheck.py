@@ -122,3 +122,20 @@ def test_the_documented_proof_sequence_is_the_proof_stages_with_their_counts():
         assert int(cells) == stage.cell_count and abs(int(seconds) - stage.estimate_s) <= 10, name
     minutes = re.search(r"about (\d+) minutes of GPU time on an H100", text)
     assert minutes and abs(int(minutes.group(1)) - sum(s.estimate_s for s in proof) / 60) < 1.5
+
+
+def test_the_test_stages_bring_their_own_pytest_where_the_gpu_image_has_none(tmp_path, monkeypatch):
+    """The GPU image has no pytest and no registry: setup.sh builds .gpu-site (pytest for its
+    Python 3.12), which the remote command carries and the check puts on PYTHONPATH."""
+    site = tmp_path / ".gpu-site"
+    site.mkdir()
+    monkeypatch.setattr(gpucheck, "GPU_SITE", site)
+    monkeypatch.setattr(gpucheck, "has_pytest", lambda: False)
+    assert gpucheck.stage_env()["PYTHONPATH"].split(os.pathsep)[-1] == str(site)
+    monkeypatch.setattr(gpucheck, "has_pytest", lambda: True)
+    assert str(site) not in gpucheck.stage_env()["PYTHONPATH"]
+    monkeypatch.setattr(gpucheck, "has_pytest", lambda: False)
+    monkeypatch.setattr(gpucheck, "GPU_SITE", tmp_path / "absent")
+    row = gpucheck.run_stage(gpucheck.BY_NAME["tests-eager"], tmp_path / "out")
+    assert row["status"].startswith("not run: no pytest here") and row["seconds"] == 0.0
+    assert (tmp_path / "out" / "tests-eager" / "SUMMARY.md").exists()

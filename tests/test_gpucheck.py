@@ -139,3 +139,34 @@ def test_the_test_stages_bring_their_own_pytest_where_the_gpu_image_has_none(tmp
     row = gpucheck.run_stage(gpucheck.BY_NAME["tests-eager"], tmp_path / "out")
     assert row["status"].startswith("not run: no pytest here") and row["seconds"] == 0.0
     assert (tmp_path / "out" / "tests-eager" / "SUMMARY.md").exists()
+
+
+def test_each_run_stage_counts_the_cells_its_command_plans(tmp_path):
+    """The stage table's cell counts are what the commands plan (stackwars run's own planner),
+    so the estimates that keep a stage inside one command count the right cells."""
+    from stackwars import runner
+
+    repeated = {"--preset": "presets", "-p": "presets", "--phase": "phases", "-b": "backends", "--backend": "backends",
+                "--device": "devices", "--dtype": "dtypes", "--set": "sets"}
+    checked = 0
+    for stage in gpucheck.STAGES:
+        argv = stage.argv(tmp_path / stage.name)
+        if argv[1:4] != ["-m", "stackwars", "run"]:
+            continue
+        got = {k: [] for k in set(repeated.values())}
+        workloads, i = [], 4
+        while i < len(argv) and not argv[i].startswith("-"):
+            workloads.append(argv[i])
+            i += 1
+        while i < len(argv):
+            if argv[i] in repeated:
+                got[repeated[argv[i]]].append(argv[i + 1])
+                i += 2
+            else:
+                i += 1
+        overrides = dict(s.split("=", 1) for s in got["sets"])
+        specs = runner.plan_cells(workloads, got["presets"] or ["small"], got["phases"] or ["forward"],
+                                  got["backends"], got["devices"] or ["cpu"], got["dtypes"] or ["float32"], overrides)
+        assert len(specs) == stage.cell_count, (stage.name, len(specs), stage.cell_count)
+        checked += 1
+    assert checked >= 9

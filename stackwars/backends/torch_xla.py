@@ -25,7 +25,7 @@ from stackwars.backends.jax_common import configure_jax, to_device_array
 from stackwars.backends.torch_common import configure_torch, to_numpy, to_tensor
 from stackwars.ir.torch_export import TorchExport, export, require_torch_mlir, state_buffers
 from stackwars.records import CompileStats
-from stackwars.workloads.base import param_dtype
+from stackwars.workloads.base import initial_values, param_dtype, update_of
 
 PATH = "torch-mlir StableHLO -> XLA (jaxlib PJRT client)"
 
@@ -101,7 +101,8 @@ class TorchXla(Backend):
                             lambda outs: jax.block_until_ready(outs), compile_stats=self._stats,
                             memory_analysis=self._memory, notes=notes)
 
-        initial = {k: to_numpy(v) for k, v in twin.canonical(model).items()}
+        initial = initial_values(params, {k: v.detach() for k, v in twin.canonical(model).items()},
+                                 lambda v: v.to("cpu", copy=True).float().numpy())
 
         def call():
             outs = execute()
@@ -116,7 +117,7 @@ class TorchXla(Backend):
                     t.copy_(torch.from_numpy(np.array(new, dtype=np.float32)))
             result = {"loss": np.asarray(outs[-1], dtype=np.float64)}
             for k, v in twin.canonical(model).items():
-                result[f"update.{k}"] = to_numpy(v) - initial[k]
+                result[f"update.{k}"] = update_of(v.detach().float().numpy(), initial[k])
             return result
 
         notes["optimizer"] = f"functional {workload.optimizer(cfg).name} inside the exported step"

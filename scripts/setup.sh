@@ -23,7 +23,7 @@ if [ ! -e .whl/gpu-image/.complete ]; then
         --platform manylinux_2_28_x86_64 --platform any -d .whl/gpu-image $GPU_IMAGE_WHEELS && touch .whl/gpu-image/.complete \
         || echo "setup: could not download the GPU image's wheels ($GPU_IMAGE_WHEELS)" >&2
 fi
-# pytest for the GPU image (it has none and no package registry): pure-Python wheels for its
+# pytest for the GPU image (its package list names none; it reaches no registry): pure-Python wheels for its
 # Python 3.12 in .gpu-site, which a remote GPU command carries; gpu-check adds it where pytest is missing
 if [ ! -e .gpu-site/.complete ]; then
     .venv/bin/python -m pip install --quiet --target .gpu-site --python-version 3.12 --only-binary=:all: \

@@ -226,7 +226,7 @@ def listing(stages: Sequence[Stage] = STAGES) -> str:
     return "\n".join(lines)
 
 
-GPU_SITE = ROOT / ".gpu-site"  # pytest for the GPU image, which has none (scripts/setup.sh builds it)
+GPU_SITE = ROOT / ".gpu-site"  # pytest for the GPU image, whose package list names none (scripts/setup.sh builds it)
 
 
 def has_pytest() -> bool:

@@ -41,3 +41,18 @@ def mnist_dir(tmp_path_factory):
     """A generated MNIST-style directory (tests/mnist_fixture.py), shared by the session."""
     from tests import mnist_fixture
     return mnist_fixture.make(tmp_path_factory.mktemp("mnist-fixture"))
+
+
+@pytest.fixture(scope="session")
+def gpu_probe():
+    """The machine probe where NVML sees a GPU: every framework must see it too, or the test
+    fails with the framework's own reason (a skipped GPU test once hid that JAX never ran on
+    the GPU at all)."""
+    from stackwars import runner
+
+    p = runner.probe_machine()
+    blind = [f"{fw}: {p[fw].get('cuda_reason') or p[fw].get('error')}" for fw in ("torch", "jax")
+             if not p[fw].get("cuda")]
+    if blind:
+        pytest.fail("NVML sees a GPU but a framework does not: " + "; ".join(blind))
+    return p

@@ -7,9 +7,6 @@ CPU); each must pass parity and report the device allocator's peak, not the host
 """
 
 import dataclasses
-import os
-import shutil
-import tempfile
 
 import pytest
 
@@ -17,57 +14,25 @@ from stackwars import runner
 from stackwars.harness import env as envmod
 from stackwars.records import CellSpec, MeasureConfig
 from stackwars.store.results import Store
+from tests.gpu_helpers import MARKS, SHARED_CACHE
 
 
-def _nvidia_devices() -> int:
-    try:
-        import pynvml
-        pynvml.nvmlInit()
-        try:
-            return pynvml.nvmlDeviceGetCount()
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # no library, no driver: no GPU
-        return 0
-
-
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(_nvidia_devices() == 0, reason="no NVIDIA GPU visible (NVML)")]
-
-# one compile cache for the module's cells: what these cells check is parity, memory and what ran,
-# not the first call, so a kernel Inductor or XLA built for one cell is reused by the next
-SHARED_CACHE = os.path.join(tempfile.gettempdir(), f"stackwars-gpu-tests-cache-{os.getpid()}")
+pytestmark = MARKS
 FAST = MeasureConfig(warmup=1, min_samples=3, min_time_s=0.0, timeout_s=600, cache_dir=SHARED_CACHE)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _shared_cache():
-    yield
-    shutil.rmtree(SHARED_CACHE, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def probe():
-    p = runner.probe_machine()
-    blind = [f"{fw}: {p[fw].get('cuda_reason') or p[fw].get('error')}" for fw in ("torch", "jax")
-             if not p[fw].get("cuda")]
-    if blind:
-        pytest.fail("NVML sees a GPU but a framework does not: " + "; ".join(blind))
-    return p
-
-
-def test_every_framework_sees_the_gpu(probe):
-    assert probe["torch"]["cuda"] and probe["jax"]["cuda"]
-    assert probe["jax"]["default_backend"] == "gpu"
-    assert "torch-cudagraphs" in runner.default_backends(probe, "cuda")
-    assert "torch-cudagraphs" not in runner.default_backends(probe, "cpu")
+def test_every_framework_sees_the_gpu(gpu_probe):
+    assert gpu_probe["torch"]["cuda"] and gpu_probe["jax"]["cuda"]
+    assert gpu_probe["jax"]["default_backend"] == "gpu"
+    assert "torch-cudagraphs" in runner.default_backends(gpu_probe, "cuda")
+    assert "torch-cudagraphs" not in runner.default_backends(gpu_probe, "cpu")
 
 
 @pytest.mark.parametrize("phase", ("forward", "train-step"))
 @pytest.mark.parametrize("backend", ("torch-eager", "torch-compile", "torch-cudagraphs", "jax-eager", "jax-jit"))
 @pytest.mark.parametrize("workload", ("gemm", "ffn", "mha"))
-def test_cuda_parity_and_device_memory(probe, workload, phase, backend):
-    m = runner.measure_one(CellSpec(workload, "tiny", phase, backend, "cuda"), FAST, probe, peak=None)
+def test_cuda_parity_and_device_memory(gpu_probe, workload, phase, backend):
+    m = runner.measure_one(CellSpec(workload, "tiny", phase, backend, "cuda"), FAST, gpu_probe, peak=None)
     assert m.status == "ok", m.error
     assert m.memory.peak_device_bytes > 0
     # the same window in both frameworks (point 4 of the GPU issue): PyTorch's peak is reset right
@@ -86,12 +51,12 @@ def test_cuda_parity_and_device_memory(probe, workload, phase, backend):
         assert "xla_gpu_autotune_level" in m.settings["applied"]["xla_gpu_flags"]
 
 
-def test_cuda_bfloat16_and_tf32(probe):
+def test_cuda_bfloat16_and_tf32(gpu_probe):
     cfg = dataclasses.replace(FAST, matmul_precision="tf32")
     for backend in ("torch-eager", "jax-jit"):
-        m = runner.measure_one(CellSpec("mha", "tiny", "train-step", backend, "cuda", "bfloat16"), cfg, probe, None)
+        m = runner.measure_one(CellSpec("mha", "tiny", "train-step", backend, "cuda", "bfloat16"), cfg, gpu_probe, None)
         assert m.status == "ok", m.error
-        m = runner.measure_one(CellSpec("gemm", "tiny", "forward", backend, "cuda"), cfg, probe, None)
+        m = runner.measure_one(CellSpec("gemm", "tiny", "forward", backend, "cuda"), cfg, gpu_probe, None)
         assert m.status == "ok", m.error
         applied = m.settings["applied"]
         assert applied.get("torch_cuda_matmul_allow_tf32", True) and \
@@ -99,35 +64,35 @@ def test_cuda_bfloat16_and_tf32(probe):
 
 
 @pytest.mark.parametrize("phase", ("forward", "train-step"))
-def test_best_attention_is_cudnn_for_jax_in_bfloat16_and_read_from_what_ran(probe, phase):
-    m = runner.measure_one(CellSpec("mha", "tiny", phase, "jax-jit", "cuda", "bfloat16"), FAST, probe, None)
+def test_best_attention_is_cudnn_for_jax_in_bfloat16_and_read_from_what_ran(gpu_probe, phase):
+    m = runner.measure_one(CellSpec("mha", "tiny", phase, "jax-jit", "cuda", "bfloat16"), FAST, gpu_probe, None)
     assert m.status == "ok", m.error
     assert m.settings["backend"]["attention"]["implementation"] == "cudnn"
     assert m.settings["observed"]["attention"]["ran"] == "cudnn"  # the custom call is in the compiled HLO
-    t = runner.measure_one(CellSpec("mha", "tiny", phase, "torch-eager", "cuda", "bfloat16"), FAST, probe, None)
+    t = runner.measure_one(CellSpec("mha", "tiny", phase, "torch-eager", "cuda", "bfloat16"), FAST, gpu_probe, None)
     assert t.status == "ok", t.error
     assert t.settings["observed"]["attention"]["ran"] in ("flash", "efficient", "cudnn", "math")
 
 
-def test_float32_attention_stays_on_xla_and_says_why(probe):
-    m = runner.measure_one(CellSpec("mha", "tiny", "forward", "jax-jit", "cuda"), FAST, probe, None)
+def test_float32_attention_stays_on_xla_and_says_why(gpu_probe):
+    m = runner.measure_one(CellSpec("mha", "tiny", "forward", "jax-jit", "cuda"), FAST, gpu_probe, None)
     assert m.status == "ok", m.error
     assert m.attention_ran == "xla" and "float32" in m.settings["backend"]["attention"]["reason"]
 
 
-def test_model_reference_runs_on_the_gpu(probe, tmp_path):
-    m = runner.measure_one(CellSpec("gpt2", "tiny", "forward", "torch-eager", "cuda"), FAST, probe, None,
+def test_model_reference_runs_on_the_gpu(gpu_probe, tmp_path):
+    m = runner.measure_one(CellSpec("gpt2", "tiny", "forward", "torch-eager", "cuda"), FAST, gpu_probe, None,
                            reference_dir=str(tmp_path))
     assert m.status == "ok", m.error
     assert m.settings["reference"]["where"] == "cuda"
-    again = runner.measure_one(CellSpec("gpt2", "tiny", "forward", "jax-jit", "cuda"), FAST, probe, None,
+    again = runner.measure_one(CellSpec("gpt2", "tiny", "forward", "jax-jit", "cuda"), FAST, gpu_probe, None,
                                reference_dir=str(tmp_path))
     assert again.status == "ok", again.error
     assert again.settings["reference"]["source"].startswith("reused")
 
 
-def test_peaks_measure_both_frameworks(probe, tmp_path):
-    env = envmod.fingerprint(None, probe)
+def test_peaks_measure_both_frameworks(gpu_probe, tmp_path):
+    env = envmod.fingerprint(None, gpu_probe)
     with Store(tmp_path / "p.db") as store:
         stored = runner.measure_peaks(store, "cuda", ["float32"], MeasureConfig(timeout_s=300), env, min_time_s=0.2)
     assert set(stored[0]["per_framework"]) == {"torch", "jax"}

@@ -4,65 +4,47 @@ findings): marker ``gpu``, skipped only where NVML sees no NVIDIA GPU; run by
 Their CPU-testable halves are in tests/test_gpu_logic.py."""
 
 import os
-import shutil
 import statistics
-import tempfile
 
 import pytest
 
 from stackwars import runner
 from stackwars.harness.flush import GPU_FLUSH_BYTES
 from stackwars.records import CellSpec, MeasureConfig
-from tests.test_gpu import _nvidia_devices
+from tests.gpu_helpers import MARKS, SHARED_CACHE, nvidia_devices
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(_nvidia_devices() == 0, reason="no NVIDIA GPU visible (NVML)")]
-
-SHARED_CACHE = os.path.join(tempfile.gettempdir(), f"stackwars-gpu-paths-cache-{os.getpid()}")
+pytestmark = MARKS
 FAST = MeasureConfig(warmup=1, min_samples=5, min_time_s=0.0, timeout_s=400, cache_dir=SHARED_CACHE)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _shared_cache():
-    yield
-    shutil.rmtree(SHARED_CACHE, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def probe():
-    p = runner.probe_machine()
-    assert p["torch"].get("cuda") and p["jax"].get("cuda"), p
-    return p
-
-
-def _ok(spec, probe, config=FAST, **kwargs):
-    m = runner.measure_one(spec, config, probe, None, **kwargs)
+def _ok(spec, gpu_probe, config=FAST, **kwargs):
+    m = runner.measure_one(spec, config, gpu_probe, None, **kwargs)
     assert m.status == "ok", m.error
     return m
 
 
 @pytest.mark.parametrize("workload", ("gemm", "llama3-8b"))
-def test_point9_torch_cudagraphs_really_replays(probe, workload):
+def test_point9_torch_cudagraphs_really_replays(gpu_probe, workload):
     """No graph skipped by Inductor (llama's RoPE once built its frequencies from numpy in the step)."""
-    m = _ok(CellSpec(workload, "tiny", "forward", "torch-cudagraphs", "cuda"), probe)
+    m = _ok(CellSpec(workload, "tiny", "forward", "torch-cudagraphs", "cuda"), gpu_probe)
     assert m.compile.extra["cudagraph_skips"] == 0 and "not_as_named" not in m.settings
 
 
-def test_point9_flush_and_graph_replay_on_cuda(probe):
+def test_point9_flush_and_graph_replay_on_cuda(gpu_probe):
     config = MeasureConfig(warmup=1, min_samples=5, min_time_s=0.0, timeout_s=400, flush_cache=True,
                            cuda_graph_replay=True)
-    t = _ok(CellSpec("gemm", "small", "forward", "torch-eager", "cuda"), probe, config)
+    t = _ok(CellSpec("gemm", "small", "forward", "torch-eager", "cuda"), gpu_probe, config)
     assert t.settings["flush"]["bytes"] == GPU_FLUSH_BYTES and t.number == 1
     assert t.settings["graph_replay"]["replayed"] is True and t.to_row()["graph_replayed"]
-    j = _ok(CellSpec("gemm", "small", "forward", "jax-jit", "cuda"), probe, config)
+    j = _ok(CellSpec("gemm", "small", "forward", "jax-jit", "cuda"), gpu_probe, config)
     assert j.settings["flush"]["bytes"] == GPU_FLUSH_BYTES and j.settings["graph_replay"]["replayed"] is False
 
 
 @pytest.mark.parametrize("backend", ("torch-eager", "jax-jit"))
-def test_point9_profiles_and_memory_anatomy_on_cuda(probe, backend, tmp_path):
+def test_point9_profiles_and_memory_anatomy_on_cuda(gpu_probe, backend, tmp_path):
     config = MeasureConfig(warmup=1, min_samples=3, min_time_s=0.0, timeout_s=400, profile_steps=2,
                            profile_dir=str(tmp_path), cache_dir=SHARED_CACHE)
-    m = _ok(CellSpec("gpt2", "tiny", "train-step", backend, "cuda"), probe, config, run_id="paths")
+    m = _ok(CellSpec("gpt2", "tiny", "train-step", backend, "cuda"), gpu_probe, config, run_id="paths")
     prof = m.settings["profile"]
     assert "error" not in prof, prof
     steps = prof["summary"]["per_step"]
@@ -73,9 +55,9 @@ def test_point9_profiles_and_memory_anatomy_on_cuda(probe, backend, tmp_path):
 
 
 @pytest.mark.parametrize("backend", ("torch-eager", "jax-jit"))
-def test_point9_triton_and_pallas_kernels_compile_for_real(probe, backend):
+def test_point9_triton_and_pallas_kernels_compile_for_real(gpu_probe, backend):
     spec = CellSpec("softmax", "small", "forward", backend, "cuda", overrides=(("impl", "custom"),))
-    m = _ok(spec, probe)
+    m = _ok(spec, gpu_probe)
     # an interpreter takes tens of milliseconds for what a compiled kernel does in microseconds
     assert statistics.median(m.samples) < 2e-3, m.samples
     assert "TRITON_INTERPRET" not in os.environ
@@ -93,7 +75,7 @@ def test_point9_nccl_scaling_on_one_gpu():
         assert o.result["parity"]["ok"], o.result["parity"]
 
 
-@pytest.mark.skipif(_nvidia_devices() < 2, reason="two GPUs needed to stand for two hosts")
+@pytest.mark.skipif(nvidia_devices() < 2, reason="two GPUs needed to stand for two hosts")
 def test_point8_two_launches_on_one_machine_use_two_gpus():
     from stackwars.studies.scaling import launch
 
@@ -105,35 +87,35 @@ def test_point8_two_launches_on_one_machine_use_two_gpus():
 
 
 @pytest.mark.parametrize("backend", ("torch-compile", "jax-jit"))
-def test_point9_bf16_model_cells(probe, backend, tmp_path):
-    m = _ok(CellSpec("gpt2", "tiny", "forward", backend, "cuda", "bfloat16"), probe, reference_dir=str(tmp_path))
+def test_point9_bf16_model_cells(gpu_probe, backend, tmp_path):
+    m = _ok(CellSpec("gpt2", "tiny", "forward", backend, "cuda", "bfloat16"), gpu_probe, reference_dir=str(tmp_path))
     assert m.parity.ok and m.memory.peak_device_bytes > 0
 
 
-def test_point9_wall_time_against_cuda_events(probe):
+def test_point9_wall_time_against_cuda_events(gpu_probe):
     """One float32 GEMM of paper size (about 3 ms on an H100): the host clock's samples and the
     device's events agree within launch and sync latency."""
-    m = _ok(CellSpec("gemm", "paper", "forward", "torch-eager", "cuda"), probe)
+    m = _ok(CellSpec("gemm", "paper", "forward", "torch-eager", "cuda"), gpu_probe)
     events = m.settings["device_time"]
     assert events["available"] and len(events["samples"]) == min(len(m.samples), 30)
     wall, device = statistics.median(m.samples), statistics.median(events["samples"])
     assert 0.8 * wall <= device <= 1.02 * wall, (wall, device)
     assert m.to_row()["device_time_median_s"] == pytest.approx(device)
-    j = _ok(CellSpec("gemm", "tiny", "forward", "jax-jit", "cuda"), probe)
+    j = _ok(CellSpec("gemm", "tiny", "forward", "jax-jit", "cuda"), gpu_probe)
     assert j.settings["device_time"]["available"] is False and "--profile" in j.settings["device_time"]["why"]
 
 
-def test_point6_the_reference_runs_in_its_own_worker_on_the_gpu(probe, tmp_path):
-    m = _ok(CellSpec("gpt2", "tiny", "forward", "jax-jit", "cuda"), probe, reference_dir=str(tmp_path))
+def test_point6_the_reference_runs_in_its_own_worker_on_the_gpu(gpu_probe, tmp_path):
+    m = _ok(CellSpec("gpt2", "tiny", "forward", "jax-jit", "cuda"), gpu_probe, reference_dir=str(tmp_path))
     worker = m.settings["reference_worker"]
     assert worker["status"] == "ok" and worker["where"] == "cuda", worker
     assert m.settings["reference"]["source"].startswith("reused")
 
 
-def test_points3_5_7_jax_allocator_cap_command_buffers_and_the_same_warm_up(probe):
-    j = _ok(CellSpec("gpt2", "tiny", "forward", "jax-jit", "cuda"), probe)
+def test_points3_5_7_jax_allocator_cap_command_buffers_and_the_same_warm_up(gpu_probe):
+    j = _ok(CellSpec("gpt2", "tiny", "forward", "jax-jit", "cuda"), gpu_probe)
     assert j.settings["applied"]["xla_python_client_mem_fraction"] == "0.95"
     assert j.compile.extra["xla_command_buffers"] >= 1  # a many-kernel program is replayed as graphs
-    t = _ok(CellSpec("gpt2", "tiny", "forward", "torch-eager", "cuda"), probe)
+    t = _ok(CellSpec("gpt2", "tiny", "forward", "torch-eager", "cuda"), gpu_probe)
     for m in (j, t):  # both frameworks warm cuBLAS (both dtypes) and cuDNN before the first call
         assert {"gemm_s", "gemm_bf16_s", "conv_s"} <= set(m.settings["device_init"]), m.settings["device_init"]

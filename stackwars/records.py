@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -93,7 +94,7 @@ class MeasureConfig:
     threads: int | None = None  # CPU thread budget for both frameworks; None = all CPUs of the run
     matmul_precision: str = "float32"  # float32: exact fp32 matmuls in both; tf32: TF32 allowed in both
     cache_dir: str | None = None  # None: cold compile caches (a fresh directory per cell)
-    noise_threshold: float = 0.10  # IQR/median above this flags the cell as noisy
+    noise_threshold: float = stats.NOISE_THRESHOLD  # IQR/median above this flags the cell as noisy
     seed: int = 0
     memory_limit_bytes: int | None = None  # RSS watchdog on the worker; None = no limit
     parity_mode: str = "auto"  # auto: float64 reference where it fits, else a peer; reference; peer
@@ -141,6 +142,14 @@ class MemoryStats:
     compiled: Mapping[str, int] = field(default_factory=dict)  # XLA memory_analysis()
 
 
+def parity_ok(err: float | None, tolerance: float | None) -> bool | None:
+    """The one rule: None when nothing was compared; else a finite error within a finite
+    tolerance (a stored row is judged by it too)."""
+    if err is None or tolerance is None:
+        return None
+    return bool(math.isfinite(err) and math.isfinite(tolerance) and err <= tolerance)
+
+
 @dataclass(frozen=True)
 class Parity:
     """Output agreement of one cell with the workload's float64 reference."""
@@ -152,10 +161,13 @@ class Parity:
     reference: str = "float64 numpy"
     excluded: Mapping[str, float] = field(default_factory=dict)  # fraction of each output left out
     rule: str = ""  # how the tolerance was set (fixed for the dtype, or from the reference's own float32 error)
+    failure: str = ""  # what failed outright: NaN or infinity in an output or the reference, a shape, a name
 
     @property
     def ok(self) -> bool:
-        return self.max_rel_err is not None and self.max_rel_err <= self.tolerance
+        """Agreement: a finite error within a finite tolerance. NaN or infinity anywhere (an
+        output, the reference, the tolerance) is a failure, never inf <= inf."""
+        return bool(parity_ok(self.max_rel_err, self.tolerance))
 
     @property
     def checked(self) -> bool:
@@ -184,7 +196,7 @@ class Measurement:
     settings: Mapping[str, Any] = field(default_factory=dict)  # threads, precision, caches, options
     peak: Mapping[str, Any] = field(default_factory=dict)  # device roofline used for fractions
     error: str | None = None
-    noise_threshold: float = 0.10
+    noise_threshold: float = stats.NOISE_THRESHOLD
     wall_s: float | None = None  # the worker's whole life, from the parent's clock
     init_s: float | None = None  # framework import + device/client init + library handles, before the first call
     timeline: Mapping[str, Any] = field(default_factory=dict)  # where the worker's seconds went (measure.py)
@@ -286,6 +298,9 @@ class Measurement:
             # other processes (or the hypervisor) took this much of the cell's CPUs while it ran
             "contention": (self.settings or {}).get("contention", {}).get("fraction"),
             "contended": (self.settings or {}).get("contention", {}).get("contended"),
+            # the machine's canary before and after the cell (stackwars/canary.py); judged per run by canary.judge
+            "canary_before_s": (((self.settings or {}).get("canary") or {}).get("before") or {}).get("s"),
+            "canary_after_s": (((self.settings or {}).get("canary") or {}).get("after") or {}).get("s"),
             "peak_memory_counter": mem_counter,
             "baseline_rss_bytes": mem.baseline_rss_bytes if mem else None,
             "peak_rss_bytes": mem.peak_rss_bytes if mem else None,

@@ -103,7 +103,10 @@ def _z(confidence: float) -> float:
     return (lo + hi) / 2.0
 
 
-def summarize(samples: Sequence[float], noise_threshold: float = 0.10) -> Summary:
+NOISE_THRESHOLD = 0.10  # an IQR above this fraction of the median flags samples (or process medians) noisy
+
+
+def summarize(samples: Sequence[float], noise_threshold: float = NOISE_THRESHOLD) -> Summary:
     a = _as_array(samples)
     q25, med, q75 = np.quantile(a, [0.25, 0.5, 0.75])
     lo, hi, method = bootstrap_median_ci(a)

@@ -189,4 +189,4 @@ def test_a_busy_process_is_left_out_not_the_whole_cell():
     b = [_m("jax-jit", 1.0, seed=10 + s, repeat=s) for s in range(3)] + [_m("jax-jit", 2.0, seed=20, repeat=3,
                                                                           contended=True)]
     (row,) = cmp.compare_cells(_rows(a), _rows(b))
-    assert row["n_b"] == 3 and row["verdict"] == "not significant" and not row["contended_b"]
+    assert row["n_b"] == 3 and row["verdict"] == "not significant" and not row["busy_b"]

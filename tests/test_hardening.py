@@ -111,14 +111,14 @@ def test_80_columns_get_the_stacked_layout_and_nothing_is_cut():
     text = to_text(_rows(), "device: test", width=80)
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "…" not in text  # no value cut
-    for value in ("1.00 ms", "torch-eager", "jax-jit", "parity", "peak mem 300.0 MiB (+50.0 MiB)"):
+    for value in ("1.00 ms", "torch-eager", "jax-jit", "parity", "memory +50.0 MiB (peak 300.0 MiB)"):
         assert value in text
     assert "Stacked layout" in text
 
 
 def test_wide_output_has_every_column_in_full():
     text = to_text(_rows(), width=250)
-    assert "┃ backend" in text and "…" not in text and "(+50.0 MiB)" in text
+    assert "┃ backend" in text and "…" not in text and "+50.0 MiB (peak 300.0 MiB)" in text
 
 
 def test_a_noisy_or_contended_row_is_not_ranked_silently():

@@ -75,9 +75,14 @@ def test_a_busy_process_is_left_out_of_a_cells_estimate():
         return replace(m, spec=replace(m.spec, repeat=i)).to_row()
 
     (row,) = combine_repeats([proc(0, 1e-3), proc(1, 1e-3), proc(2, 5e-3, contended=True)])
-    assert row["steady_median_s"] == pytest.approx(1e-3) and row["processes_excluded"] == 1
-    assert not row["contended"] and row["processes_used"] == 2
-    assert "1 busy left out" in to_text([proc(0, 1e-3), proc(1, 1e-3), proc(2, 5e-3, contended=True)], width=200)
-    # every process busy: all are used, and the row says it was measured on a busy machine
+    assert row["steady_median_s"] == pytest.approx(1e-3) and row["processes_busy"] == 1
+    assert not row["busy"] and row["processes_used"] == 2 and len(row["process_samples"]) == 2
+    assert "1 busy left out (1 contended)" in to_text([proc(0, 1e-3), proc(1, 1e-3), proc(2, 5e-3, contended=True)],
+                                                      width=200)
+    # every process busy: no figure decides (nothing to rank or compare); what they read is kept apart, marked
     (row,) = combine_repeats([proc(0, 1e-3, True), proc(1, 1e-3, True)])
-    assert row["contended"] and row["processes_used"] == 2
+    assert row["busy"] and row["processes_used"] == 0 and row["process_samples"] == []
+    assert row["steady_median_s"] is None and row["first_call_s"] is None and row["memory_added_bytes"] is None
+    assert row["busy_figures"]["steady_median_s"] == pytest.approx(1e-3)
+    text = to_text([proc(0, 1e-3, True), proc(1, 1e-3, True)], width=250)
+    assert "busy 1.00 ms (2/2 procs, none clean)" in text and "(busy: 2 contended)" in text

@@ -185,7 +185,7 @@ def test_one_process_is_not_a_verdict_and_busy_processes_are_left_out(tmp_path):
             _cell("jax-jit", 0.2, 2, contended=True)]
     _, found = _store(tmp_path / "b.db", busy)
     (v,) = vd.verdicts(found)
-    assert v["jax_processes"] == 2 and v["jax_processes_excluded"] == 1
+    assert v["jax_processes"] == 2 and v["jax_processes_busy"] == 1 and v["processes_busy"] == 1
     assert v["verdict"] == "cannot say" and "measured while the machine was busy" in v["reason"]
     assert v["reason_tag"] == "busy machine"
     assert v["jax_s"] == pytest.approx(0.5e-3, rel=0.02)  # the busy process does not drag the estimate
@@ -338,3 +338,69 @@ def test_cells_of_one_run_placed_on_another_kind_of_machine_get_their_own_verdic
     assert done.exit_code == 0 and json.loads(done.stdout)["mixed_machines"] == warning
     section = build.verdict_section(found, [], [])
     assert any(getattr(b, "text", "") == warning + "." for b in section.blocks)
+
+
+# ---- one gate for every claim (report/gate.py) ---------------------------------------------------------------
+def test_a_run_measured_only_on_a_busy_machine_decides_nothing(tmp_path):
+    """Every process contended: no verdict, ratio, memory ratio or first-call figure, in the
+    table, the JSON and the report; the top-up asks for clean processes of every candidate."""
+    from stackwars.report import build
+
+    cells = [*_three("torch-eager", 1.0, contended=True), *_three("jax-jit", 0.5, contended=True)]
+    path = tmp_path / "busy.db"
+    _, found = _store(path, cells)
+    (v,) = vd.verdicts(found)
+    assert v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine", v
+    assert v["processes_used"] == 0 and v["processes_busy"] == 6
+    assert v["ratio"] is None and v["memory_ratio"] is None and v.get("torch_first_call_s") is None
+    assert "measured only while the machine was busy" in v["reason"]
+    assert "cannot say (busy machine)" in vd.to_text([v])
+    done = runner.invoke(app, ["verdict", "--db", str(path), "-f", "json"])
+    (j,) = json.loads(done.stdout)["verdicts"]
+    assert j["verdict"] == "cannot say" and j["reason_tag"] == "busy machine" and j["processes_busy"] == 6
+    with Store(path) as store:
+        doc = build.document(build.collect(store), "now")
+    from stackwars.report.page import to_markdown
+    assert "cannot say (busy machine)" in to_markdown(doc)
+    assert vd.more_processes([v], max_processes=6) == {"gemm/small/forward/torch-eager/cpu/float32": 3,
+                                                       "gemm/small/forward/jax-jit/cpu/float32": 3}
+    # the forest plot draws it apart: no point, its reason beside its name
+    assert vd.forest_png([v]) is not None
+
+
+def test_a_busy_candidate_that_might_be_faster_blocks_the_side(tmp_path):
+    """jax-jit's processes were all busy and its fastest beat jax-eager's clean time: the clean
+    jax-eager must not stand for JAX (it would hand PyTorch a win it did not earn)."""
+    cells = [*_three("torch-eager", 1.0), *_three("jax-eager", 2.0), *_three("jax-jit", 0.5, contended=True)]
+    _, found = _store(tmp_path / "s.db", cells)
+    (v,) = vd.verdicts(found)
+    assert v["best_jax"] == "jax-eager" and v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine"
+    assert "jax-jit was measured only while the machine was busy" in v["reason"]
+    assert "it would read without it: PyTorch faster" in v["reason"]
+    assert vd.more_processes([v], max_processes=6)["gemm/small/forward/jax-jit/cpu/float32"] == 3
+    # a busy candidate slower even at its fastest process does not block: busy slows, never speeds
+    cells = [*_three("torch-eager", 1.0), *_three("jax-jit", 0.5), *_three("jax-eager", 4.0, contended=True)]
+    _, found = _store(tmp_path / "t.db", cells)
+    (v,) = vd.verdicts(found)
+    assert v["verdict"] == "JAX faster" and v["jax_busy_candidates"] == []
+
+
+def test_compile_pays_and_memory_are_never_drawn_from_busy_processes(tmp_path):
+    """The Mixer case: torch-compile's three processes all contended (320 us, 364 us, 2.35 ms
+    against eager's 448 us) once read 'torch-compile never'; it cannot say."""
+    from stackwars.report import build, tables
+
+    compiled = [dataclasses.replace(_cell("torch-compile", s, p, contended=True), first_call_s=3.0)
+                for p, s in enumerate((0.320, 0.364, 2.35))]
+    cells = [*_three("torch-eager", 0.448, first=0.01), *compiled, *_three("jax-jit", 0.4), *_three("jax-eager", 1.0)]
+    path = tmp_path / "m.db"
+    _, found = _store(path, cells)
+    (v,) = vd.verdicts(found)
+    assert v["torch_pays"]["verdict"].startswith("cannot say (busy machine)"), v["torch_pays"]
+    assert "cannot say (busy machine)" in vd.cells(v)[6]
+    evens = build.break_even(tables.group_rows(found))
+    (tc,) = [e for e in evens if e["compiled"] == "torch-compile"]
+    assert tc["verdict"].startswith("cannot say (busy machine)") and tc["calls"] is None
+    # memory: the busy rows carry no memory figure; the table, the verdict and the report agree
+    (row,) = [r for r in tables.combine_repeats(found) if r["backend"] == "torch-compile"]
+    assert row["memory_added_bytes"] is None and row["busy"]

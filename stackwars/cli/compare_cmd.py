@@ -56,20 +56,24 @@ def compare(
         raise SpecError(f"runs {run_a} and {run_b} have no cell in common (same workload, preset, phase, backend, "
                         f"device, dtype and options); nothing to compare")
     diffs = cmp.environment_differences(info_a.env, info_b.env, info_a.config, info_b.config)
+    machine = cmp.machine_state(rows_a, rows_b)
+    machine_text = cmp.machine_line(machine)
     if format in ("csv", "json"):
         from stackwars.cli.export_cmd import to_csv
         outputs.emit(to_csv(result) if format == "csv" else json.dumps(
             {"run_a": run_a, "run_b": run_b, "threshold": threshold, "environment_differences": diffs,
-             "cells": result}, indent=1, default=str) + "\n")
+             "machine": {**machine, "note": machine_text}, "cells": result}, indent=1, default=str) + "\n")
     else:
         title = f"A = {run_a} ({info_a.created_at[:16]}), B = {run_b} ({info_b.created_at[:16]}), " \
                 f"threshold {threshold:.0%}"
         env_text = ("environments differ: " + "; ".join(diffs)) if diffs else "same machine, libraries and settings"
         if format == "markdown":
-            print(cmp.markdown(result, title) + f"\n{env_text}")
+            print(cmp.markdown(result, title) + f"\n{env_text}" + (f"\n\n{machine_text}" if machine_text else ""))
         else:
             out.print(cmp.render(result, title, table_width()), width=table_width())
             out.print(cmp.summary_line(result), highlight=False)
             out.print(env_text, highlight=False)
+            if machine_text:
+                out.print(f"[yellow]{machine_text}[/]", highlight=False)
     if fail_on_regression and any(r["verdict"] in ("regression", "broke") for r in result):
         raise typer.Exit(1)

@@ -22,6 +22,10 @@ Order of events, each phase kept apart and its wall time kept in ``timeline``:
    (``reference.py``), or against another backend's outputs where no reference fits. A
    mismatch is status ``parity_fail``; timings are kept.
 
+Before the framework is imported and after the parity check, the machine's canary
+(stackwars/canary.py, ``canary``: a fixed program, 15-60 ms both together) says whether the
+host ran at its usual speed; a process whose canary is off its run's decides nothing.
+
 The harness's own cost of a cell (``overhead_s`` in the row) is the worker's wall time
 minus the measured windows (first call, second call, warm-up, steady state) and the
 reference computed for it.
@@ -37,7 +41,7 @@ from typing import Any, Mapping
 
 import psutil
 
-from stackwars import registry
+from stackwars import canary, registry
 from stackwars.backends.base import Prepared
 from stackwars.errors import Unsupported
 from stackwars.harness import progress
@@ -198,7 +202,11 @@ def profile_cell(backend: Any, prepared: Prepared, cell: CellSpec, steps: int, f
 def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mapping[str, Any] | None = None,
                  cache: Mapping[str, Any] | None = None, reference_dir: str | None = None,
                  profile_to: str | None = None) -> dict[str, Any]:
+    stage("canary")
+    before = canary.reading()  # the machine's speed, before the framework is imported
     pc = prepare_cell(spec, config, cache)
+    if "startup_s" in pc.timeline:  # the interpreter's start, not the canary's
+        pc.timeline["startup_s"] = max(0.0, pc.timeline["startup_s"] - before["cost_s"])
     cell, cfg_m, workload, cfg, backend, prepared = pc.cell, pc.config, pc.workload, pc.cfg, pc.backend, pc.prepared
     params, batch, settings, timeline = pc.params, pc.batch, pc.settings, pc.timeline
     pdtype = param_dtype(cell.dtype, cell.phase)
@@ -283,8 +291,13 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     settings["reference"] = ref_info
     timeline["reference_s"] = ref_info["computed_s"]
     timeline["parity_s"] = ref_info["seconds"] - ref_info["computed_s"]
+    stage("canary")
+    after = canary.reading()
+    settings["canary"] = {"before": before, "after": after, "program": canary.DESCRIPTION}
+    timeline["canary_s"] = before["cost_s"] + after["cost_s"]
     failed = parity.checked and not parity.ok
-    error = f"parity: max rel err {parity.max_rel_err:.3g} > tolerance {parity.tolerance:.3g}" if failed else None
+    error = (f"parity: {parity.failure}" if parity.failure else
+             f"parity: max rel err {parity.max_rel_err:.3g} > tolerance {parity.tolerance:.3g}") if failed else None
     if not_as_named:
         settings["not_as_named"] = not_as_named
 

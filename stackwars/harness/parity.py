@@ -26,6 +26,7 @@ bias, holds only noise), and never below ``grad_floor`` when the reference gives
 
 from __future__ import annotations
 
+import math
 from typing import Mapping
 
 import numpy as np
@@ -92,8 +93,10 @@ def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarra
     missing = sorted(set(reference) - set(outputs))
     extra = sorted(set(outputs) - set(reference))
     per: dict[str, float] = {}
+    why: list[str] = []  # what made an output fail outright (not a figure against the tolerance)
     for k in missing + extra:
         per[k] = float("inf")
+        why.append(f"{k}: {'missing from the outputs' if k in missing else 'not in the reference'}")
     ref_max = {k: _absmax(np.asarray(r)) for k, r in reference.items()}
     group_scale: dict[str, float] = {}
     for k, m in ref_max.items():
@@ -102,6 +105,11 @@ def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarra
         out, ref = np.asarray(outputs[k]), np.asarray(reference[k])
         if out.shape != ref.shape:
             per[k] = float("inf")
+            why.append(f"{k}: shape {out.shape} against the reference's {ref.shape}")
+            continue
+        if not math.isfinite(ref_max[k]):  # NaN or infinity in the reference: nothing to measure against
+            per[k] = float("inf")
+            why.append(f"{k}: the reference holds NaN or infinity")
             continue
         scale = max(ref_max[k], floor * group_scale[_group(k)])
         g = grads.get(k[len("update."):]) if k.startswith("update.") else None
@@ -117,6 +125,7 @@ def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarra
         diff, kept = _max_error(out, ref, g if threshold is not None else None, threshold, bool(row_rule))
         if diff is None:  # NaN or infinity in the output
             per[k] = float("inf")
+            why.append(f"{k}: the output holds NaN or infinity")
             continue
         if threshold is not None:
             excluded[k] = float(1.0 - kept / out.size)
@@ -125,5 +134,7 @@ def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarra
     metric = f"max|out-ref| / max(max|ref|, {floor:g} x group max|ref|), max over outputs"
     if excluded:
         metric += "; AdamW updates compared where |reference gradient| > tolerance x its max"
+    if not math.isfinite(tolerance):
+        why.append(f"the tolerance is not finite ({tolerance})")
     return Parity(max_rel_err=worst, tolerance=tolerance, per_output=per, metric=metric,
-                  reference=reference_name, excluded=excluded)
+                  reference=reference_name, excluded=excluded, failure="; ".join(why))

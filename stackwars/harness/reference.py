@@ -27,6 +27,7 @@ import fcntl
 import glob
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -54,6 +55,9 @@ def derived_tolerance(fixed: float, float32_error: float | None) -> tuple[float,
     """The cell's tolerance and the rule that set it."""
     if float32_error is None:
         return fixed, f"fixed for the dtype: {fixed:.1e}"
+    if not math.isfinite(float32_error):  # the reference implementation's float32 run overflowed or gave NaN
+        return math.inf, ("not finite: the reference implementation's own float32 run holds NaN or infinity, so no "
+                          "tolerance can be derived from it")
     derived = FLOAT32_ERROR_FACTOR * float32_error
     if derived <= fixed:
         return fixed, (f"fixed for the dtype: {fixed:.1e} (above {FLOAT32_ERROR_FACTOR:g} x {float32_error:.1e}, "
@@ -318,6 +322,6 @@ def peer_parity(outputs: Mapping[str, np.ndarray], tolerance: float, cache: Refe
         theirs = cache.load(f"{ref_key}.peer.{fw}.{other}")
     parity = compare(own, theirs, tol, reference_name=f"peer: {other} ({fw}) outputs from the same inputs")
     what = "the loss only (train step)" if phase != "forward" else "the outputs"
-    return Parity(max_rel_err=parity.max_rel_err, tolerance=tol, per_output=parity.per_output,
+    return Parity(max_rel_err=parity.max_rel_err, tolerance=tol, per_output=parity.per_output, failure=parity.failure,
                   metric=f"{parity.metric}; compares {what}; tolerance {PEER_TOLERANCE_FACTOR:g} x the dtype's",
                   reference=parity.reference, rule=f"peer: {PEER_TOLERANCE_FACTOR:g} x the dtype's fixed {tolerance:.1e}")

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from stackwars import stats
+from stackwars import canary, stats
 from stackwars.records import Env
 from stackwars.report import format as fmt
 from stackwars.report import tables, verdict
@@ -62,7 +62,7 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
             studies.pop(f"{r['kind']}|{key}", None)
             studies[f"{r['kind']}|{key}"] = (info, study_rows_of(info.kind, r["run_id"], store, measured))
     # every process of each cell's latest run on each machine: a later run replaces an earlier one
-    cells = verdict.latest_processes(cells)
+    cells = verdict.latest_processes(canary.judge(cells))
     return {"runs": runs, "cells": cells, "studies": studies, "envs": envs,
             "profiles": [p for p, _ in why.values() if p], "anatomy": [a for _, a in why.values() if a]}
 
@@ -83,18 +83,18 @@ def speedups(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str, 
     difference is significant (bootstrap of the two sets of samples)."""
     out = []
     for key, rows in groups.items():
-        f = tables.formatted(list(rows))
-        ok = [x["row"] for x in f if x["row"]["status"] == "ok" and x["row"].get("steady_median_s")]
-        clean = [r for r in ok if not (r.get("noisy") or r.get("contended"))] or ok
-        if not clean:
+        combined = tables.combine_repeats(list(rows))
+        best, shadowed = tables.fastest(combined)
+        if best is None:
             continue
-        best = min(clean, key=lambda r: r["steady_median_s"])
-        for r in ok:
+        for r in combined:
+            if r["status"] != "ok" or not r.get("steady_median_s"):
+                continue  # failed, or measured only while the machine was busy (the guide names those)
             c = stats.compare(tables.compared(best), tables.compared(r)) if r is not best else None
             out.append({"table": tables.title(key), "backend": tables.backend_variant(r),
                         "ratio": c.ratio if c else 1.0,
                         "significant": bool(c.significant) if c else True, "fastest": r is best,
-                        "doubtful": bool(r.get("noisy") or r.get("contended"))})
+                        "doubtful": bool(r.get("noisy") or (r is best and shadowed))})
     return out
 
 
@@ -138,7 +138,7 @@ def heatmap(points: Sequence[Mapping[str, Any]]) -> bytes | None:
     ax.set_yticks(range(len(rows)), rows, fontsize=7)
     ax.set_title(f"steady-state time over the fastest cleanly measured backend of each table; colour clipped at "
                  f"{HEATMAP_CLIP:g}x (the text is exact); below 1x: a noisy or busy row measured faster "
-                 "(~: not significant; ?: noisy or contended)", fontsize=8, wrap=True)
+                 "(~: not significant; ?: noisy, or a busy row read faster)", fontsize=8, wrap=True)
     fig.tight_layout()
     return to_png(fig)
 
@@ -150,15 +150,17 @@ def break_even(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str
     out = []
     for key, rows in groups.items():
         # a compiled backend is set against its eager one running the same implementation variant
+        # a row measured only while the machine was busy is kept: its break-even says it cannot say
         by = {(r["backend"], tables.variant(r)[1]): r for r in tables.combine_repeats(list(rows))
-              if r["status"] == "ok" and r.get("steady_median_s")}
+              if r["status"] == "ok" and (r.get("steady_median_s") or r.get("busy"))}
         for (compiled, what), c in list(by.items()):
             e = by.get((tables.EAGER_OF.get(compiled), what))
-            if not e or c.get("first_call_s") is None or e.get("first_call_s") is None:
+            busy = bool(e and (c.get("busy") or e.get("busy")))
+            if not e or (not busy and (c.get("first_call_s") is None or e.get("first_call_s") is None)):
                 continue
             out.append({"table": tables.title(key), "compiled": tables.backend_variant(c),
                         "eager": tables.backend_variant(e), **tables.pays_after(c, e),
-                        "doubtful": bool(c.get("contended") or e.get("contended"))})
+                        "doubtful": bool(c.get("noisy") or e.get("noisy"))})
     return out
 
 
@@ -231,7 +233,7 @@ def decision_guide(points: Sequence[Mapping[str, Any]], evens: Sequence[Mapping[
         if not rest:
             out.append((f"{table}: only {best['backend']} ran", link))
             continue
-        faster = [p for p in rest if p["ratio"] < 1]  # measured faster, but on a busy machine
+        faster = [p for p in rest if p["ratio"] < 1]  # measured faster, but noisy (the best is the quiet fastest)
         second = next((p for p in rest if p["ratio"] >= 1), None)
         if second is None:
             claim = f"{table}: {best['backend']} is the fastest of the backends measured cleanly"
@@ -242,13 +244,18 @@ def decision_guide(points: Sequence[Mapping[str, Any]], evens: Sequence[Mapping[
             claim = (f"{table}: {best['backend']} and {second['backend']} cannot be told apart "
                      f"({second['ratio']:.2f}x, not significant)")
         if faster:
-            claim += (f"; {', '.join(p['backend'] for p in faster)} measured faster, but noisily (spread over "
-                      f"10%) or while the machine was busy: measure again")
+            claim += (f"; {', '.join(p['backend'] for p in faster)} measured faster, but noisily (a spread "
+                      f"between processes over {stats.NOISE_THRESHOLD:.0%}): measure again")
         elif best["doubtful"] or (second is not None and second["doubtful"]):
             claim += " (a noisy or busy-machine measurement is involved: treat as provisional)"
         out.append((claim, link))
     failed: OrderedDict[tuple, list[str]] = OrderedDict()
     for key, rows in tables.group_rows(cells).items():
+        busy = [r for r in tables.combine_repeats(list(rows)) if r.get("busy") and r["status"] == "ok"]
+        if busy:
+            out.append((f"{tables.title(key)}: {', '.join(tables.backend_variant(r) for r in busy)} measured only "
+                        f"while the machine was busy ({'; '.join(r['busy_reasons'] for r in busy)}): no figure of "
+                        f"theirs decides anything here; measure again on a quiet machine", anchor(tables.title(key))))
         for r in rows:
             if r["status"] in ("oom", "error", "timeout", "parity_fail"):
                 failed.setdefault((tables.title(key), r["status"]), []).append(tables.backend_variant(r))
@@ -429,7 +436,8 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
             (e["table"], e["compiled"], e["eager"], fmt.seconds(e["extra_first_s"]),
              fmt.seconds(e["saving_per_call_s"]), e["verdict"] + (" ?" if e["doubtful"] else "")) for e in evens),
             "calls after which the compiled backend's first call (trace + compile) is paid back by its faster "
-            "steady state; ? = measured while the machine was busy"))
+            "steady state, from processes measured on a quiet machine; ? = noisy (the spread between processes is "
+            "over a tenth of the median)"))
         doc.sections.append(be)
         mem = memory_figure(groups)
         if mem:

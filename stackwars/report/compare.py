@@ -8,8 +8,11 @@ Verdicts: ``regression`` / ``improvement`` (the interval excludes 1 and the chan
 than the threshold), ``same`` (the interval excludes 1 but the change is within the
 threshold), ``not significant`` (the interval holds 1), ``unreliable`` (every process of a
 side was measured on a contended machine: its samples say how busy the machine was, not
-how fast the code is; a busy process among clean ones is left out), ``broke`` / ``fixed`` (the status changed from or to ``ok``), ``status``
-(another status change), and ``only in A`` / ``only in B``.
+how fast the code is; a busy process among clean ones is left out: report/gate.py, the rule
+every claim follows), ``machine differs`` (the two runs' canaries differ by more than their
+noise: the host itself ran at another speed, stackwars/canary.py; what the cell would read
+is kept, never acted on), ``broke`` / ``fixed`` (the status changed from or to ``ok``),
+``status`` (another status change), and ``only in A`` / ``only in B``.
 
 A cell measured in several processes (``--processes``) is compared with the hierarchical
 bootstrap of stats.compare (processes, then the samples within each), and the interval
@@ -26,10 +29,11 @@ import math
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping, Sequence
 
-from stackwars import stats
+from stackwars import canary, stats
+from stackwars.report import gate, tables
 
-VERDICTS = ("regression", "improvement", "same", "not significant", "too few processes", "unreliable", "broke",
-            "fixed", "status", "only in A", "only in B")
+VERDICTS = ("regression", "improvement", "same", "not significant", "too few processes", "unreliable",
+            "machine differs", "broke", "fixed", "status", "only in A", "only in B")
 ENV_KEYS = ("cpu_model", "cpu_count_logical", "thread_budget", "nvidia_driver", "git_revision")
 MEASURE_KEYS = ("min_time_s", "min_samples", "warmup", "matmul_precision", "threads", "cache_dir", "parity_mode")
 
@@ -51,12 +55,20 @@ def _status(group: Sequence[Mapping[str, Any]]) -> str:
     return bad[0] if bad else "ok"
 
 
+def _clean(group: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The processes that may decide (report/gate.py): ok, timed, measured on a quiet machine."""
+    return gate.split([r for r in group if r["status"] == "ok"])[0]
+
+
 def _processes(group: Sequence[Mapping[str, Any]]) -> list[list[float]]:
-    """Samples per process; a process measured on a busy machine is left out while clean ones
-    remain (the rule the tables and the verdict follow)."""
-    timed = [r for r in group if r["status"] == "ok" and r.get("steady_samples")]
-    used = [r for r in timed if not r.get("contended")] or timed
-    return [[float(x) for x in r["steady_samples"]] for r in used]
+    """Samples per clean process; a busy one is never used, even when none is clean."""
+    return [[float(x) for x in r["steady_samples"]] for r in _clean(group)]
+
+
+def machine_state(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The two runs' canaries (stackwars/canary.py) and whether they differ by more than their noise."""
+    a, b = canary.run_canary(rows_a), canary.run_canary(rows_b)
+    return {"canary_a": a, "canary_b": b, "differs": canary.differ(a, b)}
 
 
 def _median(values: Iterable[float | None]) -> float | None:
@@ -81,6 +93,7 @@ def compare_cells(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[
     if not 0 <= threshold < 1:
         raise ValueError(f"threshold {threshold} must be in [0, 1)")
     ga, gb = _group(rows_a), _group(rows_b)
+    differs = machine_state(rows_a, rows_b)["differs"]
     out = []
     for cid in list(ga) + [c for c in gb if c not in ga]:
         a, b = ga.get(cid), gb.get(cid)
@@ -95,15 +108,16 @@ def compare_cells(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[
             out.append(row)
             continue
         # the steady-state estimate the ratio is taken of: the mean of the per-process medians
-        row.update(median_a_s=_mean(r.get("steady_median_s") for r in a if r["status"] == "ok"),
-                   median_b_s=_mean(r.get("steady_median_s") for r in b if r["status"] == "ok"),
-                   first_call_a_s=_median(r.get("first_call_s") for r in a),
-                   first_call_b_s=_median(r.get("first_call_s") for r in b),
-                   memory_a_bytes=_median(r.get("peak_memory_bytes") for r in a),
-                   memory_b_bytes=_median(r.get("peak_memory_bytes") for r in b),
-                   # contended: every process of the side was measured on a busy machine
-                   contended_a=all(r.get("contended") for r in a), contended_b=all(r.get("contended") for r in b),
-                   noisy_a=any(r.get("noisy") for r in a), noisy_b=any(r.get("noisy") for r in b))
+        ca, cb = _clean(a), _clean(b)  # every figure from the clean processes (the verdict's definitions)
+        row.update(median_a_s=_mean(r.get("steady_median_s") for r in ca),
+                   median_b_s=_mean(r.get("steady_median_s") for r in cb),
+                   first_call_a_s=_median(r.get("first_call_s") for r in ca),
+                   first_call_b_s=_median(r.get("first_call_s") for r in cb),
+                   memory_a_bytes=_median(tables.added_memory(r) for r in ca),
+                   memory_b_bytes=_median(tables.added_memory(r) for r in cb),
+                   # busy: no process of the side was measured on a quiet machine
+                   busy_a=bool(gate.timed(a)) and not ca, busy_b=bool(gate.timed(b)) and not cb,
+                   noisy_a=any(r.get("noisy") for r in ca), noisy_b=any(r.get("noisy") for r in cb))
         row["first_call_ratio"] = _ratio(row["first_call_a_s"], row["first_call_b_s"])
         row["memory_ratio"] = _ratio(row["memory_a_bytes"], row["memory_b_bytes"])
         sa, sb = row["status_a"], row["status_b"]
@@ -114,6 +128,10 @@ def compare_cells(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[
         xa, xb = _processes(a), _processes(b)
         row["basis"] = f"{len(xa)} / {len(xb)} processes"
         row["n_a"], row["n_b"] = len(xa), len(xb)
+        if row["busy_a"] or row["busy_b"]:  # every process of a side measured on a busy machine
+            row["verdict"] = "unreliable"
+            out.append(row)
+            continue
         if not xa or not xb:
             row["verdict"] = "not significant"
             out.append(row)
@@ -121,8 +139,10 @@ def compare_cells(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[
         c = stats.compare(xa, xb, confidence=confidence)
         row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, significant=c.significant)
         decision = stats.decide(c, threshold)
-        if row["contended_a"] or row["contended_b"]:
-            row["verdict"] = "unreliable"
+        if differs is not None:  # the host ran at another speed: no difference is the code's to claim
+            row["verdict"] = "machine differs"
+            row["reading"] = {"tie": "not significant", "noisy": "not significant", "higher": "regression",
+                              "lower": "improvement"}[decision]
         elif decision == "tie":
             row["verdict"] = "not significant" if c.ci_low <= 1 <= c.ci_high else "same"
         elif decision == "noisy":
@@ -194,7 +214,7 @@ def _cells(r: Mapping[str, Any]) -> list[str]:
         if status != "ok":
             return status
         text = seconds(r.get(f"median_{s}_s"))
-        return text + (" †" if r.get(f"contended_{s}") else " ~" if r.get(f"noisy_{s}") else "")
+        return text + (" †" if r.get(f"busy_{s}") else " ~" if r.get(f"noisy_{s}") else "")
 
     def ratio(x: float | None) -> str:
         return f"{x:.2f}x" if x else "—"
@@ -208,8 +228,24 @@ def _cells(r: Mapping[str, Any]) -> list[str]:
             ratio(r.get("memory_ratio"))]
 
 
+def machine_line(state: Mapping[str, Any]) -> str | None:
+    """What the canaries say about the two runs' host, where they differ or one has none."""
+    d = state.get("differs")
+    if d is not None:
+        way = "slower" if d["ratio"] > 1 else "faster"
+        return (f"the machine's canary ran {max(d['ratio'], 1 / d['ratio']):.2f}x {way} in B than in A "
+                f"({d['a_s'] * 1e3:.3f} ms -> {d['b_s'] * 1e3:.3f} ms; noise ±{d['bound']:.0%}): the host itself ran "
+                f"at another speed, so no cell is called a regression or an improvement (each row keeps what it "
+                f"would read); compare runs measured in the same state of the machine")
+    missing = [w for w, k in (("A", "canary_a"), ("B", "canary_b")) if not state.get(k)]
+    if missing:
+        return (f"run {' and '.join(missing)} recorded no canary (measured before stackwars had one): a slower host "
+                f"would read as a regression")
+    return None
+
+
 def summary_line(rows: Sequence[Mapping[str, Any]]) -> str:
-    judged = [r["ratio"] for r in rows if r.get("ratio") and r["verdict"] != "unreliable"]
+    judged = [r["ratio"] for r in rows if r.get("ratio") and r["verdict"] not in ("unreliable", "machine differs")]
     gm = geometric_mean(judged)
     parts = [f"{n} {v}" for v, n in counts(rows).items()]
     text = f"{len(rows)} cells: " + ", ".join(parts)
@@ -221,8 +257,9 @@ def summary_line(rows: Sequence[Mapping[str, Any]]) -> str:
 LEGEND = ("B/A: ratio of the steady-state estimates (mean of per-process medians; > 1: B slower), 95% CI from a "
           "hierarchical bootstrap (processes, then samples); regression / improvement: the CI excludes 1 and reaches "
           "beyond the threshold, with 3+ processes a side (else: too few processes); same: the CI lies within the "
-          "threshold; not significant: the CI holds 1; †: measured on a contended machine (verdict unreliable); ~: "
-          "noisy (IQR > 10% of the median); first call and memory: one number a process, ratios shown, never "
+          "threshold; not significant: the CI holds 1; †: no process of the side was measured on a quiet machine "
+          "(verdict unreliable); machine differs: the two runs' canaries differ, so the host ran at another speed; "
+          f"~: noisy (IQR > {stats.NOISE_THRESHOLD:.0%} of the median); first call and memory: one number a process, ratios shown, never "
           "judged.")
 
 

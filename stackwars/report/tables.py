@@ -27,21 +27,34 @@ from rich.table import Table
 from rich.text import Text
 
 from stackwars import stats
+from stackwars.records import parity_ok
 from stackwars.report import format as fmt
+from stackwars.report import gate
 
-COLUMNS = ("backend", "First Run", "Second Run", "Avg Steady State", "± (IQR)", "vs best", "achieved",
-           "roofline", "peak mem", "parity", "status")
+COLUMNS = ("backend", "First Run", "Second Run", "Avg Steady State", "± (IQR)", "vs best (95% CI)", "achieved",
+           "roofline", "memory", "parity", "status")
 
-CAPTION = ("Avg Steady State: median seconds per call over the steady-state samples (n), or the mean of "
-           "the per-process medians (procs; a process measured while the machine was busy is left out when clean "
-           "ones remain); ± (IQR): interquartile range (between processes when there are several); vs best: ratio "
-           "to the fastest cleanly measured backend, 95% hierarchical bootstrap CI (processes, then samples), "
-           "~ = not significant; roofline: time floor from measured device peaks / median; peak mem: "
-           "{mem}; parity: max relative error against the float64 reference (peer: against another backend's "
-           "outputs where no float64 reference fits); backend · X: the attention implementation that ran; "
-           "(noisy): IQR above 10% of the "
-           "median; (contended): other processes or the hypervisor took over 5% of the cell's CPUs while it "
-           "was timed; peak mem (+x): the increase over the worker's baseline before the first call.")
+CAPTION = ("Every figure comes from the cell's clean processes only: a process is busy when other processes or "
+           "the hypervisor took over {contention:.0%} of its CPUs while it was timed, or when the machine's canary "
+           "read off its run's by more than the run's canary noise (at least {canary:.0%}); a busy process "
+           "decides nothing, and a cell with no clean process is shown as (busy), its busy figure for display. "
+           "First Run / Second Run: median over the processes; Avg Steady State: median seconds per call over "
+           "the steady-state samples (n), or the mean of the per-process medians (procs); ± (IQR): interquartile "
+           "range (between processes when there are several); vs best: ratio to the fastest cleanly measured "
+           "backend with its 95% hierarchical bootstrap CI (processes, then samples), ~ = not significant; "
+           "roofline: time floor from measured device peaks / median; memory: what the cell added, median over "
+           "processes: {mem} (in brackets the process's whole peak, framework included); parity: max relative "
+           "error against the float64 reference (peer: against another backend's outputs where no float64 "
+           "reference fits); backend · X: the attention implementation that ran; (noisy): IQR above "
+           "{noise:.0%} of the median.")
+
+
+def caption(rows: Iterable[Mapping[str, Any]]) -> str:
+    """The tables' legend, its thresholds read from the code (stackwars/rules.py)."""
+    from stackwars.rules import RULES
+
+    return CAPTION.format(mem=_memory_counter(rows), contention=RULES["contention_threshold"].value,
+                          canary=RULES["canary_floor"].value, noise=RULES["noise_threshold"].value)
 
 
 def variant(row: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
@@ -98,8 +111,8 @@ def _status(row: Mapping[str, Any]) -> Text:
     text = Text(status, style=style)
     if status in ("ok", "parity_fail") and row.get("noisy"):
         text.append(" (noisy)", style="yellow")
-    if status in ("ok", "parity_fail") and row.get("contended"):
-        text.append(" (contended)", style="yellow")
+    if status in ("ok", "parity_fail") and row.get("busy"):
+        text.append(f" (busy: {row.get('busy_reasons') or 'every process'})", style="yellow")
     return text
 
 
@@ -108,27 +121,28 @@ def _parity(row: Mapping[str, Any]) -> str:
     peer = (row.get("parity_reference") or "").startswith("peer")
     if err is None:
         return "pending (peer)" if peer else fmt.DASH
-    return f"{err:.1e} {'✓' if tol is not None and err <= tol else '✗'}" + (" peer" if peer else "")
+    return f"{err:.1e} {'✓' if parity_ok(err, tol) else '✗'}" + (" peer" if peer else "")
 
 
 def compared(row: Mapping[str, Any]) -> list[list[float]]:
     """The row's steady-state samples, one list per process: what every comparison bootstraps."""
-    if row.get("process_samples"):
+    if "process_samples" in row:  # combined: the clean processes alone (none for a busy cell)
         return row["process_samples"]
     return [list(row["steady_samples"])] if row.get("steady_samples") else []
 
 
 def _vs_best(row: Mapping[str, Any], best: Mapping[str, Any] | None, shadowed: bool = False) -> str:
-    """Ratio to the fastest cleanly measured row. ``?``: a noisy or contended row is involved
-    (this one, the reference, or, for the reference itself, a noisy or contended row with a
-    lower median that might really be faster)."""
+    """Ratio to the fastest cleanly measured row, with its 95% CI. ``?``: a noisy row is
+    involved (this one or the reference), or, for the reference itself, a noisy row or a
+    busy one whose busy figure is lower, which might really be faster."""
     if best is None or not compared(row) or row["status"] != "ok":
         return fmt.DASH
-    doubtful = any(r.get("noisy") or r.get("contended") for r in (row, best))
+    doubtful = any(r.get("noisy") for r in (row, best))
     if row is best:
         return "fastest" + (" ?" if doubtful or shadowed else "")
     c = stats.compare(compared(best), compared(row))
-    return f"{c.ratio:.2f}x" + ("" if c.significant else " ~") + (" ?" if doubtful else "")
+    return (f"{c.ratio:.2f}x ({c.ci_low:.2f}-{c.ci_high:.2f})" + ("" if c.significant else " ~")
+            + (" ?" if doubtful else ""))
 
 
 def added_memory(row: Mapping[str, Any]) -> int | None:
@@ -145,49 +159,79 @@ def added_memory(row: Mapping[str, Any]) -> int | None:
 # each compiled backend's eager counterpart: what its first call must pay back against
 EAGER_OF = {"jax-jit": "jax-eager", "torch-compile": "torch-eager", "torch-compile-max-autotune": "torch-eager",
             "torch-cudagraphs": "torch-eager", "torch-mlir-xla": "torch-eager"}
-TIMED = ("ok", "parity_fail")  # statuses whose samples are timings (a parity failure keeps its times)
+TIMED = gate.TIMED
+FIGURES = ("steady_median_s", "first_call_s", "second_call_s", "memory_added_bytes")
 
 
-def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = 0.10) -> list[Mapping[str, Any]]:
-    """One display row per backend: a cell measured in several processes is summarised over
-    its processes (mean of the per-process medians, hierarchical bootstrap CI); a process
-    flagged contended is left out while clean ones remain (``processes_excluded``). Every
-    row gets ``process_samples``, the samples per process its comparisons resample."""
+def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = stats.NOISE_THRESHOLD) -> list[Mapping[str, Any]]:
+    """One display row per backend, its figures from its clean processes only (report/gate.py):
+    the steady state (mean of the per-process medians, hierarchical bootstrap CI), the first
+    and second call (medians) and the memory the cell added (median). ``process_samples``,
+    the samples per process every comparison resamples, holds the clean processes alone;
+    ``processes_used`` / ``processes_busy`` count them and those left out. A cell with no
+    clean process is ``busy``: its figures are None (nothing ranks or judges it) and what its
+    busy processes read is kept apart in ``busy_figures``, for display."""
     by: OrderedDict[str, list[Mapping[str, Any]]] = OrderedDict()
     for r in rows:
         by.setdefault(_label(r), []).append(r)
     out: list[Mapping[str, Any]] = []
     for group in by.values():
-        timed = [r for r in group if r["status"] in TIMED and r.get("steady_samples")]
-        clean = [r for r in timed if not r.get("contended")]
-        used = clean or timed
+        clean, busy = gate.split(group)
         row = dict(group[0])
-        row["process_samples"] = [list(r["steady_samples"]) for r in used]
-        row["memory_added_bytes"] = _median_of([added_memory(r) for r in group])
-        if len(group) == 1:
-            out.append(row)
-            continue
-        row.update(processes=len(group), processes_ok=sum(r["status"] == "ok" for r in group),
-                   processes_used=len(used), processes_excluded=len(timed) - len(used),
-                   status="ok" if all(r["status"] == "ok" for r in group)
-                   else next(r["status"] for r in group if r["status"] != "ok"))
-        if not used:
-            out.append(row)
-            continue
-        h = stats.hierarchical(row["process_samples"])
-        medians = list(h.process_medians)
-        scale = lambda key: (used[0][key] * used[0]["steady_median_s"] / h.estimate) if used[0].get(key) else None
+        row.update(process_samples=[list(r["steady_samples"]) for r in clean], processes_used=len(clean),
+                   busy_samples=[list(r["steady_samples"]) for r in busy],
+                   processes_busy=len(busy), busy=bool(busy) and not clean,
+                   busy_reasons=gate.reasons(busy) or None)
+        if len(group) > 1:
+            row.update(processes=len(group), processes_ok=sum(r["status"] == "ok" for r in group),
+                       status="ok" if all(r["status"] == "ok" for r in group)
+                       else next(r["status"] for r in group if r["status"] != "ok"))
         errs = [r["parity_max_rel_err"] for r in group if r.get("parity_max_rel_err") is not None]
-        row.update(
-            first_call_s=_median_of(r.get("first_call_s") for r in group),
-            second_call_s=_median_of(r.get("second_call_s") for r in group),
-            steady_median_s=h.estimate, steady_ci_low_s=h.ci_low, steady_ci_high_s=h.ci_high,
-            steady_iqr_s=stats.summarize(medians).iqr, noisy=stats.summarize(medians, noise_threshold).noisy,
-            contended=not clean, process_medians=medians,
-            achieved_flops_per_s=scale("achieved_flops_per_s"), roofline_fraction=scale("roofline_fraction"),
-            peak_memory_bytes=max((r["peak_memory_bytes"] for r in group if r.get("peak_memory_bytes")), default=None),
-            parity_max_rel_err=max(errs) if errs else None)
+        row.update(parity_max_rel_err=max(errs) if errs else None,
+                   peak_memory_bytes=max((r["peak_memory_bytes"] for r in group if r.get("peak_memory_bytes")),
+                                         default=None))
+        if row["busy"]:
+            row["busy_figures"] = _figures(busy, noise_threshold)
+        if clean:
+            row.update(_figures(clean, noise_threshold))
+        elif timed_none(group):  # nothing timed: what the processes recorded (a failed cell's first call)
+            row.update(_figures(list(group), noise_threshold))
+        else:  # every timed process busy: no figure decides anything
+            row.update(dict.fromkeys((*FIGURES, "steady_ci_low_s", "steady_ci_high_s", "steady_iqr_s", "noisy",
+                                      "process_medians", "achieved_flops_per_s", "roofline_fraction")))
         out.append(row)
+    return out
+
+
+def timed_none(group: list[Mapping[str, Any]]) -> bool:
+    """No process of the cell has timings (it failed, or was not supported): its row keeps
+    what its processes recorded (first call of a failed cell, memory), nothing to gate."""
+    return not gate.timed(group)
+
+
+def _figures(used: list[Mapping[str, Any]], noise_threshold: float) -> dict[str, Any]:
+    """The figures of a cell from these processes: one definition for the table, the
+    verdict, the JSON and the report."""
+    out: dict[str, Any] = {
+        "first_call_s": _median_of(r.get("first_call_s") for r in used),
+        "second_call_s": _median_of(r.get("second_call_s") for r in used),
+        "memory_added_bytes": _median_of([added_memory(r) for r in used]),
+    }
+    if not gate.timed(used):
+        return out
+    if len(used) == 1:  # one process: its own summary (the bootstrap CI of its median)
+        r = used[0]
+        out.update({k: r.get(k) for k in ("steady_median_s", "steady_ci_low_s", "steady_ci_high_s", "steady_iqr_s",
+                                         "noisy", "achieved_flops_per_s", "roofline_fraction")},
+                   process_medians=[r.get("steady_median_s")])
+        return out
+    h = stats.hierarchical([list(r["steady_samples"]) for r in used])
+    medians = list(h.process_medians)
+    scale = lambda key: (used[0][key] * used[0]["steady_median_s"] / h.estimate) if used[0].get(key) else None
+    out.update(steady_median_s=h.estimate, steady_ci_low_s=h.ci_low, steady_ci_high_s=h.ci_high,
+               steady_iqr_s=stats.summarize(medians).iqr, noisy=stats.summarize(medians, noise_threshold).noisy,
+               process_medians=medians, achieved_flops_per_s=scale("achieved_flops_per_s"),
+               roofline_fraction=scale("roofline_fraction"))
     return out
 
 
@@ -196,10 +240,19 @@ def _median_of(values: Iterable[float | None]) -> float | None:
     return float(statistics.median(vs)) if vs else None
 
 
+BUSY_PAYS = "cannot say (busy machine): {which} backend has no process measured on a quiet machine"
+
+
 def pays_after(compiled: Mapping[str, Any], eager: Mapping[str, Any]) -> dict[str, Any]:
     """When a compiled backend's first call (trace + compile) has paid for itself against its
     eager counterpart: the extra first-call cost over the per-call saving, or never where
-    its steady state is not (significantly) faster. Both rows combined over processes."""
+    its steady state is not (significantly) faster. Both rows combined over processes; a
+    row with no clean process (``busy``) cannot say."""
+    if compiled.get("busy") or eager.get("busy") or not compared(compiled) or not compared(eager):
+        which = " and ".join(tables_label for tables_label, r in (("the compiled", compiled), ("the eager", eager))
+                             if r.get("busy") or not compared(r))
+        return {"calls": None, "verdict": BUSY_PAYS.format(which=which), "extra_first_s": None,
+                "saving_per_call_s": None}
     cmp = stats.compare(compared(eager), compared(compiled))
     saving = eager["steady_median_s"] - compiled["steady_median_s"]
     extra = compiled["first_call_s"] - eager["first_call_s"]
@@ -244,14 +297,13 @@ def title(key: tuple) -> str:
 
 
 def _memory(row: Mapping[str, Any]) -> str:
-    """The peak, and for host RSS its increase over the worker's baseline (the framework
-    alone is 0.25-0.6 GiB of it): what the cell added."""
-    peak = row.get("peak_memory_bytes")
-    text = fmt.nbytes(peak)
-    base = row.get("baseline_rss_bytes")
-    if peak is not None and base is not None and row.get("peak_device_bytes") is None:
-        text += f" (+{fmt.nbytes(max(0, peak - base))})"
-    return text
+    """What the cell added (``added_memory``, median over its clean processes: the figure the
+    verdict and the report use), and in brackets the highest whole peak of a process (for
+    host RSS the framework alone is 0.25-0.6 GiB of it)."""
+    added, peak = row.get("memory_added_bytes"), row.get("peak_memory_bytes")
+    if added is None:
+        return fmt.DASH if peak is None or not row.get("busy") else f"busy (peak {fmt.nbytes(peak)})"
+    return f"+{fmt.nbytes(added)}" + (f" (peak {fmt.nbytes(peak)})" if peak is not None and peak != added else "")
 
 
 def _roofline(row: Mapping[str, Any]) -> str:
@@ -262,25 +314,41 @@ def _roofline(row: Mapping[str, Any]) -> str:
 def formatted(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Every table cell of every row as text, whichever layout shows them."""
     rows = combine_repeats(rows)
-    ok = [r for r in rows if r["status"] == "ok" and r.get("steady_median_s")]
-    # the fastest among rows that were measured cleanly, where there is one
-    clean = [r for r in ok if not (r.get("noisy") or r.get("contended"))] or ok
-    best = min(clean, key=lambda r: r["steady_median_s"]) if clean else None
-    shadowed = best is not None and any((r.get("noisy") or r.get("contended"))
-                                        and r["steady_median_s"] < best["steady_median_s"] for r in ok)
+    best, shadowed = fastest(rows)
     out = []
     for r in rows:
         median = r.get("steady_median_s")
         count = f"{r['processes_ok']}/{r['processes']} procs" if r.get("processes") else f"n={r.get('steady_n')}"
-        if r.get("processes_excluded"):
-            count += f", {r['processes_excluded']} busy left out"
-        out.append({"row": r, "backend": _label(r), "First Run": fmt.seconds(r.get("first_call_s")),
-                    "Second Run": fmt.seconds(r.get("second_call_s")),
-                    "Avg Steady State": fmt.seconds(median) + (f" ({count})" if median is not None else ""),
-                    "± (IQR)": fmt.seconds(r.get("steady_iqr_s")), "vs best": _vs_best(r, best, shadowed),
+        if r.get("processes_busy") and not r.get("busy"):
+            count += f", {r['processes_busy']} busy left out ({r['busy_reasons']})"
+        shown = {k: fmt.seconds(r.get(k)) for k in ("first_call_s", "second_call_s")}
+        steady = fmt.seconds(median) + (f" ({count})" if median is not None else "")
+        if r.get("busy"):  # nothing clean: the busy figures, marked, for display only
+            b = r["busy_figures"]
+            shown = {k: f"busy {fmt.seconds(b.get(k))}" for k in shown}
+            steady = f"busy {fmt.seconds(b.get('steady_median_s'))} ({count}, none clean)"
+        out.append({"row": r, "backend": _label(r), "First Run": shown["first_call_s"],
+                    "Second Run": shown["second_call_s"], "Avg Steady State": steady,
+                    "± (IQR)": fmt.seconds(r.get("steady_iqr_s")), "vs best (95% CI)": _vs_best(r, best, shadowed),
                     "achieved": fmt.rate(r.get("achieved_flops_per_s"), "FLOP"), "roofline": _roofline(r),
-                    "peak mem": _memory(r), "parity": _parity(r), "status": _status(r)})
+                    "memory": _memory(r), "parity": _parity(r), "status": _status(r)})
     return out
+
+
+def fastest(rows: list[Mapping[str, Any]]) -> tuple[Mapping[str, Any] | None, bool]:
+    """The fastest row of a table among those measured cleanly (combined rows), preferring
+    rows that are not noisy; and whether a noisy row, or a busy one whose busy figure is
+    lower, might really be faster (``shadowed``)."""
+    ok = [r for r in rows if r["status"] == "ok" and r.get("steady_median_s")]
+    quiet = [r for r in ok if not r.get("noisy")] or ok
+    best = min(quiet, key=lambda r: r["steady_median_s"]) if quiet else None
+    if best is None:
+        return None, False
+    busy = [r["busy_figures"]["steady_median_s"] for r in rows if r["status"] == "ok" and r.get("busy")
+            and (r.get("busy_figures") or {}).get("steady_median_s")]
+    shadowed = (any(r.get("noisy") and r["steady_median_s"] < best["steady_median_s"] for r in ok)
+                or any(b < best["steady_median_s"] for b in busy))
+    return best, shadowed
 
 
 def cell_table(key: tuple, rows: list[Mapping[str, Any]]) -> Table:
@@ -300,10 +368,10 @@ def cell_stack(key: tuple, rows: list[Mapping[str, Any]]) -> Group:
         head = Text(f"  {f['backend']}  ")
         head.append_text(f["status"])
         lines.append(head)
-        lines.append(Text(f"      steady {f['Avg Steady State']} ± {f['± (IQR)']}   vs best {f['vs best']}"))
+        lines.append(Text(f"      steady {f['Avg Steady State']} ± {f['± (IQR)']}   vs best {f['vs best (95% CI)']}"))
         lines.append(Text(f"      first {f['First Run']}   second {f['Second Run']}   {f['achieved']}   "
                           f"roofline {f['roofline']}"))
-        lines.append(Text(f"      peak mem {f['peak mem']}   parity {f['parity']}"))
+        lines.append(Text(f"      memory {f['memory']}   parity {f['parity']}"))
     return Group(*lines)
 
 
@@ -359,15 +427,15 @@ WIDE_MIN = 200  # the wide table needs about this many columns; below it, the st
 def _notes(rows: list[Mapping[str, Any]], env_summary: str | None) -> list[Text]:
     parts: list[Text] = []
     if rows:
-        parts.append(Text(CAPTION.format(mem=_memory_counter(rows)), style="dim"))
+        parts.append(Text(caption(rows), style="dim"))
     over = [r for r in rows if (r.get("roofline_fraction") or 0) > 1.0]
     if over:
         parts.append(Text(f"⚠ roofline above 100% in {len(over)} row(s): the stored device peak is lower than what "
                           "these cells achieved, so it was measured under load or too briefly; rerun `stackwars "
                           "peaks` on a quiet machine. Those fractions are a warning about the peak, not a result.",
                           style="yellow"))
-    if any(r.get("noisy") or r.get("contended") for r in rows if r["status"] == "ok"):
-        parts.append(Text("? in vs best: this row or the fastest is noisy or contended; the ratio is shown, "
+    if any(r.get("noisy") or r.get("contended") or r.get("slowed") for r in rows if r["status"] == "ok"):
+        parts.append(Text("? in vs best: this row or the fastest is noisy, or a busy row read faster; the ratio is shown, "
                           "but it is not a ranking.", style="yellow"))
     time_line = overhead_summary(rows)
     if time_line:

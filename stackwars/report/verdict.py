@@ -35,8 +35,9 @@ from collections import OrderedDict
 from typing import Any, Iterable, Mapping, Sequence
 
 from stackwars import stats
+from stackwars.records import parity_ok
 from stackwars.report import format as fmt
-from stackwars.report import tables
+from stackwars.report import gate, tables
 
 FRAMEWORKS = (("torch", "PyTorch"), ("jax", "JAX"))
 VERDICTS = ("JAX faster", "PyTorch faster", "tie", "cannot say")
@@ -68,8 +69,7 @@ def _group_key(row: Mapping[str, Any]) -> tuple:
 
 def _parity(row: Mapping[str, Any]) -> dict[str, Any]:
     err, tol = row.get("parity_max_rel_err"), row.get("parity_tolerance")
-    return {"max_rel_err": err, "tolerance": tol, "ok": None if err is None or tol is None else err <= tol,
-            "reference": row.get("parity_reference")}
+    return {"max_rel_err": err, "tolerance": tol, "ok": parity_ok(err, tol), "reference": row.get("parity_reference")}
 
 
 def _parity_text(p: Mapping[str, Any] | None) -> str:
@@ -91,11 +91,21 @@ def analysis(backend: str) -> bool:
 def _pays(side: list[Mapping[str, Any]], by_backend: Mapping[tuple, Mapping[str, Any]]) -> dict[str, Any]:
     """The framework's fastest compiled mode against its eager mode (same implementation variant)."""
     compiled = [r for r in side if r["backend"] in tables.EAGER_OF and r["status"] == "ok"]
+    if not side:
+        return {"verdict": "not measured"}
     if not compiled:
         return {"verdict": "eager only"}
-    c = min(compiled, key=lambda r: r["steady_median_s"])
+    clean = [r for r in compiled if r.get("steady_median_s") is not None]
+    if any(r.get("busy") for r in compiled):  # a compiled mode measured only while busy might be the fastest
+        busy = [tables.backend_variant(r) for r in compiled if r.get("busy")]
+        return {"compiled": ", ".join(busy), "verdict": tables.BUSY_PAYS.format(which="the compiled")}
+    if not clean:
+        return {"verdict": "eager only"}
+    c = min(clean, key=lambda r: r["steady_median_s"])
     e = by_backend.get((tables.EAGER_OF[c["backend"]], tables.variant(c)[1]))
     eager = tables.EAGER_OF[c["backend"]]
+    if e is not None and e["status"] == "ok" and e.get("busy"):
+        return {"compiled": tables.backend_variant(c), "eager": tables.backend_variant(e), **tables.pays_after(c, e)}
     if e is None or c.get("first_call_s") is None or e.get("first_call_s") is None:
         return {"compiled": tables.backend_variant(c), "verdict": f"no {eager} cell"}
     if e["status"] != "ok":
@@ -173,10 +183,17 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
             # the framework's own modes; an analysis path (PyTorch's program on XLA) only where none ran
             native = [r for r in everything if not analysis(r["backend"])]
             side = native if any(r["status"] == "ok" for r in native) else everything
-            eligible = [r for r in side if r["status"] == "ok" and r.get("process_samples")
-                        and _parity(r)["ok"] is not False]
+            passed = [r for r in side if r["status"] == "ok" and _parity(r)["ok"] is not False]
+            eligible = [r for r in passed if r.get("process_samples")]  # clean processes: the gate's
             b = min(eligible, key=lambda r: r["steady_median_s"]) if eligible else None
             best[fw] = b
+            # a candidate measured only while the machine was busy might be the side's best: the side
+            # cannot decide while its fastest busy process beats the clean best (busy slows, never speeds)
+            shadow = [r for r in passed if r.get("busy") and (b is None or _fastest_busy(r) < b["steady_median_s"])]
+            row[f"{fw}_busy_candidates"] = [{"backend": tables.backend_variant(r), "cell": cell_id(r),
+                                             "processes_busy": r.get("processes_busy", 0),
+                                             "why": r.get("busy_reasons"),
+                                             "fastest_busy_s": _fastest_busy(r)} for r in shadow]
             failed = [r for r in side if r["status"] == "parity_fail" and r.get("steady_median_s")
                       and (b is None or r["steady_median_s"] < b["steady_median_s"])]
             row[f"{fw}_aside"] = [{"backend": tables.backend_variant(r), "seconds": r["steady_median_s"]}
@@ -188,29 +205,40 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
                                       "why": f"failed parity: {_parity_text(_parity(r))}"} for r in failed]
             row[f"{fw}_pays"] = _pays(side, by_backend)
             if b is None:
-                why = ((_one_sided(workload, fw) or "none measured") if not side else
-                       "none ran ok with parity (" + ", ".join(f"{tables.backend_variant(r)} {r['status']}"
-                                                               for r in side) + ")")
+                if shadow:
+                    why = (", ".join(f"{x['backend']} ({x['processes_busy']} process(es), {x['why']})"
+                                     for x in row[f"{fw}_busy_candidates"]) + " measured only while the machine "
+                           "was busy")
+                else:
+                    why = ((_one_sided(workload, fw) or "none measured") if not side else
+                           "none ran ok with parity (" + ", ".join(f"{tables.backend_variant(r)} {r['status']}"
+                                                                   for r in side) + ")")
                 missing.append(f"no {name} backend: {why}")
-                row.update({f"best_{fw}": None, f"{fw}_s": None, f"{fw}_processes": 0})
+                row.update({f"best_{fw}": None, f"{fw}_s": None, f"{fw}_processes": 0,
+                            f"{fw}_processes_busy": sum(x["processes_busy"] for x in row[f"{fw}_busy_candidates"]),
+                            f"{fw}_one_sided": bool(not side and _one_sided(workload, fw))})
                 continue
             row.update({f"best_{fw}": tables.backend_variant(b), f"{fw}_label": tables._label(b),
                         f"{fw}_cell": cell_id(b), f"{fw}_analysis_path": analysis(b["backend"]),
                         f"{fw}_s": b["steady_median_s"], f"{fw}_first_call_s": b.get("first_call_s"),
                         f"{fw}_ci_low_s": b.get("steady_ci_low_s"), f"{fw}_ci_high_s": b.get("steady_ci_high_s"),
                         f"{fw}_processes": len(b["process_samples"]),
-                        f"{fw}_processes_excluded": b.get("processes_excluded", 0),
+                        f"{fw}_processes_busy": b.get("processes_busy", 0),
                         f"{fw}_parity": _parity(b), f"{fw}_memory_bytes": b.get("memory_added_bytes"),
                         f"{fw}_optimizer_impl": b.get("optimizer_impl"), f"{fw}_attention": b.get("attention")})
         row["processes"] = min(row["torch_processes"], row["jax_processes"])
+        row["processes_used"] = row["processes"]  # clean processes on the thinner side
+        row["processes_busy"] = row["torch_processes_busy"] + row["jax_processes_busy"]
+        shadows = [x for fw, _ in FRAMEWORKS for x in row[f"{fw}_busy_candidates"]]
         row["why"] = _why(best, prof, anat)
         mt, mj = row.get("torch_memory_bytes"), row.get("jax_memory_bytes")
         row["memory_ratio"] = mj / mt if mt and mj is not None else None
         row["memory_counter"] = next((r.get("peak_memory_counter") for r in combined if r.get("peak_memory_counter")),
                                      None)
         if missing:
+            busy_side = any(row[f"{fw}_busy_candidates"] for fw, _ in FRAMEWORKS if row.get(f"best_{fw}") is None)
             row.update(ratio=None, ci_low=None, ci_high=None, verdict="cannot say", reason="; ".join(missing),
-                       reason_tag="one side missing")
+                       reason_tag="busy machine" if busy_side else "one side missing")
             out.append(row)
             continue
         c = stats.compare(best["torch"]["process_samples"], best["jax"]["process_samples"])
@@ -219,19 +247,32 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
         verdict, reason = DECISION[decision], _reason(decision, c, threshold)
         tag = "noisy" if decision == "noisy" else None
         if row["processes"] < min_processes:
-            excluded = row.get("torch_processes_excluded", 0) + row.get("jax_processes_excluded", 0)
+            excluded = row["processes_busy"]
             verdict, tag = "cannot say", "busy machine" if excluded else "too few processes"
-            reason = (f"{row['torch_processes']} PyTorch / {row['jax_processes']} JAX process(es)"
+            reason = (f"{row['torch_processes']} PyTorch / {row['jax_processes']} JAX clean process(es)"
                       + (f" ({excluded} measured while the machine was busy, left out)" if excluded else "")
                       + f"; a verdict needs {min_processes} clean ones a side (run --processes "
                         f"{max(min_processes, row['processes'] + excluded + 1)}): fewer understate the spread "
                         f"between launches"
                       + (f"; it would read: {DECISION[decision]} ({reason})" if decision != "noisy" else ""))
+        elif shadows:
+            verdict, tag = "cannot say", "busy machine"
+            reason = ("; ".join(f"{x['backend']} was measured only while the machine was busy ({x['why']}) and its "
+                                f"fastest process, {fmt.seconds(x['fastest_busy_s'])}, beat the side's best"
+                                for x in shadows)
+                      + f"; it would read without it: {DECISION[decision]} ({reason})")
         if verdict == "tie":
             row["tie_within"] = stats.tie_bound(c)
         row.update(verdict=verdict, reason=reason, reason_tag=tag)
         out.append(row)
     return out
+
+
+def _fastest_busy(row: Mapping[str, Any]) -> float:
+    """The lowest per-process median of a cell's busy processes: busy slows a program, never
+    speeds it, so a clean measurement of it would be at most about this."""
+    medians = [stats.summarize(s).median for s in row.get("busy_samples") or ()]
+    return min(medians) if medians else (row.get("busy_figures") or {}).get("steady_median_s") or float("inf")
 
 
 def more_processes(found: Sequence[Mapping[str, Any]], max_processes: int) -> dict[str, int]:
@@ -245,14 +286,17 @@ def more_processes(found: Sequence[Mapping[str, Any]], max_processes: int) -> di
         if tag not in ("busy machine", "noisy"):
             continue
         for fw, _ in FRAMEWORKS:
-            have = v[f"{fw}_processes"] + v.get(f"{fw}_processes_excluded", 0)
-            if tag == "busy machine":
-                want = max(0, stats.MIN_PROCESSES - v[f"{fw}_processes"])
-            else:
-                want = v[f"{fw}_processes"]
-            add = min(want, max_processes - have)
-            if add > 0:
-                out[v[f"{fw}_cell"]] = max(out.get(v[f"{fw}_cell"], 0), add)
+            if v.get(f"{fw}_cell"):
+                have = v[f"{fw}_processes"] + v.get(f"{fw}_processes_busy", 0)
+                want = max(0, stats.MIN_PROCESSES - v[f"{fw}_processes"]) if tag == "busy machine" \
+                    else v[f"{fw}_processes"]
+                add = min(want, max_processes - have)
+                if add > 0:
+                    out[v[f"{fw}_cell"]] = max(out.get(v[f"{fw}_cell"], 0), add)
+            for x in v.get(f"{fw}_busy_candidates") or ():  # measured only while busy: as many clean ones as needed
+                add = min(stats.MIN_PROCESSES, max_processes - x["processes_busy"])
+                if add > 0:
+                    out[x["cell"]] = max(out.get(x["cell"], 0), add)
     return out
 
 
@@ -271,8 +315,8 @@ def self_check(rows: Iterable[Mapping[str, Any]], threshold: float = stats.TIE_T
             for r in group:
                 by.setdefault(tables._label(r), []).append(r)
             for label, procs in by.items():
-                clean = sorted((r for r in procs if r["status"] == "ok" and r.get("steady_samples")
-                                and not r.get("contended")), key=lambda r: r.get("repeat") or 0)
+                clean = sorted((r for r in gate.split(procs)[0] if r["status"] == "ok"),
+                               key=lambda r: r.get("repeat") or 0)
                 halves = clean[0::2], clean[1::2]
                 if min(len(h) for h in halves) < stats.MIN_PROCESSES:
                     continue
@@ -326,6 +370,8 @@ def _side(r: Mapping[str, Any], fw: str) -> str:
 
 
 SHORT_PAYS = {"never pays: its steady state is not faster": "never",
+              **{tables.BUSY_PAYS.format(which=w): "cannot say (busy machine)" for w in ("the compiled", "the eager",
+                                                                                         "the compiled and the eager")},
               "cannot say: the steady states differ by less than the noise": "within noise",
               "from the first call": "from call 1"}
 
@@ -345,7 +391,8 @@ def cells(r: Mapping[str, Any]) -> list[str]:
     parity = f"{_parity_text(r.get('torch_parity'))} / {_parity_text(r.get('jax_parity'))}"
     verdict = r["verdict"] + (f" ({r['reason_tag']})" if r.get("reason_tag") else
                               f" (±{r['tie_within']:.0%})" if r.get("tie_within") is not None else "")
-    return [_title(r), _side(r, "torch"), _side(r, "jax"), ratio, verdict, str(r["processes"]),
+    procs = str(r["processes"]) + (f" ({r['processes_busy']} busy left out)" if r.get("processes_busy") else "")
+    return [_title(r), _side(r, "torch"), _side(r, "jax"), ratio, verdict, procs,
             f"{_pays_text(r['torch_pays'])} / {_pays_text(r['jax_pays'])}", mem, parity, r.get("why") or fmt.DASH]
 
 
@@ -463,34 +510,43 @@ def forest_png(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_T
     """The verdicts of one machine as a forest plot: JAX/PyTorch on a log axis, one row per
     workload, the point estimate with its 95% CI, the tie band shaded, coloured by verdict."""
     shown = [r for r in rows if r.get("ratio")]
-    if not shown:
+    # rows with no ratio to draw (a side measured only while the machine was busy, or missing): listed apart
+    apart = [r for r in rows if not r.get("ratio")]
+    if not shown and not apart:
         return None
     import math
 
     from stackwars.report.plots import plt_agg, to_png
     plt = plt_agg()
     colour = {"JAX faster": "tab:blue", "PyTorch faster": "tab:red", "tie": "tab:green", "cannot say": "tab:gray"}
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.32 * len(shown)))
+    fig, ax = plt.subplots(figsize=(11, 1.6 + 0.32 * (len(shown) + len(apart))))
     ax.axvspan(1 / (1 + threshold), 1 + threshold, color="tab:green", alpha=0.12, lw=0,
                label=f"tie band (±{threshold:.0%})")
     ax.axvline(1.0, color="black", lw=0.8)
     for i, r in enumerate(shown):
         c = colour[r["verdict"]]
+        # a verdict that cannot decide (too few clean processes, a busy machine) is hollow and grey
+        decided = r["processes"] >= stats.MIN_PROCESSES and r.get("reason_tag") != "busy machine"
         ax.errorbar(r["ratio"], i, xerr=[[r["ratio"] - r["ci_low"]], [r["ci_high"] - r["ratio"]]], fmt="o", color=c,
-                    ms=4, capsize=2, lw=1.2, mfc=c if r["processes"] >= stats.MIN_PROCESSES else "white")
-    ax.set_yticks(range(len(shown)), [f"{_title(r)} ({r['best_torch']} vs {r['best_jax']})" for r in shown],
-                  fontsize=7)
-    ax.invert_yaxis()
+                    ms=4, capsize=2, lw=1.2, mfc=c if decided else "white")
+    for j, r in enumerate(apart):
+        ax.text(1.0, len(shown) + j, f"not drawn: {r['verdict']} ({r.get('reason_tag') or 'no ratio'})",
+                ha="center", va="center", fontsize=7, color="tab:gray")
+    labels = [f"{_title(r)} ({r['best_torch']} vs {r['best_jax']})" for r in shown]
+    labels += [f"{_title(r)} ({r.get('best_torch') or '—'} vs {r.get('best_jax') or '—'})" for r in apart]
+    ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.set_xscale("log")
-    lo = min(min(r["ci_low"] for r in shown), 1 / (1 + threshold))
-    hi = max(max(r["ci_high"] for r in shown), 1 + threshold)
+    lo = min([r["ci_low"] for r in shown] + [1 / (1 + threshold)])
+    hi = max([r["ci_high"] for r in shown] + [1 + threshold])
     pad = math.exp(0.08 * (math.log(hi) - math.log(lo)) + 0.02)
     ax.set_xlim(lo / pad, hi * pad)
     ax.set_xlabel("JAX time / PyTorch time, best backend of each (log; < 1: JAX faster); 95% CI over processes")
     for v, c in colour.items():
         ax.plot([], [], "o", color=c, label=v)
-    ax.plot([], [], "o", color="tab:gray", mfc="white", label=f"fewer than {stats.MIN_PROCESSES} processes")
-    ax.legend(fontsize=7, loc="best")
+    ax.plot([], [], "o", color="tab:gray", mfc="white",
+            label=f"fewer than {stats.MIN_PROCESSES} clean processes, or a busy machine")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax.grid(alpha=0.3, axis="x", which="both")
     fig.tight_layout()
     return to_png(fig)

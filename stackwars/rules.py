@@ -1,0 +1,96 @@
+"""The rules that decide, read from the constants the code decides with: what the legends
+print and what the documentation states.
+
+A page of the docs states a rule's value between markers, ``<!--rule:NAME-->±5%<!--/rule-->``
+(the markers do not show once rendered); ``scripts/gen-docs.py`` rewrites what stands between
+them from ``RULES``, and tests/test_docs.py fails when a page states a value other than the
+code's, or states a rule's value without its marker. No framework is imported here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from stackwars import canary, stats
+from stackwars.harness import contention
+from stackwars.harness import reference
+
+
+@dataclass(frozen=True)
+class Rule:
+    value: float
+    text: str  # how a page states it
+    what: str
+
+
+def _pct(x: float, sign: bool = False) -> str:
+    return ("±" if sign else "") + f"{x:.0%}"
+
+
+def _tolerances() -> dict[str, float]:
+    """The fixed parity tolerances per dtype: a micro-op's (the Workload default) and a model's."""
+    from stackwars import registry
+
+    micro, model = registry.workload("gemm"), registry.workload("gpt2")
+    out = {}
+    for name, wl in (("micro", micro), ("model", model)):
+        out[f"{name}_float32"] = wl.tolerance("float32", "float32", "forward")
+        out[f"{name}_tf32"] = wl.tolerance("float32", "tf32", "forward")
+        out[f"{name}_bfloat16"] = wl.tolerance("bfloat16", "float32", "forward")
+    return out
+
+
+def _rules() -> dict[str, Rule]:
+    out = {
+        "tie_threshold": Rule(stats.TIE_THRESHOLD, _pct(stats.TIE_THRESHOLD, True),
+                              "a ratio whose whole 95% CI lies within this band is a tie"),
+        "noisy_bound": Rule(stats.NOISY_BOUND, _pct(stats.NOISY_BOUND, True),
+                            "a CI that holds 1 is a tie when it allows no difference beyond this; else cannot say "
+                            "(noisy)"),
+        "min_processes": Rule(stats.MIN_PROCESSES, str(stats.MIN_PROCESSES),
+                              "clean processes a side before a verdict names a winner"),
+        "noise_threshold": Rule(stats.NOISE_THRESHOLD, _pct(stats.NOISE_THRESHOLD),
+                                "an IQR above this fraction of the median marks a cell (noisy)"),
+        "contention_threshold": Rule(contention.THRESHOLD, _pct(contention.THRESHOLD),
+                                     "others' CPU time above this share of the cell's CPUs makes a process busy"),
+        "canary_floor": Rule(canary.FLOOR, _pct(canary.FLOOR),
+                             "a process whose canary is off its run's by more than the run's noise, and never "
+                             "less than this, is busy (slowed)"),
+        "reference_error_factor": Rule(reference.FLOAT32_ERROR_FACTOR, f"{reference.FLOAT32_ERROR_FACTOR:g}",
+                                       "a float32 cell may be this many times further from float64 than the "
+                                       "reference implementation's own float32 run, where that is above the fixed "
+                                       "tolerance"),
+        "peer_factor": Rule(reference.PEER_TOLERANCE_FACTOR, f"{reference.PEER_TOLERANCE_FACTOR:g}",
+                            "a comparison with another backend's outputs allows this many times the dtype's tolerance"),
+    }
+    for name, value in _tolerances().items():
+        kind, dtype = name.split("_", 1)
+        out[f"tolerance_{name}"] = Rule(value, f"{value:.0e}".replace("e-0", "e-"),
+                                        f"parity tolerance of a {'micro-op' if kind == 'micro' else 'model'} in "
+                                        f"{dtype}")
+    return out
+
+
+RULES: dict[str, Rule] = _rules()
+MARKER = re.compile(r"<!--rule:([a-z0-9_]+)-->(.*?)<!--/rule-->", re.S)
+
+
+def render(text: str, on_unknown: Callable[[str], None] | None = None) -> str:
+    """``text`` with every marked value rewritten from the code."""
+    def sub(m: re.Match) -> str:
+        rule = RULES.get(m.group(1))
+        if rule is None:
+            if on_unknown:
+                on_unknown(m.group(1))
+            return m.group(0)
+        return f"<!--rule:{m.group(1)}-->{rule.text}<!--/rule-->"
+    return MARKER.sub(sub, text)
+
+
+def table() -> str:
+    """The rules as a Markdown table (docs/reference/rules.md)."""
+    lines = ["| rule | value | what it decides |", "|---|---|---|"]
+    lines += [f"| `{name}` | <!--rule:{name}-->{r.text}<!--/rule--> | {r.what} |" for name, r in RULES.items()]
+    return "\n".join(lines) + "\n"

@@ -173,3 +173,29 @@ def test_comparing_a_slice_at_a_time_gives_the_whole_tensors_answer(monkeypatch)
     assert 0 < whole.excluded["update.w"] < 0.01 and whole.ok
     out["update.w"][39, 5] = np.nan  # in the last slice
     assert parmod.compare(out, ref, 1e-4).per_output["update.w"] == float("inf")
+
+
+def test_nan_or_infinity_anywhere_is_a_failure_never_inf_within_inf():
+    """A forward that returns NaN against a float64 reference that is NaN too once passed as
+    'inf ✓': the tolerance derived from the reference's own float32 error became infinite."""
+    from stackwars.harness import reference as refmod
+    from stackwars.harness.parity import compare
+    from stackwars.records import parity_ok
+
+    good = {"out": np.ones((4, 3))}
+    nan = {"out": np.full((4, 3), np.nan)}
+    inf = {"out": np.array([[1.0, np.inf, 1.0]])}
+    for outputs, ref, why in ((nan, good, "the output holds NaN or infinity"),
+                              (good, nan, "the reference holds NaN or infinity"),
+                              (nan, nan, "the reference holds NaN or infinity"),
+                              ({"out": np.ones((1, 3))}, inf, "the reference holds NaN or infinity")):
+        p = compare(outputs, ref, 2e-4)
+        assert not p.ok and why in p.failure, (p, why)
+    # the tolerance: derived from a float32 run that is not finite, it is not finite, and fails
+    tol, rule = refmod.derived_tolerance(2e-4, float("inf"))
+    assert tol == float("inf") and "not finite" in rule
+    p = compare(good, good, tol)
+    assert p.max_rel_err == 0.0 and not p.ok and "tolerance is not finite" in p.failure
+    # a stored row is judged by the same rule
+    assert parity_ok(float("inf"), float("inf")) is False and parity_ok(float("nan"), 1.0) is False
+    assert parity_ok(1e-5, 2e-4) is True and parity_ok(None, 2e-4) is None

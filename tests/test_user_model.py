@@ -325,3 +325,40 @@ def test_batchnorm_runs_in_each_phase_as_pytorch_runs_it(tmp_path):
     (tmp_path / "bn.py").write_text(BATCHNORM)
     r, cells = _run([f"{tmp_path}/bn.py:net", "-b", "torch-eager", "-b", "jax-jit", "--inline"], tmp_path / "r.db")
     _assert_in_parity(r, cells, ["jax-jit", "torch-eager"])
+
+
+NAN_MODEL = """
+import torch
+import stackwars
+
+
+class Broken(torch.nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.lin = torch.nn.Linear(features, 1)
+
+    def forward(self, x):
+        return self.lin(x) * float("nan")  # a bug: every output is NaN, in float64 as in float32
+
+
+net = stackwars.Model(
+    name="nan-net", presets={"tiny": {"batch": 4, "features": 8}},
+    batch=lambda size, rng: {"x": rng.standard_normal((size.batch, size.features)),
+                             "target": rng.standard_normal((size.batch, 1))},
+    torch=lambda size: Broken(size.features))
+"""
+
+
+def test_a_model_whose_forward_returns_nan_fails_parity_and_the_run_exits_1(tmp_path):
+    path = tmp_path / "nan_model.py"
+    path.write_text(NAN_MODEL)
+    r = runner.invoke(app, ["run", f"{path}:net", "-p", "tiny", "--processes", "1", "--min-time", "0",
+                            "--warmup", "1", "--phase", "forward", "-b", "torch-eager", "--db",
+                            str(tmp_path / "n.db")])
+    cells = [m for _, m in Store(tmp_path / "n.db").cells()]
+    assert [m.status for m in cells] == ["parity_fail"], [(m.status, m.error) for m in cells]
+    assert "NaN or infinity" in cells[0].error
+    assert r.exit_code == 1, r.output
+    # the table says it failed; the verdict shows no JAX side at all for a PyTorch-only model
+    assert "inf ✗" in r.output and "parity_fail" in r.output
+    assert "eager only / —" in r.output and "not measured" not in r.output

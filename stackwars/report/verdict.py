@@ -388,12 +388,14 @@ def cells(r: Mapping[str, Any]) -> list[str]:
     """The row's table cells as text (terminal, Markdown and the report page show these)."""
     ratio = fmt.DASH if r.get("ratio") is None else f"{r['ratio']:.3f} ({r['ci_low']:.3f}-{r['ci_high']:.3f})"
     mem = fmt.DASH if r.get("memory_ratio") is None else f"{r['memory_ratio']:.2f}x"
-    parity = f"{_parity_text(r.get('torch_parity'))} / {_parity_text(r.get('jax_parity'))}"
+    parity = " / ".join(fmt.DASH if r.get(f"{fw}_one_sided") else _parity_text(r.get(f"{fw}_parity"))
+                        for fw, _ in FRAMEWORKS)
     verdict = r["verdict"] + (f" ({r['reason_tag']})" if r.get("reason_tag") else
                               f" (±{r['tie_within']:.0%})" if r.get("tie_within") is not None else "")
     procs = str(r["processes"]) + (f" ({r['processes_busy']} busy left out)" if r.get("processes_busy") else "")
     return [_title(r), _side(r, "torch"), _side(r, "jax"), ratio, verdict, procs,
-            f"{_pays_text(r['torch_pays'])} / {_pays_text(r['jax_pays'])}", mem, parity, r.get("why") or fmt.DASH]
+            " / ".join(fmt.DASH if r.get(f"{fw}_one_sided") else _pays_text(r[f"{fw}_pays"]) for fw, _ in FRAMEWORKS),
+            mem, parity, r.get("why") or fmt.DASH]
 
 
 def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:

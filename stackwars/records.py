@@ -142,6 +142,11 @@ class MemoryStats:
     compiled: Mapping[str, int] = field(default_factory=dict)  # XLA memory_analysis()
 
 
+def _max_of(values) -> float | None:
+    vs = [v for v in values if v is not None]
+    return max(vs) if vs else None
+
+
 def parity_ok(err: float | None, tolerance: float | None) -> bool | None:
     """The one rule: None when nothing was compared; else a finite error within a finite
     tolerance (a stored row is judged by it too)."""
@@ -301,6 +306,8 @@ class Measurement:
             # the machine's canary before and after the cell (stackwars/canary.py); judged per run by canary.judge
             "canary_before_s": (((self.settings or {}).get("canary") or {}).get("before") or {}).get("s"),
             "canary_after_s": (((self.settings or {}).get("canary") or {}).get("after") or {}).get("s"),
+            "canary_spread": _max_of((((self.settings or {}).get("canary") or {}).get(k) or {}).get("spread")
+                                     for k in ("before", "after")),
             "peak_memory_counter": mem_counter,
             "baseline_rss_bytes": mem.baseline_rss_bytes if mem else None,
             "peak_rss_bytes": mem.peak_rss_bytes if mem else None,

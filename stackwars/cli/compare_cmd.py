@@ -66,7 +66,9 @@ def compare(
     else:
         title = f"A = {run_a} ({info_a.created_at[:16]}), B = {run_b} ({info_b.created_at[:16]}), " \
                 f"threshold {threshold:.0%}"
-        env_text = ("environments differ: " + "; ".join(diffs)) if diffs else "same machine, libraries and settings"
+        env_text = ("environments differ: " + "; ".join(diffs)) if diffs else (
+            "same machine, libraries and settings" if machine["differs"] is None else
+            "same machine fingerprint, libraries and settings; but the machine itself ran at another speed (below)")
         if format == "markdown":
             print(cmp.markdown(result, title) + f"\n{env_text}" + (f"\n\n{machine_text}" if machine_text else ""))
         else:

@@ -123,14 +123,16 @@ def _register_models(obj: Any, origin: str) -> None:
     from stackwars.model import Model, UserWorkload
 
     if isinstance(obj, Model):
-        models = [obj]
+        models = [(None, obj)]
     elif isinstance(obj, types.ModuleType):
-        models = [v for v in vars(obj).values() if isinstance(v, Model)]
+        models = [(attr, v) for attr, v in vars(obj).items() if isinstance(v, Model)]
     else:
         models = []
-    previous, _importing = _importing, origin
+    previous = _importing
     try:
-        for m in models:
+        for attr, m in models:
+            # a file's Model is named as the command line names it (path:NAME): a verdict's command reruns it
+            _importing = f"{origin}:{attr}" if origin.startswith("file ") and attr else origin
             if getattr(_WORKLOADS.get(m.name), "model", None) is not m:  # not the same Model seen again
                 register_workload(UserWorkload(m, origin))
     finally:

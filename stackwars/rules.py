@@ -25,8 +25,15 @@ class Rule:
     what: str
 
 
+WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+
+
 def _pct(x: float, sign: bool = False) -> str:
     return ("±" if sign else "") + f"{x:.0%}"
+
+
+def _sci(x: float) -> str:
+    return f"{x:.0e}".replace("e-0", "e-")
 
 
 def _tolerances() -> dict[str, float]:
@@ -51,6 +58,8 @@ def _rules() -> dict[str, Rule]:
                             "(noisy)"),
         "min_processes": Rule(stats.MIN_PROCESSES, str(stats.MIN_PROCESSES),
                               "clean processes a side before a verdict names a winner"),
+        "min_processes_word": Rule(stats.MIN_PROCESSES, WORDS.get(stats.MIN_PROCESSES, str(stats.MIN_PROCESSES)),
+                                   "the same, in words"),
         "noise_threshold": Rule(stats.NOISE_THRESHOLD, _pct(stats.NOISE_THRESHOLD),
                                 "an IQR above this fraction of the median marks a cell (noisy)"),
         "contention_threshold": Rule(contention.THRESHOLD, _pct(contention.THRESHOLD),
@@ -65,9 +74,13 @@ def _rules() -> dict[str, Rule]:
         "peer_factor": Rule(reference.PEER_TOLERANCE_FACTOR, f"{reference.PEER_TOLERANCE_FACTOR:g}",
                             "a comparison with another backend's outputs allows this many times the dtype's tolerance"),
     }
+    from stackwars.studies.scaling.models import MLP_TOLERANCE
+    out["tolerance_scaling_mlp_float32"] = Rule(MLP_TOLERANCE["float32"], _sci(MLP_TOLERANCE["float32"]),
+                                                "the scaling study's MLP: a multi-device step against the "
+                                                "one-device step, float32")
     for name, value in _tolerances().items():
         kind, dtype = name.split("_", 1)
-        out[f"tolerance_{name}"] = Rule(value, f"{value:.0e}".replace("e-0", "e-"),
+        out[f"tolerance_{name}"] = Rule(value, _sci(value),
                                         f"parity tolerance of a {'micro-op' if kind == 'micro' else 'model'} in "
                                         f"{dtype}")
     return out
@@ -94,3 +107,35 @@ def table() -> str:
     lines = ["| rule | value | what it decides |", "|---|---|---|"]
     lines += [f"| `{name}` | <!--rule:{name}-->{r.text}<!--/rule--> | {r.what} |" for name, r in RULES.items()]
     return "\n".join(lines) + "\n"
+
+
+# ---- statements of a rule in prose ------------------------------------------------------------------------
+PCT = r"±?\d+(?:\.\d+)?\s?%"
+SCI = r"\d(?:\.\d+)?e-\d+"
+# a rule stated in words: the value must stand between markers (gen-docs.py then keeps it true)
+STATEMENTS = {
+    "tolerance": (rf"tolerances?\b[^.;]{{0,12}}?(?:float32|TF32|bfloat16|of|is|:|\()?\s*({SCI})",
+                  rf"(?:float32|TF32|bfloat16)\s+({SCI})(?=[^.]*?\btolerance)",
+                  rf"\btolerances?\b[^.]*?(?:float32|TF32|bfloat16)\s+({SCI})"),
+    "tie": (rf"({PCT})\s+tie (?:threshold|band)", rf"tie (?:threshold|band)\s*(?:of\s*|\(\s*)?({PCT})",
+            rf"\btie\b[^.]{{0,60}}?within\s+({PCT})"),
+    "noisy": (rf"holds 1[^.]{{0,40}}?({PCT})", rf"wider than\s+({PCT})"),
+    "contention": (rf"(?:over|above|more than)\s+({PCT})\s+of\s+(?:[\w']+\s+){{0,2}}CPUs",
+                   rf"contention[^.]{{0,40}}?(?:over|above|more than)\s+({PCT})"),
+    "noise": (rf"IQR\s*(?:over|above|>|of more than)\s*({PCT})", rf"spread (?:between processes )?over\s+({PCT})"),
+    "processes": (r"\b(three|two|four|five|\d+)\s+(?:or more\s+)?clean (?:processes|ones)",),
+    "canary": (rf"canary[^.]{{0,80}}?({PCT})",),
+}
+
+
+def unmarked(text: str) -> list[tuple[int, str, str]]:
+    """Statements of a rule whose value does not stand between markers: (line, kind, excerpt)."""
+    plain = MARKER.sub(lambda m: "\0" * len(m.group(0)), text)  # marked values blanked, offsets kept
+    plain = re.sub(r"<!--.*?-->", lambda m: " " * len(m.group(0)), plain, flags=re.S)
+    out = []
+    for kind, patterns in STATEMENTS.items():
+        for pattern in patterns:
+            for m in re.finditer(pattern.replace(" ", r"\s+"), plain, flags=re.I):  # prose wraps anywhere
+                line = text.count("\n", 0, m.start(1)) + 1
+                out.append((line, kind, text[max(0, m.start() - 30):m.end() + 10].replace("\n", " ")))
+    return sorted(set(out))

@@ -404,3 +404,78 @@ def test_compile_pays_and_memory_are_never_drawn_from_busy_processes(tmp_path):
     # memory: the busy rows carry no memory figure; the table, the verdict and the report agree
     (row,) = [r for r in tables.combine_repeats(found) if r["backend"] == "torch-compile"]
     assert row["memory_added_bytes"] is None and row["busy"]
+
+
+# ---- a command per row (stackwars/commands.py) ---------------------------------------------------------------
+def _planned_by(command: str, monkeypatch, tmp_path) -> list[str]:
+    """The cells `command` plans, through the real command line (no worker measures them)."""
+    import shlex
+
+    from stackwars import runner as runner_mod
+
+    planned: list[str] = []
+
+    class Planned(Exception):
+        pass
+
+    def execute(store, run_id, specs, *args, **kwargs):
+        planned.extend(s.key for s in specs)
+        raise Planned
+
+    monkeypatch.setattr(runner_mod, "execute", execute)
+    monkeypatch.setattr(runner_mod, "probe_machine", lambda inline=False: {"torch": {"importable": True},
+                                                                          "jax": {"importable": True}})
+    args = shlex.split(command)
+    assert args[:2] == ["stackwars", "run"]
+    done = runner.invoke(app, [*args[1:], "--db", str(tmp_path / "again.db")])
+    assert isinstance(done.exception, Planned), done.output
+    return planned
+
+
+def test_each_verdict_row_carries_the_command_that_measures_it_again(tmp_path, monkeypatch):
+    def with_spec(m, **spec):
+        return dataclasses.replace(m, spec=dataclasses.replace(m.spec, preset="tiny", dtype="bfloat16",
+                                                               overrides=(("causal", False),), **spec))
+
+    cells = [with_spec(m, options=(("optimizer_impl", "for-loop"),))
+             for m in _three("torch-eager", 2.0, workload="mha", first=0.01)]
+    cells += [with_spec(m, options=(("mode", "max-autotune-no-cudagraphs"), ("optimizer_impl", "for-loop")))
+              for m in _three("torch-compile", 1.0, workload="mha")]
+    cells += [with_spec(m, options=(("xla_autotune_level", 0),)) for m in _three("jax-jit", 1.5, workload="mha")]
+    _, found = _store(tmp_path / "c.db", cells)
+    (v,) = vd.verdicts(found)
+    cmd = v["command"]
+    assert cmd.startswith("stackwars run mha --preset tiny --phase forward -b torch-compile -b torch-eager -b jax-jit")
+    for part in ("--dtype bfloat16", "--set causal=False", "--compile-mode max-autotune-no-cudagraphs",
+                 "--torch-optimizer for-loop", "--xla-autotune-level 0", "--processes 3"):
+        assert part in cmd, (part, cmd)
+    # run through the real command line, it plans exactly the row's cells, each in three processes
+    wanted = {r["cell_key"] for r in found}
+    assert set(_planned_by(cmd, monkeypatch, tmp_path)) == wanted
+    # rows of two runs whose options one command line cannot give (eager without the optimizer option,
+    # compiled with it): a command each
+    other = [dataclasses.replace(m, spec=dataclasses.replace(m.spec, options=())) for m in cells[:3]]
+    _, found2 = _store(tmp_path / "d.db", [*other, *cells[3:]])
+    (v2,) = vd.verdicts(found2)
+    assert v2["command"].count("stackwars run") == 2 and " && " in v2["command"]
+    # and the table, the JSON and the report carry it
+    assert f"again: {vd._title(v)}: {cmd}" in " ".join(vd.to_text([v], width=400).split())
+    assert f"`{cmd}`" in vd.markdown([v])
+
+
+def test_a_user_models_command_names_its_file(tmp_path, monkeypatch):
+    path = tmp_path / "mine.py"
+    path.write_text('import torch, stackwars\n'
+                    'net = stackwars.Model(name="my-net", presets={"tiny": {"batch": 2, "features": 4}},\n'
+                    '    batch=lambda size, rng: {"x": rng.standard_normal((size.batch, size.features)),\n'
+                    '                             "target": rng.standard_normal((size.batch, 1))},\n'
+                    '    torch=lambda size: torch.nn.Linear(size.features, 1))\n')
+    from stackwars import registry
+    assert registry.resolve_workload(f"{path}:net") == "my-net"
+    assert registry.origin("workload", "my-net") == f"file {path}:net"
+    cells = [dataclasses.replace(m, settings={"origin": {"workload": f"file {path}:net"}},
+                                 spec=dataclasses.replace(m.spec, preset="tiny", workload="my-net"))
+             for m in _three("torch-eager", 1.0)]
+    _, found = _store(tmp_path / "u.db", cells)
+    (v,) = vd.verdicts(found)
+    assert v["command"] == f"stackwars run {path}:net --preset tiny --phase forward -b torch-eager --processes 3"

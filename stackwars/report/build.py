@@ -284,8 +284,10 @@ def verdict_section(cells: Sequence[Mapping[str, Any]], profiles: Sequence[Mappi
     if mixed:  # an executor placed some cells on nodes of another kind: their verdicts are apart, and said to be
         s.blocks.append(Para(mixed + "."))
     for i, (machine, rows) in enumerate(verdict.by_machine(found).items()):
-        s.blocks.append(TableBlock(verdict.COLUMNS, tuple(tuple(verdict.cells(r)) for r in rows),
-                                   f"{machine}: {verdict.summary(rows)}. {verdict.legend(rows)}"))
+        s.blocks.append(TableBlock((*verdict.COLUMNS, "command"),
+                                   tuple((*verdict.cells(r), verdict.command_cell(r)) for r in rows),
+                                   f"{machine}: {verdict.summary(rows)}. {verdict.legend(rows)} command: measures the "
+                                   f"row again on this machine (its backends, options and processes)"))
         if verdict.notes(rows):
             s.blocks.append(Bullets(tuple(verdict.notes(rows))))
         png = verdict.forest_png(rows)

@@ -34,7 +34,7 @@ import io
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping, Sequence
 
-from stackwars import stats
+from stackwars import commands, stats
 from stackwars.records import parity_ok
 from stackwars.report import format as fmt
 from stackwars.report import gate, tables
@@ -113,6 +113,12 @@ def _pays(side: list[Mapping[str, Any]], by_backend: Mapping[tuple, Mapping[str,
     return {"compiled": tables.backend_variant(c), "eager": tables.backend_variant(e), **tables.pays_after(c, e)}
 
 
+def _eager_of(row: Mapping[str, Any], by_backend: Mapping[tuple, Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """A compiled backend's eager counterpart in the same table (same implementation variant), if measured."""
+    e = by_backend.get((tables.EAGER_OF.get(row["backend"]), tables.variant(row)[1]))
+    return [e] if e is not None else []
+
+
 def _why(best: Mapping[str, Mapping[str, Any] | None], profiles: Mapping[str, Mapping[str, Any]],
          anatomy: Mapping[str, Mapping[str, Any]]) -> str | None:
     """One line from the profiles (busy share, the top kernel, the largest named region) or,
@@ -177,12 +183,15 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
                                "device": device, "dtype": dtype, "overrides": over, "matmul_precision": precision,
                                "runs": sorted({str(r.get("run_id")) for r in group})}
         best: dict[str, Mapping[str, Any] | None] = {}
+        sides: dict[str, list[Mapping[str, Any]]] = {}
+        shadowed: dict[str, list[Mapping[str, Any]]] = {}  # measured only while busy, possibly the best
         missing = []
         for fw, name in FRAMEWORKS:
             everything = [r for r in combined if r.get("framework") == fw]
             # the framework's own modes; an analysis path (PyTorch's program on XLA) only where none ran
             native = [r for r in everything if not analysis(r["backend"])]
             side = native if any(r["status"] == "ok" for r in native) else everything
+            sides[fw] = side
             passed = [r for r in side if r["status"] == "ok" and _parity(r)["ok"] is not False]
             eligible = [r for r in passed if r.get("process_samples")]  # clean processes: the gate's
             b = min(eligible, key=lambda r: r["steady_median_s"]) if eligible else None
@@ -190,6 +199,7 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
             # a candidate measured only while the machine was busy might be the side's best: the side
             # cannot decide while its fastest busy process beats the clean best (busy slows, never speeds)
             shadow = [r for r in passed if r.get("busy") and (b is None or _fastest_busy(r) < b["steady_median_s"])]
+            shadowed[fw] = shadow
             row[f"{fw}_busy_candidates"] = [{"backend": tables.backend_variant(r), "cell": cell_id(r),
                                              "processes_busy": r.get("processes_busy", 0),
                                              "why": r.get("busy_reasons"),
@@ -226,6 +236,14 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
                         f"{fw}_processes_busy": b.get("processes_busy", 0),
                         f"{fw}_parity": _parity(b), f"{fw}_memory_bytes": b.get("memory_added_bytes"),
                         f"{fw}_optimizer_impl": b.get("optimizer_impl"), f"{fw}_attention": b.get("attention")})
+        # the command that measures this row again, on this machine: the backends that decided it
+        # (or, where a side has no best, every one that side measured), with their options
+        # (the eager counterpart of a compiled best too: the row's compile break-even is drawn against it)
+        deciding = [r for fw, _ in FRAMEWORKS
+                    for r in ([best[fw], *shadowed[fw], *_eager_of(best[fw], by_backend)] if best[fw] is not None
+                              else sides[fw])]
+        measured = max((r.get("processes") or 1 for r in deciding), default=1)
+        row["command"] = commands.run_command(deciding, max(min_processes, measured)) if deciding else None
         row["processes"] = min(row["torch_processes"], row["jax_processes"])
         row["processes_used"] = row["processes"]  # clean processes on the thinner side
         row["processes_busy"] = row["torch_processes_busy"] + row["jax_processes_busy"]
@@ -417,6 +435,16 @@ def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+def command_cell(r: Mapping[str, Any]) -> str:
+    """The row's command, as a table cell shows it."""
+    return f"`{r['command']}`" if r.get("command") else fmt.DASH
+
+
+def again(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each row's command, under its title: what measures it again on this machine."""
+    return [f"{_title(r)}: {r['command']}" for r in rows if r.get("command")]
+
+
 def mixed_machines(cell_rows: Sequence[Mapping[str, Any]]) -> str | None:
     """A warning for each run whose cells ran on more than one kind of machine (an executor
     placed them on nodes of different CPUs or GPUs): its verdicts are kept apart, one per kind."""
@@ -473,6 +501,8 @@ def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshol
                 parts.append(Text(f"      compile pays {c[6]} | memory {c[7]} | parity {c[8]}", style="dim"))
                 if r.get("why"):
                     parts.append(Text(f"      why: {r['why']}", style="dim"))
+                if r.get("command"):
+                    parts.append(Text(f"      again: {r['command']}", style="dim"))
             continue
         table = Table(title=title, title_justify="left")
         for col in COLUMNS:
@@ -483,6 +513,7 @@ def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshol
             table.add_row(*[x if isinstance(x, Text) else Text(x) for x in c])
         parts.append(table)
         parts += [Text(f"  {n}", style="yellow") for n in notes(group)]
+        parts += [Text(f"  again: {line}", style="dim") for line in again(group)]
     if rows:
         parts.append(Text(legend(rows, threshold), style="dim"))
     return Group(*parts)
@@ -491,9 +522,10 @@ def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshol
 def markdown(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_THRESHOLD) -> str:
     lines = []
     for machine, group in by_machine(rows).items():
-        lines += [f"**Verdict · {machine}** ({summary(group)})", "", "| " + " | ".join(COLUMNS) + " |",
-                  "|" + "---|" * len(COLUMNS)]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in group]
+        lines += [f"**Verdict · {machine}** ({summary(group)})", "", "| " + " | ".join(COLUMNS) + " | command |",
+                  "|" + "---|" * (len(COLUMNS) + 1)]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in [*cells(r), command_cell(r)]) + " |"
+                  for r in group]
         lines.append("")
         lines += [f"- {n}" for n in notes(group)] + ([""] if notes(group) else [])
     if rows:

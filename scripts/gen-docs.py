@@ -1,5 +1,6 @@
-"""Write the documentation's generated pages from the code and the stored results: the CLI and
-workload reference (docs/reference/), one results page per machine (docs/results/), and their
+"""Write the documentation's generated pages from the code and the stored results: the CLI,
+workload and rules reference (docs/reference/), the rule values every page states (between
+``<!--rule:NAME-->`` markers, stackwars/rules.py), one results page per machine (docs/results/), and their
 entries in mkdocs.yml's nav. tests/test_docs.py fails when a committed page differs from what
 this writes."""
 
@@ -20,7 +21,24 @@ def nav_with(machines: dict[str, str], mkdocs: str) -> str:
     return head + START + "      - Results by machine: results/machines.md\n" + lines + END + rest.split(END, 1)[1]
 
 
+def render_rules() -> list[Path]:
+    """docs/reference/rules.md, and every page's marked rule values rewritten from the code."""
+    from stackwars import rules
+
+    (DOCS / "reference" / "rules.md").write_text(rules.page())
+    changed = []
+    for path in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        text = path.read_text()
+        new = rules.render(text)
+        if new != text:
+            path.write_text(new)
+            changed.append(path)
+    return changed
+
+
 if __name__ == "__main__":
+    for path in render_rules():
+        print(f"rewrote the rules stated in {path.relative_to(ROOT)}")
     (DOCS / "reference" / "cli.md").write_text(cli_markdown())
     (DOCS / "reference" / "workloads.md").write_text(workloads_markdown())
     for old in (DOCS / "results").glob("machine-*.md"):
@@ -30,4 +48,4 @@ if __name__ == "__main__":
         (DOCS / "results" / name).write_text(text)
     mkdocs = ROOT / "mkdocs.yml"
     mkdocs.write_text(nav_with(pages, mkdocs.read_text()))
-    print(f"wrote docs/reference/cli.md, workloads.md and {len(pages)} results pages")
+    print(f"wrote docs/reference/cli.md, workloads.md, rules.md and {len(pages)} results pages")

@@ -1,16 +1,33 @@
 #!/usr/bin/env bash
-# Create .venv (if missing) and install stackwars into it, with the test extras.
-# PyTorch is pinned to the CPU build (an unpinned `torch` pulls several GB of CUDA
-# packages); set TORCH_SPEC to install another build, e.g. TORCH_SPEC=torch on a GPU box.
+# Create .venv (if missing) and install stackwars into it: what the main job needs.
+#   ./scripts/setup.sh           stackwars, PyTorch (pinned CPU build) and the mlir extra (torch-mlir: the
+#                                main job's torch-mlir-xla rows)
+#   ./scripts/setup.sh --tests   that, and what only the tests need: the kernels (Triton), reference
+#                                (transformers), docs (mkdocs-material), ray and slurm (submitit) extras, pytest,
+#                                the GPU image's wheels read for API names (about 530 MB, once) and .gpu-site
+# PyTorch is pinned to the CPU build (an unpinned `torch` pulls several GB of CUDA packages); set
+# TORCH_SPEC to install another build, e.g. TORCH_SPEC=torch on a GPU box.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+TESTS=0
+for arg in "$@"; do
+    case "$arg" in
+        --tests) TESTS=1 ;;
+        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+        *) echo "setup.sh: unknown argument '$arg'; allowed: --tests" >&2; exit 2 ;;
+    esac
+done
 PYTHON=${PYTHON:-python3}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-# the mlir (torch-mlir: PyTorch -> StableHLO), kernels (Triton, interpreted on the CPU) and
-# reference (transformers: the models' independent implementations) and docs (mkdocs-material:
-# the documentation site) extras are optional for users; the tests exercise all four
+# the mlir extra (torch-mlir: PyTorch -> StableHLO) is optional for users; the main job measures its backend
+if [ "$TESTS" = 0 ]; then
+    .venv/bin/python -m pip install --quiet "$TORCH_SPEC" -e ".[mlir]"
+    exit 0
+fi
+# the tests exercise every optional extra: kernels (Triton, interpreted on the CPU), reference (transformers:
+# the models' independent implementations), docs (mkdocs-material: the documentation site), ray and slurm
 .venv/bin/python -m pip install --quiet "$TORCH_SPEC" -e ".[test,mlir,kernels,reference,docs,ray,slurm]"
 # the GPU image's frameworks (jax 0.11.2 needs Python 3.12; torch 2.11 has no CPU wheel on PyPI),
 # which cannot be installed here: their wheels, read by tests/test_gpu_image.py for every name of

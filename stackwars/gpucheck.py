@@ -230,7 +230,7 @@ def listing(stages: Sequence[Stage] = STAGES) -> str:
     return "\n".join(lines)
 
 
-GPU_SITE = ROOT / ".gpu-site"  # pytest for the GPU image, whose package list names none (scripts/setup.sh builds it)
+GPU_SITE = ROOT / ".gpu-site"  # pytest for the GPU image, whose package list names none (scripts/setup.sh --tests builds it)
 
 
 def has_pytest() -> bool:
@@ -259,7 +259,7 @@ def run_stage(stage: Stage, root: Path, limit_s: float = STAGE_LIMIT_S) -> dict[
     if stage.needs_data and _data_dir() is None:
         row.update(status="not run: no MNIST files (set STACKWARS_DATA_DIR)", seconds=0.0)
     elif stage.name.startswith("tests-") and not has_pytest() and not GPU_SITE.is_dir():
-        row.update(status="not run: no pytest here, and no .gpu-site to add (scripts/setup.sh builds it; "
+        row.update(status="not run: no pytest here, and no .gpu-site to add (scripts/setup.sh --tests builds it; "
                           "carry it to the GPU machine)", seconds=0.0)
     else:
         argv = stage.argv(folder)

@@ -38,7 +38,7 @@ def test_the_readme_is_short_and_starts_with_the_two_commands():
     assert len(text.splitlines()) <= 150
     main_job, tests = (b.strip() for b in _blocks(text)[:2])
     assert main_job.startswith("./scripts/setup.sh && { .venv/bin/stackwars peaks; .venv/bin/stackwars run ")
-    assert tests == "./scripts/setup.sh && .venv/bin/python -m pytest -q"
+    assert tests == "./scripts/setup.sh --tests && .venv/bin/python -m pytest -q"
     assert (ROOT / ".ci" / "run").read_text().rstrip().endswith(tests)  # CI runs exactly that
 
 
@@ -137,15 +137,24 @@ def test_every_command_and_option_the_docs_name_exists():
     assert checked > 50
 
 
-def test_the_quickstart_runs(tmp_path, monkeypatch):
-    """The README's three-command quickstart, as written, in an empty directory."""
-    block = next(b for b in _blocks(README.read_text()) if b.startswith("stackwars run"))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("STACKWARS_DB", str(tmp_path / "stackwars.db"))
+def test_the_quickstart_runs_as_written_in_a_new_shell(tmp_path):
+    """The README's three-command quickstart, exactly as written, each line in a new shell
+    (bash with no profile, a PATH without the venv, no STACKWARS_* setting) after the setup
+    command: run from a folder that holds the setup's `.venv` (a link to this checkout's), so
+    what it writes lands there."""
+    block = next(b for b in _blocks(README.read_text()) if "stackwars run" in b and "setup.sh" not in b)
+    assert block.startswith(".venv/bin/stackwars run"), block  # bare `stackwars` is not on PATH after setup
+    venv = ROOT / ".venv"
+    if not (venv / "bin" / "stackwars").exists():
+        pytest.fail(f"{venv}/bin/stackwars is missing: run the README's setup command first")
+    (tmp_path / ".venv").symlink_to(venv)
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8",
+           **({"TMPDIR": os.environ["TMPDIR"]} if "TMPDIR" in os.environ else {})}
     for line in block.strip().splitlines():
-        args = shlex.split(line)[1:]
-        r = CliRunner().invoke(app, args)
-        assert r.exit_code == 0, (line, r.output)
+        done = subprocess.run(["bash", "--noprofile", "--norc", "-c", line], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, (line, done.stdout[-2000:], done.stderr[-2000:])
+    assert (tmp_path / "stackwars.db").is_file()
     assert (tmp_path / "report" / "report.html").is_file() and (tmp_path / "report" / "report.md").is_file()
 
 
@@ -156,8 +165,8 @@ def _mkdocs() -> None:
     except ImportError:
         if os.environ.get("STACKWARS_REQUIRE_DOCS") == "1":
             pytest.fail("mkdocs-material is not installed, and this run requires it (the docs extra: "
-                        "./scripts/setup.sh installs it)")
-        pytest.skip("mkdocs-material is not installed (the docs extra); ./scripts/setup.sh installs it")
+                        "./scripts/setup.sh --tests installs it)")
+        pytest.skip("mkdocs-material is not installed (the docs extra); ./scripts/setup.sh --tests installs it")
 
 
 def test_the_site_builds_strictly_and_navigation_and_search_work_in_a_browser(tmp_path):
@@ -203,3 +212,34 @@ def test_the_site_builds_strictly_and_navigation_and_search_work_in_a_browser(tm
     finally:
         browser.close()
         server.shutdown()
+
+
+def test_no_page_states_a_rule_other_than_the_codes():
+    """The thresholds, bounds and tolerances that decide are stated between markers that
+    scripts/gen-docs.py rewrites from the code (stackwars/rules.py): a page that states
+    another value, or a rule's value without its marker, fails here; so does the rules page
+    when it is not what the code gives."""
+    from stackwars import rules
+
+    assert (DOCS / "reference" / "rules.md").read_text() == rules.page()
+    assert "reference/rules.md" in (ROOT / "mkdocs.yml").read_text()
+    found = {f"{page.relative_to(ROOT)}: {p}" for page in _pages() for p in rules.problems(page.read_text())}
+    assert not found, "\n".join(sorted(found)) + "\n(run `python scripts/gen-docs.py`, or mark the value)"
+    # the check itself: each way a page can drift is caught
+    tie, noisy = rules.RULES["tie_threshold"].text, rules.RULES["noisy_bound"].text
+    assert rules.problems(f"a CI holding 1 is a tie when it spans less than {noisy}.") != []  # unmarked
+    assert rules.problems("the <!--rule:noisy_bound-->±10%<!--/rule--> bound") != []  # marked, but not the code's
+    assert rules.problems("the tolerance is float32 2e-4 for micro-ops") != []
+    assert rules.problems("took over 5% of the CPUs") != []
+    assert rules.problems(f"within the <!--rule:tie_threshold-->{tie}<!--/rule--> tie threshold") == []
+    assert rules.render("beyond the <!--rule:tie_threshold-->±9%<!--/rule--> band") == \
+        f"beyond the <!--rule:tie_threshold-->{tie}<!--/rule--> band"
+
+
+def test_the_cli_reference_says_what_is_optional():
+    page = (DOCS / "reference" / "cli.md").read_text()
+    for cmd in ("verdict", "report"):
+        section = page.split(f"## `stackwars {cmd}`\n", 1)[1].split("\n## ", 1)[0]
+        assert "Arguments: `RUN_IDS` (optional: none or more)" in section, section[:400]
+    compare = page.split("## `stackwars compare`\n", 1)[1].split("\n## ", 1)[0]
+    assert "`RUN_A` (required), `RUN_B` (required)" in compare

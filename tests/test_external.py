@@ -7,7 +7,7 @@ index together (the embedding row of token 0 got a gradient through the lookup t
 BertForPreTraining keeps out: 7% of that gradient's largest value at the default seed) and
 every twin-against-twin test passed. This check would have failed.
 
-transformers is the `reference` extra (scripts/setup.sh installs it). Without it the test
+transformers is the `reference` extra (scripts/setup.sh --tests installs it). Without it the test
 skips and says so; CI sets STACKWARS_REQUIRE_REFERENCE=1, so there a missing package fails.
 """
 
@@ -36,7 +36,7 @@ def _transformers() -> None:
     except Exception as exc:  # noqa: BLE001 - absent or broken: the same outcome
         if os.environ.get("STACKWARS_REQUIRE_REFERENCE") == "1":
             pytest.fail(f"transformers is required here (STACKWARS_REQUIRE_REFERENCE=1) and does not import: {exc}")
-        pytest.skip(f"transformers (the `reference` extra) is not installed ({exc}); scripts/setup.sh installs it "
+        pytest.skip(f"transformers (the `reference` extra) is not installed ({exc}); scripts/setup.sh --tests installs it "
                     "and CI requires it")
 
 

@@ -1,7 +1,7 @@
 """The GPU image's frameworks (torch 2.11.0, jax 0.11.2, flax 0.12.10, optax 0.2.8; see
 docs/how-to/gpu.md) have every name of their API stackwars uses. jax 0.11.2 needs Python 3.12
 and this machine has 3.11; torch 2.11 has no CPU wheel on PyPI: so they are read from their
-wheels (scripts/setup.sh downloads them; torch's stubs name what its extension binds), not
+wheels (scripts/setup.sh --tests downloads them; torch's stubs name what its extension binds), not
 imported: a renamed or removed function shows here before a GPU run finds it. Required in CI
 (STACKWARS_REQUIRE_GPU_IMAGE=1): without the wheels the test fails there, not skips."""
 
@@ -20,7 +20,7 @@ IMAGE = {"jax": "0.11.2", "flax": "0.12.10", "optax": "0.2.8", "torch": "2.11.0"
 def _wheel(pkg: str) -> Path:
     found = sorted(WHEELS.glob(f"{pkg}-{IMAGE[pkg]}-*.whl"))
     if not found:
-        message = f"no {pkg} {IMAGE[pkg]} wheel in {WHEELS} (scripts/setup.sh downloads it)"
+        message = f"no {pkg} {IMAGE[pkg]} wheel in {WHEELS} (scripts/setup.sh --tests downloads it)"
         if os.environ.get("STACKWARS_REQUIRE_GPU_IMAGE"):
             pytest.fail(message)
         pytest.skip(message)

@@ -125,7 +125,7 @@ def test_the_documented_proof_sequence_is_the_proof_stages_with_their_counts():
 
 
 def test_the_test_stages_bring_their_own_pytest_where_the_gpu_image_has_none(tmp_path, monkeypatch):
-    """The GPU image lists no pytest and reaches no registry: setup.sh builds .gpu-site (pytest for its
+    """The GPU image lists no pytest and reaches no registry: setup.sh --tests builds .gpu-site (pytest for its
     Python 3.12), which the remote command carries and the check puts on PYTHONPATH."""
     site = tmp_path / ".gpu-site"
     site.mkdir()

@@ -49,6 +49,14 @@ def _cell(text: str | None) -> str:
     return " ".join((text or "").split()).replace("|", "\\|")
 
 
+def _arity(p) -> str:
+    """What an argument takes, and whether it may be left out, as its --help promises."""
+    many = p.nargs == -1
+    if p.required:
+        return "one or more" if many else "required"
+    return "optional: none or more" if many else "optional"
+
+
 def cli_markdown() -> str:
     out = [GENERATED, "# Command line\n\n",
            "Every command and option, as `stackwars COMMAND --help` shows them.\n"]
@@ -59,8 +67,7 @@ def cli_markdown() -> str:
             out.append(doc + "\n\n")
         args = [p for p in cmd.params if getattr(p, "param_type_name", "") == "argument"]
         if args:
-            out.append("Arguments: " + ", ".join(f"`{p.name.upper()}`" + (" (one or more)" if p.nargs == -1 else "")
-                                                  for p in args) + "\n\n")
+            out.append("Arguments: " + ", ".join(f"`{p.name.upper()}` ({_arity(p)})" for p in args) + "\n\n")
         opts = [p for p in cmd.params if getattr(p, "param_type_name", "") == "option"]
         if opts:
             out.append("| option | default | what |\n|---|---|---|\n")

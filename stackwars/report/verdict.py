@@ -363,13 +363,18 @@ def _reason(decision: str, c: stats.Comparison, threshold: float) -> str:
 COLUMNS = ("workload", "best PyTorch", "best JAX", "JAX/PyTorch (95% CI)", "verdict", "procs", "compile pays "
            "(PyTorch / JAX)", "memory JAX/PyTorch", "parity (PyTorch / JAX)", "why")
 STYLE = {"JAX faster": "bold cyan", "PyTorch faster": "bold magenta", "tie": "green", "cannot say": "yellow"}
-LEGEND = ("best: the fastest backend of the framework whose cells ran ok and passed parity (time: mean of the "
+LEGEND = ("every figure from clean processes only: a process is busy, and decides nothing, when others took over "
+          "{c:.0%} of its CPUs or the machine's canary read off its run's by more than its noise (at least {f:.0%}); "
+          "best: the fastest backend of the framework whose cells ran ok and passed parity (time: mean of the "
           "per-process medians); JAX/PyTorch < 1: JAX faster; 95% CI from a hierarchical bootstrap over processes "
-          "and their samples, its width Student's t on the process medians (Welch); tie (±x: the largest difference the CI "
-          "allows): the CI lies within ±{t:.0%}, or holds 1 within ±{n:.0%}; cannot say: fewer than {p} clean processes a side, a CI too wide, or a side with nothing that ran "
-          "and passed; compile pays: calls until the framework's fastest compiled mode has paid for its first call "
-          "against its eager mode (never: not faster; within noise: not significantly faster); memory: the steady-state peak over the worker's baseline (device allocator on a GPU; "
-          "{mem}).")
+          "and their samples, its width Student's t on the process medians (Welch); tie (±x: the largest difference "
+          "the CI allows): the CI lies within ±{t:.0%}, or holds 1 within ±{n:.0%}; cannot say: fewer than {p} clean "
+          "processes a side (busy machine: busy ones left too few, or a backend measured only while busy might be a "
+          "side's best), a CI too wide, or a side with nothing that ran and passed; compile pays: calls until the "
+          "framework's fastest compiled mode has paid for its first call against its eager mode (never: not faster; "
+          "within noise: not significantly faster); memory: what each best added, the steady-state peak over the "
+          "worker's baseline before its first call, median over clean processes (device allocator on a GPU; {mem}); "
+          "again: the command that measures a row again on this machine.")
 
 
 def _title(r: Mapping[str, Any]) -> str:
@@ -468,7 +473,10 @@ def by_machine(rows: Sequence[Mapping[str, Any]]) -> "OrderedDict[str, list[Mapp
 
 def legend(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_THRESHOLD) -> str:
     counters = sorted({r["memory_counter"] for r in rows if r.get("memory_counter")})
+    from stackwars.rules import RULES
+
     return LEGEND.format(t=threshold, n=stats.NOISY_BOUND, p=stats.MIN_PROCESSES,
+                         c=RULES["contention_threshold"].value, f=RULES["canary_floor"].value,
                          mem="; ".join(counters) or "not measured")
 
 

@@ -36,7 +36,7 @@ COLUMNS = ("backend", "First Run", "Second Run", "Avg Steady State", "± (IQR)",
 
 CAPTION = ("Every figure comes from the cell's clean processes only: a process is busy when other processes or "
            "the hypervisor took over {contention:.0%} of its CPUs while it was timed, or when the machine's canary "
-           "read off its run's by more than the run's canary noise (at least {canary:.0%}); a busy process "
+           "read off its run's by more than the canary's own noise (at least {canary:.0%}); a busy process "
            "decides nothing, and a cell with no clean process is shown as (busy), its busy figure for display. "
            "First Run / Second Run: median over the processes; Avg Steady State: median seconds per call over "
            "the steady-state samples (n), or the mean of the per-process medians (procs); ± (IQR): interquartile "

@@ -152,13 +152,18 @@ def test_published_claims_get_verdicts_from_the_data():
     _, accuracy = published.s4(rows)
     assert accuracy["verdict"] == "does not hold here" and "97.4%" in accuracy["why"]
     # S3: a PyTorch second call far from its steady state, JAX's at it
-    def cell(backend, second, peak):
+    def cell(backend, second, peak, added):
         return {"status": "ok", "workload": "gpt2", "preset": "small", "phase": "train-step", "device": "cpu",
                 "dtype": "float32", "backend": backend, "second_call_s": second, "steady_median_s": 1.0,
-                "peak_memory_bytes": peak}
-    warm, memory = published.s3([cell("jax-jit", 1.1, 3e9), cell("torch-mlir-xla", 30.0, 2e9)])
-    assert warm["verdict"] == "holds here" and memory["verdict"] == "does not hold here"
-    warm, _ = published.s3([cell("jax-jit", 1.1, 3e9), cell("torch-mlir-xla", 1.2, 2e9)])
+                "peak_memory_bytes": peak, "peak_rss_steady_bytes": peak, "baseline_rss_bytes": peak - added}
+    # memory: what the computation added (the verdict's figure), not a process's whole RSS, which is
+    # mostly what each framework takes to load: jax-jit's total is higher, what it added lower
+    warm, memory = published.s3([cell("jax-jit", 1.1, 3e9, 1e9), cell("torch-mlir-xla", 30.0, 2.5e9, 2e9)])
+    assert warm["verdict"] == "holds here" and memory["verdict"] == "holds here", memory
+    assert "jax-jit +953.7 MiB, torch-mlir-xla +1.9 GiB" in memory["ours"] and "verdict's memory ratio" in memory["why"]
+    _, memory = published.s3([cell("jax-jit", 1.1, 3e9, 2.5e9), cell("torch-mlir-xla", 30.0, 2.5e9, 2e9)])
+    assert memory["verdict"] == "does not hold here"
+    warm, _ = published.s3([cell("jax-jit", 1.1, 3e9, 1e9), cell("torch-mlir-xla", 1.2, 2e9, 1e9)])
     assert warm["verdict"] == "does not hold here"
     (s5,) = published.s5([{"status": "ok", "s5_vs_ours": 3.0}, {"status": "ok", "s5_vs_ours": 1.1}])
     assert s5["verdict"] == "does not hold here" and "1 of 2 cells" in s5["why"]
@@ -256,3 +261,20 @@ def test_heatmap_colour_is_clipped_and_memory_chart_plots_what_it_says():
     (point,) = memory_points(groups)
     assert point[1] == "jax-jit" and point[2] == 11 * 2**20  # median of 10, 11, 12 MiB added; the total was 260+
     assert "added" in MEMORY_LABEL and "over the worker's baseline" in MEMORY_LABEL
+
+
+def test_the_report_stands_alone(tmp_path):
+    """No link or path outside the repository; every claim names its study (what it is, where it
+    ran); a figure from another device (S3's TPU) stands beside ours only under a warning."""
+    from stackwars.report import published
+
+    html, md = _report(_db(tmp_path / "r.db"), tmp_path / "a")
+    for text in (html, md):
+        assert "../shared" not in text and "STUDIES.md" not in text
+        assert not re.search(r"\]\((?!figures/|traces/|#)[^)]+\)", md)  # Markdown links: only the report's own files
+    section = _section(md, "The published studies beside ours")
+    for sid, (title, where, _) in published.STUDIES.items():
+        assert f"| {sid} | {title} | {where} |" in section, sid
+    claims = [line for line in section.splitlines() if line.startswith("| S") and "(" in line.split("|")[1]]
+    assert claims and all(re.match(r"\| S\d \([^)]+\) \|", line) for line in claims), claims[:3]
+    assert "⚠ Another device: S3's figures below come from a TPU v6e-1 and ours from Test CPU" in section

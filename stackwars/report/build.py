@@ -460,18 +460,25 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
 
     from stackwars.report import published
     pub = Section("The published studies beside ours")
-    pub.blocks.append(Para("Each claim of the studies in ../shared/STUDIES.md that these runs can answer, with our "
-                           "figures and a verdict computed from them. Machines differ: a verdict is about the "
-                           "claim's substance, not a comparison of raw times across machines."))
+    pub.blocks.append(Para("Five published comparisons of JAX and PyTorch motivate this tool; each claim of theirs "
+                           "that these runs can answer is set beside our figures, with a verdict computed from them. "
+                           "Machines differ: a verdict is about the claim's substance, not a comparison of raw times "
+                           "across machines."))
+    pub.blocks.append(TableBlock(("study", "what it is", "where it ran", "what it asked"), tuple(
+        (sid, title, where, asked) for sid, (title, where, asked) in published.STUDIES.items())))
     found = published.claims(cells, data["studies"], data.get("profiles") or [], data.get("anatomy") or [])
     pub.blocks.append(TableBlock(("study", "claim", "ours", "verdict", "why"),
-                                 tuple((c["study"], c["claim"], c["ours"], c["verdict"], c["why"]) for c in found)))
-    pub.blocks.append(TableBlock(("workload", "S3 JAX (TPU)", "S3 PyTorch/XLA (TPU)", "ours jax-jit", "ours torch-mlir-xla",
-                                  "ours at"), tuple(published.s3_table(cells)),
-                                 "S3's table (TPU v6e-1, ms: first / second / steady state) beside the same pair of "
-                                 "backends here, forward; the sizes and machines differ, so compare the shape of a "
-                                 "row (how far the second call is from the steady state, which side runs out of "
-                                 "memory), not its numbers"))
+                                 tuple((c["study_name"], c["claim"], c["ours"], c["verdict"], c["why"]) for c in found)))
+    ours_on = sorted({r.get("machine") or "this machine" for r in cells}) or ["this machine"]
+    pub.blocks.append(Para(f"⚠ Another device: S3's figures below come from {published.OTHER_DEVICE['S3']} and ours "
+                           f"from {'; '.join(ours_on)}. They stand side by side for the shape of a row (how far the "
+                           f"second call is from the steady state, which side runs out of memory), never for a "
+                           f"comparison of their times."))
+    pub.blocks.append(TableBlock(("workload", "S3 JAX (TPU v6e-1)", "S3 PyTorch/XLA (TPU v6e-1)", "ours jax-jit",
+                                  "ours torch-mlir-xla", "ours at"), tuple(published.s3_table(cells)),
+                                 "S3 (The same backend; TPU v6e-1, PyTorch through torch_xla): its table, ms: first / "
+                                 "second / steady state, beside the same pair of backends here, forward; the sizes "
+                                 "and devices differ"))
     doc.sections.insert(3, pub)
 
     for info, rows in data["studies"].values():

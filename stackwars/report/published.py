@@ -1,4 +1,4 @@
-"""The published studies' claims (../shared/STUDIES.md, S1-S5) beside what the stored runs
+"""The published studies' claims (S1-S5, named in ``STUDIES``) beside what the stored runs
 measured on the same question: each claim with our figures, a verdict and why.
 
 A verdict is computed from the data in the report: ``holds here``, ``does not hold here``,
@@ -18,6 +18,29 @@ from stackwars.report import format as fmt
 from stackwars.report.tables import combined, variant
 
 NOT_MEASURED = "not measured in these runs"
+# the five write-ups the report answers: what each is, where it ran, what it asked (as published)
+STUDIES = {
+    "S1": ("Compilation and parallelisation strategies", "a proposal, GPU; no figures",
+           "how jaxpr/XLA and Dynamo/Inductor trace, recompile, cache and handle control flow; vmap/pjit against "
+           "DDP/FSDP; compile cost against speed-up; memory; IR inspection"),
+    "S2": ("A framework overview", "slides; no figures",
+           "eager against compiled modes, CUDA graphs, recompilation, memory management, CPU overhead, custom "
+           "kernels (Triton, Pallas), distribution"),
+    "S3": ("The same backend", "TPU v6e-1, PyTorch through torch_xla",
+           "first, second and steady-state calls of GEMM, FFN, MHA and five models when both frameworks compile "
+           "to StableHLO/XLA; memory"),
+    "S4": ("An MNIST MLP", "GeForce RTX 5060 GPU",
+           "epoch times and final accuracy of a 784-512-512-10 MLP trained by SGD in both frameworks"),
+    "S5": ("vmap", "a blog post, CPU",
+           "per-example dot products and attention as a loop, with vmap and jit(vmap), timed over 1000 calls"),
+}
+OTHER_DEVICE = {"S3": "a TPU v6e-1", "S4": "a GeForce RTX 5060"}  # studies whose figures come from another device
+
+
+def study_label(sid: str) -> str:
+    """"S3 (The same backend; TPU v6e-1, PyTorch through torch_xla)": what a claim's row names."""
+    title, where, _ = STUDIES[sid]
+    return f"{sid} ({title}; {where})"
 MLP_LAYERS = (784, 512, 512, 10)
 S4_TRAIN = 50_000  # S4's training split
 S4_STEADY_EPOCH_S = {("JAX", 64): 0.0026, ("PyTorch", 64): 0.0012, ("JAX", 256): 0.0029, ("PyTorch", 256): 0.0012,
@@ -70,7 +93,8 @@ def s3_table(cells: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
 
 
 def _claim(study: str, claim: str, ours: str, verdict: str, why: str) -> dict[str, str]:
-    return {"study": study, "claim": claim, "ours": ours, "verdict": verdict, "why": why}
+    return {"study": study, "study_name": study_label(study), "claim": claim, "ours": ours, "verdict": verdict,
+            "why": why}
 
 
 def mlp_epoch_flops(samples: int = S4_TRAIN, layers: Sequence[int] = MLP_LAYERS) -> int:

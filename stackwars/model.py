@@ -229,6 +229,34 @@ class UserWorkload(Workload):
         if not isinstance(module, torch.nn.Module):
             raise SpecError(f"{self.origin}: model {self.name!r}: torch= must return a torch.nn.Module, got "
                             f"{type(module).__name__}")
+        return self._materialized(module, cfg, device)
+
+    def _materialized(self, module, cfg: Config, device: str | None):
+        """A module with lazy parts (``nn.LazyLinear``, ``nn.LazyConv2d``: shapes taken from the
+        first input) initialised by one forward on the first batch, as PyTorch's own docs
+        prescribe, in the same seeded stream; refused, naming the reason, where that fails."""
+        import torch
+        from torch.nn.parameter import is_lazy
+
+        lazy = [n for n, p in (*module.named_parameters(), *module.named_buffers()) if is_lazy(p)]
+        if not lazy:
+            return module
+        why = (f"{self.origin}: model {self.name!r}: it has lazy modules ({', '.join(lazy[:4])}"
+               f"{', ...' if len(lazy) > 4 else ''}), whose shapes come from the first forward")
+        batch = self.make_batch(cfg, 0)
+        inputs = [torch.as_tensor(batch[k], dtype=torch.int64 if np.issubdtype(batch[k].dtype, np.integer)
+                                  else torch.float32, device=device or "cpu") for k in self.input_names(batch)]
+        try:
+            with torch.no_grad():
+                module(*inputs) if self.model.torch_forward is None else self.model.torch_forward(
+                    module, dict(zip(self.input_names(batch), inputs)))
+        except Exception as exc:  # noqa: BLE001 - the user's forward, named
+            raise SpecError(f"{why}; that forward raised {type(exc).__name__}: {exc}{_call_hint(self, batch, exc)}; "
+                            f"give those modules their sizes") from None
+        still = [n for n, p in (*module.named_parameters(), *module.named_buffers()) if is_lazy(p)]
+        if still:
+            raise SpecError(f"{why}; one forward left {', '.join(still[:4])} uninitialised: give those modules their "
+                            f"sizes")
         return module
 
     def jax_parts(self, cfg: Config, seed: int = 0):
@@ -472,6 +500,15 @@ class Transfer:
 
 # ---- PyTorch side ---------------------------------------------------------------------------
 
+def _call_hint(wl: UserWorkload, batch: Mapping[str, Any], exc: BaseException) -> str:
+    """What a forward that was called with the wrong arguments should know: how the model is called."""
+    if not isinstance(exc, TypeError) or wl.model.inputs is not None:
+        return ""
+    names = wl.input_names(batch)
+    return (f" (the model is called with every batch array except 'target', in the batch's order: "
+            f"model({', '.join(names)}); name the labels 'target', or give inputs=[...] to choose what it gets)")
+
+
 def _torch_call(wl: UserWorkload, model, batch):
     if wl.model.torch_forward is not None:
         return wl.model.torch_forward(model, batch)
@@ -570,7 +607,7 @@ def _torch_step(wl: UserWorkload, cfg, phase: str, params: Arrays, batch: Arrays
         raise
     except Exception as exc:  # noqa: BLE001 - the user's forward or loss, named
         raise SpecError(f"{wl.origin}: model {wl.name!r}: its PyTorch {phase} raised {type(exc).__name__}: "
-                        f"{exc}") from None
+                        f"{exc}{_call_hint(wl, batch, exc)}") from None
     out = {"loss": host(loss)}
     for k, v in twin.canonical(model).items():
         out[f"update.{k}"] = host(v - before[k])
@@ -686,7 +723,7 @@ def _jax_forward_numpy(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> 
         raise
     except Exception as exc:  # noqa: BLE001
         raise SpecError(f"{wl.origin}: model {wl.name!r}: its JAX forward raised {type(exc).__name__}: "
-                        f"{exc}") from None
+                        f"{exc}{_call_hint(wl, batch, exc)}") from None
 
 
 def _jax_step_x64(wl: UserWorkload, cfg, phase: str, params: Arrays, batch: Arrays) -> Arrays:

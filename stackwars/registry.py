@@ -160,6 +160,11 @@ def load_file(path_text: str) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
+    # its folder on sys.path, as `python file.py`, runpy and pytest put it: a model file imports the
+    # modules beside it (at import, and later, inside its factories, in every worker)
+    folder = os.path.dirname(path)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     _importing = f"file {path}"
     try:
         spec.loader.exec_module(module)

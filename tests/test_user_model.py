@@ -362,3 +362,88 @@ def test_a_model_whose_forward_returns_nan_fails_parity_and_the_run_exits_1(tmp_
     # the table says it failed; the verdict shows no JAX side at all for a PyTorch-only model
     assert "inf ✗" in r.output and "parity_fail" in r.output
     assert "eager only / —" in r.output and "not measured" not in r.output
+
+
+def test_a_model_file_imports_the_modules_beside_it(tmp_path):
+    """Its folder is on sys.path, as `python file.py`, runpy and pytest put it: at import and in
+    the workers, which load the file again."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "layers_here.py").write_text(
+        "import torch\n\ndef make(features):\n    return torch.nn.Sequential(torch.nn.Linear(features, 16), "
+        "torch.nn.GELU(), torch.nn.Linear(16, 1))\n")
+    (folder / "uses_sibling.py").write_text(textwrap.dedent('''
+        import stackwars
+        from layers_here import make
+
+        net = stackwars.Model(
+            name="sibling-net", presets={"tiny": {"batch": 4, "features": 8}},
+            batch=lambda size, rng: {"x": rng.standard_normal((size.batch, size.features)),
+                                     "target": rng.standard_normal((size.batch, 1))},
+            torch=lambda size: make(size.features))
+        '''))
+    r, cells = _run([f"{folder / 'uses_sibling.py'}:net", "-b", "torch-eager"], tmp_path / "s.db")
+    _assert_in_parity(r, cells, ["torch-eager"])
+
+
+LAZY = """
+import torch
+import stackwars
+
+
+def batch(size, rng):
+    return {"x": rng.standard_normal((size.batch, size.features)), "target": rng.standard_normal((size.batch, 1))}
+
+
+lazy = stackwars.Model(name="lazy-net", presets={"tiny": {"batch": 4, "features": 8}}, batch=batch,
+                       torch=lambda size: torch.nn.Sequential(torch.nn.LazyLinear(16), torch.nn.GELU(),
+                                                              torch.nn.Linear(16, 1)))
+
+
+class Broken(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.LazyLinear(4)
+
+    def forward(self, x):
+        return self.lin(x.reshape(3, -1))  # a wrong reshape: the first forward fails
+
+
+broken = stackwars.Model(name="lazy-broken", presets={"tiny": {"batch": 4, "features": 8}}, batch=batch,
+                         torch=lambda size: Broken())
+"""
+
+
+def test_lazy_modules_are_initialised_by_one_forward_or_refused_with_the_reason(tmp_path):
+    path = tmp_path / "lazy_models.py"
+    path.write_text(LAZY)
+    ok = subprocess.run([sys.executable, "-m", "stackwars", "describe", f"{path}:lazy", "-p", "tiny", "--json"],
+                        capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr
+    import json
+    d = json.loads(ok.stdout)
+    assert d["parameters"] == 8 * 16 + 16 + 16 + 1  # LazyLinear took its 8 inputs from the first batch
+    bad = subprocess.run([sys.executable, "-m", "stackwars", "describe", f"{path}:broken", "-p", "tiny"],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2, (bad.returncode, bad.stderr[-2000:])
+    assert "Traceback" not in bad.stderr + bad.stdout
+    assert "lazy modules (lin.weight" in bad.stderr and "give those modules their sizes" in bad.stderr
+    r, cells = _run([f"{path}:lazy", "-b", "torch-eager", "-b", "torch-compile"], tmp_path / "l.db")
+    _assert_in_parity(r, cells, ["torch-eager", "torch-compile"])
+
+
+def test_a_batch_key_the_model_does_not_take_names_the_rule(tmp_path):
+    path = tmp_path / "ykey.py"
+    path.write_text(textwrap.dedent('''
+        import torch, stackwars
+        net = stackwars.Model(name="y-net", presets={"tiny": {"batch": 4, "features": 8}},
+            batch=lambda size, rng: {"x": rng.standard_normal((size.batch, size.features)),
+                                     "y": rng.standard_normal((size.batch, 1))},
+            torch=lambda size: torch.nn.Linear(size.features, 1))
+        '''))
+    before = _snapshot(tmp_path)
+    r = runner.invoke(app, ["run", f"{path}:net", *FAST, "-b", "torch-eager", "--db", str(tmp_path / "y.db")])
+    assert r.exit_code == 2, r.output
+    text = " ".join(r.output.split())
+    assert "every batch array except 'target'" in text and "model(x, y)" in text and "inputs=[...]" in text
+    assert not (tmp_path / "y.db").exists() and _snapshot(tmp_path) == before

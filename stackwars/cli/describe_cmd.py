@@ -9,6 +9,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
+from stackwars.errors import SpecError
 from stackwars import registry
 from stackwars import outputs
 from stackwars.parse import assignments
@@ -17,8 +18,20 @@ from stackwars.report import format as fmt
 
 
 def describe_workload(name: str, preset: str, overrides: dict[str, str] | None = None) -> dict[str, Any]:
-    workload = registry.workload(registry.resolve_workload(name))
-    return {"preset": preset, **workload.describe(workload.config(preset, overrides))}
+    """What ``describe`` shows. A user's model that fails anywhere in it (its factory, its
+    forward on meta tensors, FLOP counting) is bad input: SpecError, exit 2, naming the file."""
+    resolved = registry.resolve_workload(name)
+    workload = registry.workload(resolved)
+    cfg = workload.config(preset, overrides)
+    origin = registry.origin("workload", resolved)
+    try:
+        return {"preset": preset, **workload.describe(cfg)}
+    except SpecError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - only a user's model lands here as bad input; a built-in's is a bug
+        if origin.startswith(("built-in", "unknown")):
+            raise
+        raise SpecError(f"{origin}: model {resolved!r}: describing it raised {type(exc).__name__}: {exc}") from None
 
 
 def _render(d: dict[str, Any]) -> None:

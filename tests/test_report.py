@@ -86,3 +86,60 @@ def test_a_busy_process_is_left_out_of_a_cells_estimate():
     assert row["busy_figures"]["steady_median_s"] == pytest.approx(1e-3)
     text = to_text([proc(0, 1e-3, True), proc(1, 1e-3, True)], width=250)
     assert "busy 1.00 ms (2/2 procs, none clean)" in text and "(busy: 2 contended)" in text
+
+
+def test_table_verdict_and_report_give_one_memory_figure():
+    """The quickstart once showed jax-jit +4.4 MiB against torch +4.5 MiB in the table while the
+    verdict said memory 0.55x: the table took the highest peak of any process over the first
+    process's baseline, the verdict a median per process. One definition now (tables.added_memory:
+    the steady-state peak over the worker's baseline before the first call, median over clean
+    processes), read by the table, the verdict, the report's chart and the published claims."""
+    from dataclasses import replace
+
+    from stackwars.records import MemoryStats
+    from stackwars.report import build, published, verdict as vd
+    from stackwars.report.tables import combine_repeats, group_rows
+
+    MiB = 2**20
+
+    def proc(backend, i, base, steady, first_peak):
+        m = measurement(backend, samples=(1e-3, 1.01e-3, 0.99e-3), framework=backend.split("-")[0])
+        mem = MemoryStats(peak_rss_bytes=max(first_peak, steady), peak_rss_first_call_bytes=first_peak,
+                          peak_rss_steady_bytes=steady, baseline_rss_bytes=base, rss_counter="VmHWM")
+        return {**replace(m, spec=replace(m.spec, repeat=i), memory=mem).to_row(), "machine": "m", "run_id": "r"}
+
+    rows = [proc("torch-eager", i, (300 + 10 * i) * MiB, (310 + 10 * i) * MiB, 330 * MiB) for i in range(3)]
+    rows += [proc("jax-jit", i, (250 + 20 * i) * MiB, (255 + 20 * i) * MiB, 400 * MiB) for i in range(3)]
+    # what each process added: torch 10 MiB each, jax-jit 5 MiB each (compiling's 400 MiB peak is the first call's)
+    combined = {r["backend"]: r for r in combine_repeats(rows)}
+    assert combined["torch-eager"]["memory_added_bytes"] == 10 * MiB
+    assert combined["jax-jit"]["memory_added_bytes"] == 5 * MiB
+    text = to_text(rows, width=250)
+    lines = {line.split("│")[1].strip(): line for line in text.splitlines() if line.startswith("│")}
+    assert "+10.0 MiB" in lines["torch-eager"] and "+5.0 MiB" in lines["jax-jit"]
+    (v,) = vd.verdicts(rows)
+    assert v["memory_ratio"] == pytest.approx(0.5)
+    chart = {b: m for _, b, m in build.memory_points(group_rows(rows))}
+    assert chart["jax-jit"] / chart["torch-eager"] == pytest.approx(0.5)
+    s3_rows = [{**r, "backend": "torch-mlir-xla" if r["backend"] == "torch-eager" else r["backend"],
+                "second_call_s": 1e-3} for r in rows]
+    (_, memory) = published.s3(s3_rows)
+    assert "jax-jit +5.0 MiB, torch-mlir-xla +10.0 MiB" in memory["ours"] and memory["verdict"] == "holds here"
+
+
+def test_first_and_second_call_come_from_clean_processes_only():
+    """First Run 13.24 ms once stood where the one clean process took 0.40 ms: a median that
+    included busy processes."""
+    from dataclasses import replace
+
+    from stackwars.report.tables import combine_repeats
+
+    def proc(i, first, busy):
+        m = replace(measurement("jax-jit", framework="jax"), first_call_s=first, second_call_s=first / 2)
+        m = replace(m, spec=replace(m.spec, repeat=i))
+        if busy:
+            m = replace(m, settings={"contention": {"contended": True, "fraction": 0.5}})
+        return m.to_row()
+
+    (row,) = combine_repeats([proc(0, 13.24e-3, True), proc(1, 0.40e-3, False), proc(2, 14.0e-3, True)])
+    assert row["first_call_s"] == pytest.approx(0.40e-3) and row["second_call_s"] == pytest.approx(0.20e-3)

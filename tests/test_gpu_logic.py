@@ -175,3 +175,25 @@ def test_point6_the_runs_time_split_counts_references_computed_in_their_own_work
             {"wall_s": 8.0, "measured_s": 4.0, "overhead_s": 4.0, "reference_source": "reused from this run's cache"}]
     line = overhead_summary(rows)
     assert "(computed 0, reused 1); 1 computed in workers of their own, 30.00 s more" in line, line
+
+
+def test_point5_command_buffers_formed_on_the_thunk_sequence_are_counted_from_its_dump(tmp_path):
+    """Newer XLA forms command buffers after the HLO is final, on the thunk sequence (jaxlib
+    0.11.2's CUDA plugin holds only CommandBufferConversionPass): its optimized HLO shows none,
+    which made the H100 run read 0 for GPT-2 tiny. The count reads the thunk sequence XLA
+    dumps; where an XLA writes none (this CPU's), it falls back to the HLO and says so."""
+    import jax
+    import jax.numpy as jnp
+
+    from stackwars.backends.jax_jit import count_command_buffers, thunk_command_buffers
+
+    assert thunk_command_buffers(str(tmp_path)) is None  # no dump: not "zero"
+    dump = tmp_path / "module_0007.jit_step.thunk_sequence_after_thunk_passes.txt"
+    dump.write_text("000: kCommandBuffer\n  000: kKernel fusion\n  001: kKernel fusion.1\n001: kGemm\n"
+                    "002: kCommandBuffer\n  000: kKernel fusion.2\n")
+    assert thunk_command_buffers(str(tmp_path)) == 2
+    lowered = jax.jit(lambda x: jnp.tanh(x @ x) + 1).trace(jnp.ones((8, 8))).lower()
+    got = count_command_buffers(lowered, lowered.compile().as_text())
+    assert got["xla_command_buffers"] == 0
+    assert got["xla_command_buffers_source"].startswith("command_buffer computations in the optimized HLO (no "
+                                                        "thunk-sequence dump")

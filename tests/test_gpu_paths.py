@@ -115,7 +115,13 @@ def test_point6_the_reference_runs_in_its_own_worker_on_the_gpu(gpu_probe, tmp_p
 def test_points3_5_7_jax_allocator_cap_command_buffers_and_the_same_warm_up(gpu_probe):
     j = _ok(CellSpec("gpt2", "tiny", "forward", "jax-jit", "cuda"), gpu_probe)
     assert j.settings["applied"]["xla_python_client_mem_fraction"] == "0.95"
-    assert j.compile.extra["xla_command_buffers"] >= 1  # a many-kernel program is replayed as graphs
+    # a many-kernel program is replayed as graphs; jax 0.11's XLA forms them on the thunk sequence
+    # (none in its optimized HLO), so the count is read from the thunk sequence it dumps
+    src = j.compile.extra["xla_command_buffers_source"]
+    assert j.compile.extra["xla_command_buffers"] >= 1, src
+    import jax
+    if tuple(int(x) for x in jax.__version__.split(".")[:2]) >= (0, 11):
+        assert src.startswith("kCommandBuffer thunks in XLA's thunk sequence"), src
     t = _ok(CellSpec("gpt2", "tiny", "forward", "torch-eager", "cuda"), gpu_probe)
     for m in (j, t):  # both frameworks warm cuBLAS (both dtypes) and cuDNN before the first call
         assert {"gemm_s", "gemm_bf16_s", "conv_s"} <= set(m.settings["device_init"]), m.settings["device_init"]

@@ -8,7 +8,11 @@ cost and memory analyses of the compiled executable are recorded with the cell.
 
 from __future__ import annotations
 
+import glob
+import os
 import re
+import shutil
+import tempfile
 import time
 from typing import Any, Callable
 
@@ -42,12 +46,49 @@ def stablehlo_size(text: str) -> int:
 
 
 def command_buffers(optimized_hlo: str) -> int:
-    """Command buffers (XLA's CUDA graphs) in a compiled GPU program: XLA's command-buffer
-    scheduling outlines each run of at least ``xla_gpu_graph_min_graph_size`` capturable
-    kernels into a computation named ``command_buffer`` (``.N`` when there are several) and
-    replays it as one graph. A program with fewer kernels than that in a row, one GEMM for
-    instance, has none: its kernels are launched one by one."""
+    """Command buffers outlined at HLO level (XLA before its thunk pass): the command-buffer
+    scheduling pass put each run of at least ``xla_gpu_graph_min_graph_size`` capturable
+    kernels into a computation named ``command_buffer`` (``.N`` when there are several)."""
     return len(set(re.findall(r"%?\b(command_buffer(?:\.\d+)?)\s*\(", optimized_hlo)))
+
+
+THUNK_DUMP = "*thunk_sequence_after_thunk_passes*.txt"
+
+
+def thunk_command_buffers(dump_dir: str) -> int | None:
+    """Command buffers in the thunk sequence XLA runs, from its dump (None: no such dump).
+    Newer XLA forms them on the thunk sequence, after the HLO is final: jaxlib 0.11.2's CUDA
+    plugin holds only ``CommandBufferConversionPass`` (command_buffer_conversion_pass.cc, pass
+    "command-buffer-conversion", run on a ``ThunkSequence``; flag
+    ``xla_gpu_experimental_enable_command_buffer_on_thunks``, default true) and no HLO-level
+    command-buffer scheduling, so its optimized HLO never holds a ``command_buffer``
+    computation, whatever it replays. Each ``kCommandBuffer`` thunk is one graph."""
+    files = glob.glob(os.path.join(dump_dir, "**", THUNK_DUMP), recursive=True)
+    if not files:
+        return None
+    return sum(len(re.findall(r"\bkCommandBuffer\b", open(f, errors="replace").read())) for f in files)
+
+
+def count_command_buffers(lowered: Any, optimized_hlo: str) -> dict[str, Any]:
+    """What XLA replays as graphs on a GPU, read from the program: the same lowered program
+    compiled once more, untimed, with XLA's dump on, its thunk sequence counted; where that
+    XLA writes no thunk sequence (one that outlines command buffers at HLO level), the
+    optimized HLO's ``command_buffer`` computations."""
+    folder = tempfile.mkdtemp(prefix="stackwars-xla-dump-")
+    why = None
+    try:
+        lowered.compile(compiler_options={"xla_dump_to": folder})
+        n = thunk_command_buffers(folder)
+        if n is not None:
+            return {"xla_command_buffers": n, "xla_command_buffers_source": "kCommandBuffer thunks in XLA's thunk "
+                    "sequence after its thunk passes (a second, untimed compile with xla_dump_to)"}
+        why = "no thunk-sequence dump (an XLA that outlines command buffers at HLO level)"
+    except Exception as exc:  # noqa: BLE001 - the count falls back to the HLO, saying why
+        why = f"the dumping compile failed: {type(exc).__name__}: {exc}"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"xla_command_buffers": command_buffers(optimized_hlo),
+            "xla_command_buffers_source": f"command_buffer computations in the optimized HLO ({why})"}
 
 
 class JaxJit(JaxBackend):
@@ -102,7 +143,7 @@ class JaxJit(JaxBackend):
             extra["xla_cost_analysis_error"] = repr(exc)
         extra["persistent_cache"] = dict(self.events.cache)
         if self.device.platform == "gpu":  # what XLA replays as graphs, read from the program itself
-            extra["xla_command_buffers"] = command_buffers(self.stages["compiled"].as_text())
+            extra.update(count_command_buffers(self.stages["lowered"], self.stages["compiled"].as_text()))
         extra["ir_size"] = dict(self.stages.get("ir_size") or {})
         return CompileStats(
             total_s=sum(times.values()),

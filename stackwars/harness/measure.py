@@ -161,7 +161,7 @@ def graph_replay(prepared: Prepared, cell: CellSpec) -> tuple[Any, dict[str, Any
     if cell.backend.startswith("jax") or cell.backend == "torch-mlir-xla":
         return None, {"replayed": False, "why": "timed as calls: XLA replays its own command buffers (CUDA graphs) "
                                                 "where it formed them, runs of at least xla_gpu_graph_min_graph_size "
-                                                "kernels (jax-jit's compile stats count them: xla_command_buffers)"}
+                                                "kernels (jax-jit's compile stats count them from the thunk sequence: xla_command_buffers)"}
     if cell.backend == "torch-cudagraphs":
         return None, {"replayed": False, "why": "torch.compile(mode='reduce-overhead') already replays CUDA graphs"}
     if prepared.graph_replay is None:

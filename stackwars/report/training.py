@@ -102,7 +102,7 @@ def summary(rows: list[Mapping[str, Any]], title: str) -> Group:
             steady_txt = fmt.seconds(steady[0]) if steady else fmt.DASH
         last = rs[-1]
         table.add_row(backend, str(b), fmt.seconds(rs[0]["epoch_s"]), fmt.seconds(rs[0]["compile_s"]),
-                      steady_txt, fmt.seconds(statistics.median(r["data_s"] for r in rs)),
+                      steady_txt, fmt.seconds(statistics.median(r["data_s"] for r in (rs[1:] or rs))),
                       f"{last['train_loss']:.4f}", f"{100 * last['val_acc']:.2f}%",
                       f"{100 * last['test_acc']:.2f}%" if last.get("test_acc") is not None else fmt.DASH,
                       status)
@@ -121,7 +121,8 @@ def summary(rows: list[Mapping[str, Any]], title: str) -> Group:
         parts.append(gt)
     parts.append(Text("first epoch: wall time of epoch 1's training loop, compilation included (shown apart); "
                       "steady epoch: epochs 2..N; data in epoch: the on-device shuffle (placement=device) or "
-                      "the per-batch host-to-device copies (placement=host), median over epochs; evaluation "
+                      "the per-batch host-to-device copies (placement=host), median over the steady epochs (epoch 1 alone "
+                      "where there is no other; a compiled shuffle's compile is the first epoch's compile); evaluation "
                       "is timed apart and not included; diverged: the loss became NaN, infinite or over 100x "
                       "chance (100 ln 10) and the training stopped; (contended): other processes took over 5% of the CPUs during those "
                       "epochs.", style="dim"))

@@ -433,6 +433,8 @@ class Env:
             parts.append(f"threads: {threads} per framework")
         if d.get("git_revision"):
             parts.append(f"stackwars {d['git_revision'][:10]}{'+dirty' if d.get('git_dirty') else ''}")
+        elif (d.get("versions") or {}).get("stackwars"):  # not a git checkout of its own: the package's version
+            parts.append(f"stackwars {d['versions']['stackwars']} (no git checkout)")
         return " | ".join(parts)
 
 

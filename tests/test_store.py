@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 import sqlite3
 
 import pytest
@@ -141,3 +142,27 @@ def test_many_processes_create_one_new_database_at_once(tmp_path):
     versions = [v for (v,) in conn.execute("SELECT version FROM schema_version ORDER BY version")]
     assert versions == list(range(1, dbmod.LATEST + 1))
     assert conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 16
+
+
+def test_the_version_comes_from_the_project_not_from_a_repository_around_it(tmp_path):
+    """An H100 run of a checkout copied without its .git into another repository's folder named
+    that repository's commit as stackwars's."""
+    import shutil
+    import subprocess
+
+    from stackwars.harness.env import _git
+
+    outer = tmp_path / "other-project"
+    (outer / "copy" / "stackwars").mkdir(parents=True)
+    run = lambda *a: subprocess.run(["git", "-C", str(outer), *a], check=True, capture_output=True)  # noqa: E731
+    run("init", "-q")
+    (outer / "file").write_text("x")
+    run("add", "file")
+    run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "other")
+    assert _git(outer / "copy") == (None, None)  # the copy's git top level is not its own folder
+    assert _git(outer)[0] is not None and len(_git(outer)[0]) == 40  # its own root: its own commit
+    if shutil.which("git") and (Path(__file__).resolve().parents[1] / ".git").exists():
+        assert _git()[0] is not None  # this checkout is its own
+    from stackwars.records import Env
+    summary = Env({"versions": {"stackwars": "0.1.0"}, "git_revision": None}).summary()
+    assert "stackwars 0.1.0 (no git checkout)" in summary

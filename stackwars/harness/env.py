@@ -39,9 +39,17 @@ def _version(pkg: str) -> str | None:
         return None
 
 
-def _git() -> tuple[str | None, bool | None]:
-    root = Path(__file__).resolve().parents[2]
+def _git(root: Path | None = None) -> tuple[str | None, bool | None]:
+    """The project's own commit, and whether its tracked files differ from it; (None, None)
+    where the project is not a git checkout of its own. A checkout copied without its .git
+    into another repository's folder must not report that repository's commit (an H100 run
+    named another project's commit this way): the git top level must be the project's root."""
+    root = (root or Path(__file__).resolve().parents[2]).resolve()
     try:
+        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=10, check=True).stdout.strip()
+        if not top or Path(top).resolve() != root:
+            return None, None
         rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=10, check=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],

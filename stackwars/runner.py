@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import psutil
 
+from stackwars.stats import CONTENTION_THRESHOLD
 from stackwars import registry, stats
 from stackwars.errors import SpecError
 from stackwars.executors import Executor, Placement, Serial
@@ -536,7 +537,7 @@ def measure_peaks(store: Store, device: str, dtypes: Sequence[str], config: Meas
                 for part in ("gemm", "stream") if r[part].get("contended")]
         if device == "cpu" and busy:
             # a peak measured under load would make honest cells read over 100% of the roofline
-            entry["refused"] = (f"other processes took over 5% of the CPUs in every round of {', '.join(busy)}: "
+            entry["refused"] = (f"other processes took over {CONTENTION_THRESHOLD:.0%} of the CPUs in every round of {', '.join(busy)}: "
                                 "a peak measured under load is too low; not stored (rerun on a quiet machine)")
         else:
             entry["id"] = store.add_peak(key, dtype, config.matmul_precision, flops, bw, per_fw, env)

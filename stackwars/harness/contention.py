@@ -23,7 +23,9 @@ from typing import Any
 
 import psutil
 
-THRESHOLD = 0.05  # others' CPU time above 5% of the window's CPU capacity flags the cell
+from stackwars.stats import CONTENTION_THRESHOLD
+
+THRESHOLD = CONTENTION_THRESHOLD  # others' CPU time above this share of the window's CPU capacity flags the cell
 MIN_WINDOW_S = 0.25
 
 

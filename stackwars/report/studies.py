@@ -9,6 +9,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from stackwars.stats import CONTENTION_THRESHOLD as THRESHOLD
 from stackwars.report import format as fmt
 
 
@@ -148,7 +149,7 @@ def control_flow_tables(rows: Sequence[Mapping[str, Any]], title: str, notes: Se
                       "equations in the jaxpr, a loop body's counted once (jax-jit), or the calls Dynamo captured "
                       "(torch-compile: a control-flow operator or a checkpointed region is one call, its body not "
                       "counted), at the largest n; ✗: parity failed against the float64 reference; †: other "
-                      "processes took over 5% of the CPUs while the cell was timed.", style="dim"))
+                      f"processes took over {THRESHOLD:.0%} of the CPUs while the cell was timed.", style="dim"))
     if notes:
         parts.append(Text("Cliffs and failures found:", style="bold"))
         parts.extend(Text(f"- {n}") for n in notes)
@@ -197,7 +198,7 @@ def vmap_table(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequence[st
                       "block, thousands of calls), memory: the high-water mark over the worker's baseline (device "
                       "allocator on a GPU); S5's method: 1000 calls between two perf_counter reads with no "
                       "synchronisation, psutil's RSS read after each call, first call excluded; †: other "
-                      "processes took over 5% of the CPUs while the cell was timed (left out of the findings).",
+                      f"processes took over {THRESHOLD:.0%} of the CPUs while the cell was timed (left out of the findings).",
                       style="dim"))
     return _with_findings(parts, notes)
 

@@ -19,6 +19,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from stackwars.stats import CONTENTION_THRESHOLD as THRESHOLD
 from stackwars.report import format as fmt
 
 CSV_COLUMNS = ("framework", "backend", "batch_size", "epoch", "epoch_s", "includes_compile", "compile_s",
@@ -124,7 +125,7 @@ def summary(rows: list[Mapping[str, Any]], title: str) -> Group:
                       "the per-batch host-to-device copies (placement=host), median over the steady epochs (epoch 1 alone "
                       "where there is no other; a compiled shuffle's compile is the first epoch's compile); evaluation "
                       "is timed apart and not included; diverged: the loss became NaN, infinite or over 100x "
-                      "chance (100 ln 10) and the training stopped; (contended): other processes took over 5% of the CPUs during those "
+                      f"chance (100 ln 10) and the training stopped; (contended): other processes took over {THRESHOLD:.0%} of the CPUs during those "
                       "epochs.", style="dim"))
     return Group(*parts)
 

@@ -27,6 +27,7 @@ import math
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping, Sequence
 
+from stackwars.harness.contention import THRESHOLD
 from stackwars import registry
 from stackwars.errors import SpecError
 from stackwars.records import CellSpec, Measurement
@@ -148,7 +149,9 @@ def fits(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         out.append({"workload": key[0], "phase": key[1], "backend": key[2], "impl": key[3], "remat": key[4],
                     "n": [r["n"] for r in rs], "statuses": [r["status"] for r in rs],
                     "compile_slope": slope(ns, [r["compile_s"] for r in ok]),
-                    "steady_slope": slope(ns, [r["steady_median_s"] for r in ok]),
+                    # a time from a busy machine decides nothing (report/gate.py): not in the slope
+                    "steady_slope": slope([r["n"] for r in ok if not r.get("contended")],
+                                          [r["steady_median_s"] for r in ok if not r.get("contended")]),
                     "memory_slope": slope(ns, [r["memory_added_bytes"] for r in ok]),
                     "ir_slope": slope(ns, [r["ir_ops"] for r in ok]),
                     "max_n": max(ns) if ns else None,
@@ -230,7 +233,8 @@ def cliffs(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             continue
         eager = by.get((f["workload"], f["phase"], "torch-eager", f["impl"], f["remat"]))
         e_top = (eager or {}).get("at_max")
-        if not e_top or e_top["n"] != top["n"] or not e_top["steady_median_s"] or not top["steady_median_s"]:
+        if not e_top or e_top["n"] != top["n"] or not e_top["steady_median_s"] or not top["steady_median_s"] \
+                or e_top.get("contended") or top.get("contended"):  # times from a busy machine compare nothing
             continue
         if top["steady_median_s"] >= 0.7 * e_top["steady_median_s"]:
             reason = f"; Dynamo: {top['break_reason']}" if top.get("break_reason") else ""
@@ -261,8 +265,8 @@ def cliffs(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                              f"vs {fmt.seconds(best['steady_median_s'])})")
     contended = [r for r in rows if r.get("contended")]
     if contended:
-        notes.append(f"{len(contended)} cell(s) ran while other processes took over 5% of the CPUs (marked †): their "
-                     "times are not comparable")
+        notes.append(f"{len(contended)} cell(s) ran while other processes took over {THRESHOLD:.0%} of the CPUs "
+                     "(marked †): their times are not compared")
     failing = [r for r in rows if r["status"] in ("error", "timeout", "parity_fail")]
     for r in failing:
         notes.append(f"{r['workload']} {r['phase']} · {r['backend']} · impl={r['impl']} n={r['n']}: {r['status']}"

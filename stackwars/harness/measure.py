@@ -23,8 +23,9 @@ Order of events, each phase kept apart and its wall time kept in ``timeline``:
    mismatch is status ``parity_fail``; timings are kept.
 
 Before the framework is imported and after the parity check, the machine's canary
-(stackwars/canary.py, ``canary``: a fixed program, 15-60 ms both together) says whether the
-host ran at its usual speed; a process whose canary is off its run's decides nothing.
+(stackwars/canary.py, ``canary``: a fixed program, about 60 ms both together on the 2-core
+VM) says whether the host ran at its usual speed; a process whose canary is off its run's
+decides nothing.
 
 The harness's own cost of a cell (``overhead_s`` in the row) is the worker's wall time
 minus the measured windows (first call, second call, warm-up, steady state) and the

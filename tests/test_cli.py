@@ -68,7 +68,7 @@ def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
            "-b", "jax-jit", "--phase", "forward", "--min-time", "0.15", "--db", str(db), "--json", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={"COLUMNS": "250", **_env()})
     assert done.returncode == 0, done.stderr
-    for header in ("First Run", "Second Run", "Avg Steady State", "± (IQR)", "peak mem", "parity", "status"):
+    for header in ("First Run", "Second Run", "Avg Steady State", "± (IQR)", "memory", "parity", "status"):
         assert header in done.stdout
     # three processes a cell, or up to six where a verdict could not decide (a busy machine)
     assert "ffn · tiny · forward · cpu · float32" in done.stdout and re.search(r"\b[3-6]/[3-6] procs", done.stdout)

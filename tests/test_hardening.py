@@ -230,3 +230,15 @@ def to_text_of(renderable) -> str:
     console = Console(width=250, record=True, color_system=None, file=io.StringIO())
     console.print(renderable)
     return console.export_text()
+
+
+def test_a_stop_by_signal_removes_this_processs_own_folders_only(tmp_path):
+    """A signal that lands between making a folder and the block that removes it left a cold
+    cache behind (seen once in a SIGTERM test under load); the stop removes this process's own."""
+    from stackwars.harness import tmp
+
+    mine = tmp_path / f"stackwars-cold-cache-{os.getpid()}-abc123"
+    live = tmp_path / f"stackwars-cold-cache-{os.getppid()}-def456"  # a live process's: never touched
+    for d in (mine, live):
+        d.mkdir()
+    assert tmp.remove_own(str(tmp_path)) == [str(mine)] and not mine.exists() and live.exists()

@@ -128,6 +128,11 @@ def interruptible() -> Iterator[None]:
     previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
+    except (KeyboardInterrupt, Interrupted):
+        from stackwars.harness import tmp
+
+        tmp.remove_own()  # what a signal left between making a folder and the block that removes it
+        raise
     finally:
         for s, h in previous.items():
             signal.signal(s, h)

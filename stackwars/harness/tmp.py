@@ -47,3 +47,21 @@ def sweep(directory: str | None = None) -> list[str]:
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
+
+
+def remove_own(directory: str | None = None) -> list[str]:
+    """Remove this process's own directories: on a stop by signal, those a ``finally`` could
+    not reach (the signal landed between creating one and entering the block that removes it)."""
+    root = directory or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    for name in names:
+        if name.startswith(PREFIX) and owner(name) == os.getpid():
+            path = os.path.join(root, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+    return removed

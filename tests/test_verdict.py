@@ -479,3 +479,14 @@ def test_a_user_models_command_names_its_file(tmp_path, monkeypatch):
     _, found = _store(tmp_path / "u.db", cells)
     (v,) = vd.verdicts(found)
     assert v["command"] == f"stackwars run {path}:net --preset tiny --phase forward -b torch-eager --processes 3"
+
+
+def test_a_busy_top_up_is_asked_only_where_it_can_reach_a_verdict(tmp_path):
+    """A run of one process a cell (capped at two) on a busy machine: one more process could
+    never give three clean ones, so none is asked for (it would cost a process and decide nothing)."""
+    cells = [_cell("torch-eager", 1.0, 0, contended=True), _cell("jax-jit", 0.5, 0)]
+    _, found = _store(tmp_path / "one.db", cells)
+    (v,) = vd.verdicts(found)
+    assert v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine"
+    assert vd.more_processes([v], max_processes=2) == {}
+    assert vd.more_processes([v], max_processes=6)["gemm/small/forward/torch-eager/cpu/float32"] == 3

@@ -31,6 +31,7 @@ minimum of noisy estimates). Rows say how many candidates each side had.
 from __future__ import annotations
 
 import io
+import statistics
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -289,14 +290,16 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
 def _fastest_busy(row: Mapping[str, Any]) -> float:
     """The lowest per-process median of a cell's busy processes: busy slows a program, never
     speeds it, so a clean measurement of it would be at most about this."""
-    medians = [stats.summarize(s).median for s in row.get("busy_samples") or ()]
+    medians = [statistics.median(s) for s in row.get("busy_samples") or () if s]
     return min(medians) if medians else (row.get("busy_figures") or {}).get("steady_median_s") or float("inf")
 
 
 def more_processes(found: Sequence[Mapping[str, Any]], max_processes: int) -> dict[str, int]:
     """The processes worth adding once, per cell id, to the two best cells of a verdict that
-    could not decide: as many as were left out for a busy machine, or, for a CI too wide
-    (noisy), as many again as it has; never beyond ``max_processes`` a cell. (A second look at
+    could not decide: for a busy machine, as many as a verdict's clean processes still need
+    (and to a backend measured only while busy that might be a side's best, that many), where
+    the cap lets them reach it; for a CI too wide (noisy), as many again as it has; never
+    beyond ``max_processes`` a cell. (A second look at
     a noisy comparison raises the chance of a false winner a little; one look more at most.)"""
     out: dict[str, int] = {}
     for v in found:
@@ -305,15 +308,17 @@ def more_processes(found: Sequence[Mapping[str, Any]], max_processes: int) -> di
             continue
         for fw, _ in FRAMEWORKS:
             if v.get(f"{fw}_cell"):
-                have = v[f"{fw}_processes"] + v.get(f"{fw}_processes_busy", 0)
-                want = max(0, stats.MIN_PROCESSES - v[f"{fw}_processes"]) if tag == "busy machine" \
-                    else v[f"{fw}_processes"]
+                clean = v[f"{fw}_processes"]
+                have = clean + v.get(f"{fw}_processes_busy", 0)
+                want = max(0, stats.MIN_PROCESSES - clean) if tag == "busy machine" else clean
                 add = min(want, max_processes - have)
-                if add > 0:
+                # a busy machine's top-up only where it can reach a verdict's clean processes (a run of one
+                # process, capped at two, cannot: it would cost a process and decide nothing)
+                if add > 0 and (tag != "busy machine" or clean + add >= stats.MIN_PROCESSES):
                     out[v[f"{fw}_cell"]] = max(out.get(v[f"{fw}_cell"], 0), add)
             for x in v.get(f"{fw}_busy_candidates") or ():  # measured only while busy: as many clean ones as needed
                 add = min(stats.MIN_PROCESSES, max_processes - x["processes_busy"])
-                if add > 0:
+                if add >= stats.MIN_PROCESSES:
                     out[x["cell"]] = max(out.get(x["cell"], 0), add)
     return out
 

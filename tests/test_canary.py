@@ -20,12 +20,11 @@ from typer.testing import CliRunner
 from stackwars import canary
 from stackwars.cli import app
 from stackwars.harness.timer import Timer
-from stackwars.records import MeasureConfig, Parity
+from stackwars.records import Parity
 from stackwars.report import compare as cmp
 from stackwars.report import verdict as vd
-from stackwars.store.results import Store, rows
 from tests.factories import measurement
-from tests.test_verdict import MACHINE, SyntheticMachine
+from tests.test_verdict import SyntheticMachine, _store
 
 runner = CliRunner()
 
@@ -61,15 +60,6 @@ def _process(backend: str, proc: int, factor: float, seed: int, centre: float = 
                            "after": canary.reading(FakeClock(factor, rng), lanes=2)}}
     return dataclasses.replace(m, spec=dataclasses.replace(m.spec, repeat=proc), settings=settings,
                                parity=Parity(max_rel_err=1e-7, tolerance=2e-4))
-
-
-def _store(path, cells):
-    with Store(path) as store:
-        run_id = store.create_run([m.spec for m in cells], {"measure": MeasureConfig().to_dict()}, command="t")
-        session = store.start_session(run_id, MACHINE)
-        for m in cells:
-            store.add_cell(run_id, session, m)
-        return run_id, rows(store, run_id)
 
 
 def test_processes_of_a_slowed_machine_are_flagged_and_decide_nothing(tmp_path):

@@ -30,8 +30,8 @@ def owner(name: str) -> int | None:
     return int(m.group("pid")) if m else None
 
 
-def sweep(directory: str | None = None) -> list[str]:
-    """Remove stackwars temporary directories whose owner process is gone; returns them."""
+def _remove(directory: str | None, whose) -> list[str]:
+    """Remove the stackwars temporary directories whose owner's pid ``whose`` accepts; returns them."""
     root = directory or tempfile.gettempdir()
     removed = []
     try:
@@ -40,7 +40,7 @@ def sweep(directory: str | None = None) -> list[str]:
         return removed
     for name in names:
         pid = owner(name) if name.startswith(PREFIX) else None
-        if pid is None or pid == os.getpid() or psutil.pid_exists(pid):
+        if pid is None or not whose(pid):
             continue
         path = os.path.join(root, name)
         if os.path.isdir(path) and not os.path.islink(path):
@@ -49,19 +49,12 @@ def sweep(directory: str | None = None) -> list[str]:
     return removed
 
 
+def sweep(directory: str | None = None) -> list[str]:
+    """Remove stackwars temporary directories whose owner process is gone; returns them."""
+    return _remove(directory, lambda pid: pid != os.getpid() and not psutil.pid_exists(pid))
+
+
 def remove_own(directory: str | None = None) -> list[str]:
     """Remove this process's own directories: on a stop by signal, those a ``finally`` could
     not reach (the signal landed between creating one and entering the block that removes it)."""
-    root = directory or tempfile.gettempdir()
-    removed = []
-    try:
-        names = os.listdir(root)
-    except OSError:
-        return removed
-    for name in names:
-        if name.startswith(PREFIX) and owner(name) == os.getpid():
-            path = os.path.join(root, name)
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-                removed.append(path)
-    return removed
+    return _remove(directory, lambda pid: pid == os.getpid())

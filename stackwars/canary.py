@@ -138,8 +138,7 @@ def run_canary(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     values = [v for r in rows for v in readings(r)]
     if not values:
         return None
-    return {"s": float(np.quantile(values, BASE_QUANTILE)), "median_s": float(statistics.median(values)),
-            "noise": tolerance(rows), "readings": len(values)}
+    return {"s": float(np.quantile(values, BASE_QUANTILE)), "noise": tolerance(rows), "readings": len(values)}
 
 
 def judge(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -1,8 +1,8 @@
 """One gate for every claim: which processes of a cell may decide anything.
 
 A process decides only when it was measured on a quiet machine: no other process (or the
-hypervisor) took more than 5% of its CPUs while it was timed (``contended``,
-harness/contention.py), and the machine's canary read what the rest of its run read
+hypervisor) took more than ``stats.CONTENTION_THRESHOLD`` of its CPUs while it was timed
+(``contended``, harness/contention.py), and the machine's canary read what the rest of its run read
 (``slowed``, stackwars/canary.py). Every figure that ranks or judges (the tables' steady
 state, first and second call, memory, "vs best"; the verdict's ratio, compile break-even
 and memory ratio; ``compare``; the report's claims) is computed from the clean processes
@@ -36,8 +36,10 @@ def timed(group: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def split(group: Iterable[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
     """(clean, busy) among a cell's timed processes."""
-    t = timed(group)
-    return [r for r in t if busy_reason(r) is None], [r for r in t if busy_reason(r) is not None]
+    clean, busy = [], []
+    for r in timed(group):
+        (clean if busy_reason(r) is None else busy).append(r)
+    return clean, busy
 
 
 def reasons(busy: Iterable[Mapping[str, Any]]) -> str:

@@ -159,8 +159,9 @@ def added_memory(row: Mapping[str, Any]) -> int | None:
 # each compiled backend's eager counterpart: what its first call must pay back against
 EAGER_OF = {"jax-jit": "jax-eager", "torch-compile": "torch-eager", "torch-compile-max-autotune": "torch-eager",
             "torch-cudagraphs": "torch-eager", "torch-mlir-xla": "torch-eager"}
-TIMED = gate.TIMED
-FIGURES = ("steady_median_s", "first_call_s", "second_call_s", "memory_added_bytes")
+# every figure a combined row derives from its processes: none of them for a cell measured only while busy
+FIGURES = ("steady_median_s", "first_call_s", "second_call_s", "memory_added_bytes", "steady_ci_low_s",
+           "steady_ci_high_s", "steady_iqr_s", "noisy", "process_medians", "achieved_flops_per_s", "roofline_fraction")
 
 
 def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = stats.NOISE_THRESHOLD) -> list[Mapping[str, Any]]:
@@ -190,23 +191,14 @@ def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = stat
         row.update(parity_max_rel_err=max(errs) if errs else None,
                    peak_memory_bytes=max((r["peak_memory_bytes"] for r in group if r.get("peak_memory_bytes")),
                                          default=None))
-        if row["busy"]:
-            row["busy_figures"] = _figures(busy, noise_threshold)
         if clean:
             row.update(_figures(clean, noise_threshold))
-        elif timed_none(group):  # nothing timed: what the processes recorded (a failed cell's first call)
+        elif busy:  # every timed process busy: no figure decides anything; what they read, for display
+            row.update(dict.fromkeys(FIGURES), busy_figures=_figures(busy, noise_threshold))
+        else:  # nothing timed (failed, unsupported): what the processes recorded, a failed cell's first call
             row.update(_figures(list(group), noise_threshold))
-        else:  # every timed process busy: no figure decides anything
-            row.update(dict.fromkeys((*FIGURES, "steady_ci_low_s", "steady_ci_high_s", "steady_iqr_s", "noisy",
-                                      "process_medians", "achieved_flops_per_s", "roofline_fraction")))
         out.append(row)
     return out
-
-
-def timed_none(group: list[Mapping[str, Any]]) -> bool:
-    """No process of the cell has timings (it failed, or was not supported): its row keeps
-    what its processes recorded (first call of a failed cell, memory), nothing to gate."""
-    return not gate.timed(group)
 
 
 def _figures(used: list[Mapping[str, Any]], noise_threshold: float) -> dict[str, Any]:

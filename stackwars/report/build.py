@@ -439,7 +439,7 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
              fmt.seconds(e["saving_per_call_s"]), e["verdict"] + (" ?" if e["doubtful"] else "")) for e in evens),
             "calls after which the compiled backend's first call (trace + compile) is paid back by its faster "
             "steady state, from processes measured on a quiet machine; ? = noisy (the spread between processes is "
-            "over a tenth of the median)"))
+            f"over {stats.NOISE_THRESHOLD:.0%} of the median)"))
         doc.sections.append(be)
         mem = memory_figure(groups)
         if mem:

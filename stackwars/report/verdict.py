@@ -103,7 +103,7 @@ def _pays(side: list[Mapping[str, Any]], by_backend: Mapping[tuple, Mapping[str,
     if not clean:
         return {"verdict": "eager only"}
     c = min(clean, key=lambda r: r["steady_median_s"])
-    e = by_backend.get((tables.EAGER_OF[c["backend"]], tables.variant(c)[1]))
+    e = next(iter(_eager_of(c, by_backend)), None)
     eager = tables.EAGER_OF[c["backend"]]
     if e is not None and e["status"] == "ok" and e.get("busy"):
         return {"compiled": tables.backend_variant(c), "eager": tables.backend_variant(e), **tables.pays_after(c, e)}

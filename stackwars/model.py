@@ -244,12 +244,11 @@ class UserWorkload(Workload):
         why = (f"{self.origin}: model {self.name!r}: it has lazy modules ({', '.join(lazy[:4])}"
                f"{', ...' if len(lazy) > 4 else ''}), whose shapes come from the first forward")
         batch = self.make_batch(cfg, 0)
-        inputs = [torch.as_tensor(batch[k], dtype=torch.int64 if np.issubdtype(batch[k].dtype, np.integer)
-                                  else torch.float32, device=device or "cpu") for k in self.input_names(batch)]
+        tensors = {k: torch.as_tensor(v, dtype=torch.int64 if np.issubdtype(v.dtype, np.integer) else torch.float32,
+                                      device=device or "cpu") for k, v in batch.items()}
         try:
             with torch.no_grad():
-                module(*inputs) if self.model.torch_forward is None else self.model.torch_forward(
-                    module, dict(zip(self.input_names(batch), inputs)))
+                _torch_call(self, module, tensors)  # called as every step calls it
         except Exception as exc:  # noqa: BLE001 - the user's forward, named
             raise SpecError(f"{why}; that forward raised {type(exc).__name__}: {exc}{_call_hint(self, batch, exc)}; "
                             f"give those modules their sizes") from None

@@ -12,13 +12,13 @@ import glob
 import os
 import re
 import shutil
-import tempfile
 import time
 from typing import Any, Callable
 
 import jax
 
 from stackwars.backends.jax_common import COMPILE_EVENT, JaxBackend
+from stackwars.harness import tmp
 from stackwars.records import CompileStats
 
 
@@ -74,7 +74,7 @@ def count_command_buffers(lowered: Any, optimized_hlo: str) -> dict[str, Any]:
     compiled once more, untimed, with XLA's dump on, its thunk sequence counted; where that
     XLA writes no thunk sequence (one that outlines command buffers at HLO level), the
     optimized HLO's ``command_buffer`` computations."""
-    folder = tempfile.mkdtemp(prefix="stackwars-xla-dump-")
+    folder = tmp.mkdtemp("xla-dump")  # owner-tagged: swept if this worker is killed meanwhile
     why = None
     try:
         lowered.compile(compiler_options={"xla_dump_to": folder})

@@ -125,3 +125,16 @@ def test_rows_without_a_canary_are_never_flagged():
     judged = canary.judge(plain)
     assert [r["slowed"] for r in judged] == [False] * 3 and judged[0]["canary_ratio"] is None
     assert canary.run_canary(plain) is None
+
+
+def test_the_canary_imports_no_framework_and_leaves_no_thread_behind():
+    """It runs in the worker before the framework is imported and its device initialised: a
+    framework imported (or a thread left running) by it would change the process the cell runs in."""
+    import subprocess
+    import sys
+
+    code = ("import sys, threading; from stackwars import canary; canary.reading(); canary.reading(); "
+            "assert not {'torch', 'jax', 'jaxlib'} & set(sys.modules), sorted(sys.modules); "
+            "assert threading.active_count() == 1, threading.enumerate(); print('clean')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "clean", done.stderr

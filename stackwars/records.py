@@ -93,7 +93,10 @@ class MeasureConfig:
     timeout_s: float = 600.0  # wall clock per cell, worker start to result
     threads: int | None = None  # CPU thread budget for both frameworks; None = all CPUs of the run
     matmul_precision: str = "float32"  # float32: exact fp32 matmuls in both; tf32: TF32 allowed in both
-    cache_dir: str | None = None  # None: cold compile caches (a fresh directory per cell)
+    cache_dir: str | None = None  # None: the run's own caches, per cell (see cold_every_process)
+    # False: a cell's first process starts from empty compile caches, its later ones from what the
+    # earlier left (warm; each record says which); True: every process starts cold
+    cold_every_process: bool = False
     noise_threshold: float = stats.NOISE_THRESHOLD  # IQR/median above this flags the cell as noisy
     seed: int = 0
     memory_limit_bytes: int | None = None  # RSS watchdog on the worker; None = no limit

@@ -246,7 +246,10 @@ def validate_config(config: MeasureConfig) -> None:
 
 def _measurement(spec: CellSpec, framework: str, outcome: Outcome) -> Measurement:
     if outcome.result and "spec" in outcome.result:
-        return replace(Measurement.from_dict(outcome.result), wall_s=outcome.wall_s)
+        m = Measurement.from_dict(outcome.result)
+        process = outcome.result.get("process_settings")
+        settings = {**(m.settings or {}), "process": process} if process else m.settings
+        return replace(m, wall_s=outcome.wall_s, settings=settings)
     return Measurement(spec=spec, status=outcome.status, framework=framework, error=outcome.error, wall_s=outcome.wall_s,
                        settings={"stage": outcome.stage} if outcome.stage else {})
 
@@ -321,18 +324,19 @@ def preflight(spec: CellSpec, host_available: int | None = None, device_free: in
 
 def measure_one(spec: CellSpec, config: MeasureConfig, probe: Mapping[str, Any], peak: Mapping[str, Any] | None,
                 inline: bool = False, reference_dir: str | None = None, run_id: str | None = None,
-                placement: Placement | None = None) -> Measurement:
+                placement: Placement | None = None, cache_root: str | None = None) -> Measurement:
     """One cell in a fresh worker. ``reference_dir``: the run's shared reference cache (see
     harness/reference.py); without one the cell computes its own reference. With
     ``config.profile_steps``, the trace goes to ``config.profile_dir``/``run_id``.
-    ``placement``: where an executor puts it (its GPU, its cores); recorded on the cell."""
-    m = _measure_one(spec, config, probe, peak, inline, reference_dir, run_id, placement)
+    ``placement``: where an executor puts it (its GPU, its cores); recorded on the cell.
+    ``cache_root``: the run's compile caches, a folder per cell (``cell_cache``)."""
+    m = _measure_one(spec, config, probe, peak, inline, reference_dir, run_id, placement, cache_root)
     if placement is None:
         return m
     return replace(m, settings={**(m.settings or {}), "placement": placement.to_dict()})
 
 
-def _measure_one(spec, config, probe, peak, inline, reference_dir, run_id, placement) -> Measurement:
+def _measure_one(spec, config, probe, peak, inline, reference_dir, run_id, placement, cache_root) -> Measurement:
     bspec = registry.backend(spec.backend)
     ok, reason = bspec.availability(probe, spec.device, dict(spec.options))
     if ok:
@@ -347,28 +351,50 @@ def _measure_one(spec, config, probe, peak, inline, reference_dir, run_id, place
                            settings={"memory_guard": {"kind": "pre-flight estimate", **too_big}})
     own_reference = reference_first(spec, config, reference_dir, placement, inline) \
         if refmod.own_worker_wanted(wl, spec.device, config.parity_mode, reference_dir) else None
-    cold = config.cache_dir is None
-    cache_dir = tmp.mkdtemp("cold-cache") if cold else config.cache_dir
+    cache_dir, source, remove = cell_cache(spec, config, cache_root)
     try:
         task = {
             "target": "stackwars.harness.measure:measure_cell",
             "kwargs": {"spec": spec.to_dict(), "config": config.to_dict(), "peak": dict(peak or {}),
-                       "cache": {"source": "fresh per cell" if cold else "shared directory", "dir": cache_dir},
+                       "cache": {"source": source, "dir": cache_dir},
                        "reference_dir": reference_dir, "profile_to": profile_folder(config, run_id)},
             "process": {"threads": config.threads, "device": spec.device, "cache_dir": cache_dir,
                         "env": {**bspec.process_env(dict(spec.options), spec.device),
                                 **wl.process_env(wl.config(spec.preset, dict(spec.overrides)), spec.device),
                                 **(dict(placement.env) if placement else {})},
-                        "cpus": list(placement.cpus) if placement and placement.cpus else None},
+                        "cpus": list(placement.cpus) if placement and placement.cpus else None,
+                        # forked from a server that preloaded the framework; each process number of
+                        # a cell from a server of its own (harness/forkserver.py)
+                        "preload": list(bspec.preload), "generation": spec.repeat},
         }
         outcome = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
     finally:
-        if cold:
+        if remove:
             shutil.rmtree(cache_dir, ignore_errors=True)
     m = _measurement(spec, bspec.framework, outcome)
     if own_reference is None:
         return m
     return replace(m, settings={**(m.settings or {}), "reference_worker": own_reference})
+
+
+def cell_cache(spec: CellSpec, config: MeasureConfig, cache_root: str | None) -> tuple[str, str, bool]:
+    """The compile-cache folder of one cell-process, what it is, and whether it is removed after:
+    the user's ``--warm-cache`` folder; else, in a run, the cell's own folder under
+    ``cache_root``, empty for its first process (cold: the first call measured from nothing)
+    and holding what the earlier processes compiled for the later ones (Inductor's FX-graph,
+    AOTAutograd and autotuning caches, JAX's executables and XLA's autotuning results); else
+    (``cold_every_process``, or no run folder) a fresh folder, removed after. The worker
+    records the mode the folder was in (``settings.cache.mode``), and only cold processes give
+    first-call figures (report/tables.py)."""
+    if config.cache_dir is not None:
+        return config.cache_dir, "shared directory", False
+    if cache_root and not config.cold_every_process:
+        import hashlib
+
+        folder = os.path.join(cache_root, hashlib.sha256(spec.key.split("#r")[0].encode()).hexdigest()[:16])
+        os.makedirs(folder, exist_ok=True)
+        return folder, "the cell's own, kept between its processes in this run", False
+    return tmp.mkdtemp("cold-cache"), "fresh per process", True
 
 
 def reference_first(spec: CellSpec, config: MeasureConfig, reference_dir: str, placement: Placement | None = None,
@@ -383,7 +409,8 @@ def reference_first(spec: CellSpec, config: MeasureConfig, reference_dir: str, p
             "kwargs": {"spec": spec.to_dict(), "config": config.to_dict(), "reference_dir": reference_dir},
             "process": {"threads": config.threads, "device": spec.device, "cache_dir": None,
                         "env": dict(placement.env) if placement else {},
-                        "cpus": list(placement.cpus) if placement and placement.cpus else None}}
+                        "cpus": list(placement.cpus) if placement and placement.cpus else None,
+                        "preload": ["stackwars.harness.reference"]}}
     outcome = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
     out = {"status": outcome.status, "wall_s": outcome.wall_s}
     if outcome.result:
@@ -425,6 +452,7 @@ class CellMeasure:
     inline: bool = False
     plugins: str | None = None
     machine: Mapping[str, Any] | None = None  # the run's machine (its fingerprint's CPU and GPUs)
+    caches: str | None = None  # the run's compile caches, a folder per cell (runner.cell_cache)
 
     def __call__(self, spec: CellSpec, placement: Placement) -> Measurement:
         if self.plugins and not os.environ.get("STACKWARS_PLUGINS"):
@@ -434,7 +462,8 @@ class CellMeasure:
         if placement.kind and home.data.get("cpu_model") and not home.same_kind(placement.kind):
             peak = None  # the stored roofline is this machine's, not that of the node the cell was placed on
         return measure_one(spec, self.config, self.probe, peak, self.inline,
-                           reference_dir=self.reference_dir, run_id=self.run_id, placement=placement)
+                           reference_dir=self.reference_dir, run_id=self.run_id, placement=placement,
+                           cache_root=self.caches)
 
 
 def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: MeasureConfig, env: Mapping[str, Any],
@@ -454,13 +483,15 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
     # the float64 references of this run, each computed by the first cell that needs it, in a
     # folder every cell sees (none where the executor's hosts share no folder: each cell its own)
     references = executor.scratch("reference")
+    # the compile caches of this run's cells: each cell's first process cold, its later ones warm
+    caches = executor.scratch("caches")
     try:
         specs = list(specs)
         peaks = {(s.device, s.dtype): store.latest_peak(envmod.device_key(env, s.device), s.dtype,
                                                         config.matmul_precision) for s in specs}
         measure = CellMeasure(config, dict(env.get("probe", {})), peaks, references, run_id, inline,
                               os.environ.get("STACKWARS_PLUGINS"),
-                              {k: env.get(k) for k in ("cpu_model", "cpu_count_logical", "gpus")})
+                              {k: env.get(k) for k in ("cpu_model", "cpu_count_logical", "gpus")}, caches)
         for m in executor.run(specs, measure, on_start):
             try:
                 store.add_cell(run_id, session, m)
@@ -473,8 +504,9 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
             if on_done:
                 on_done(m)
     finally:
-        if references:
-            shutil.rmtree(references, ignore_errors=True)
+        for folder in (references, caches):
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
     return done
 
 

@@ -22,8 +22,13 @@ pytestmark = pytest.mark.slow
 
 
 def _worker_pids():
-    return {p.pid for p in psutil.process_iter(["cmdline"])
-            if p.info["cmdline"] and "stackwars.harness.worker" in " ".join(p.info["cmdline"])}
+    """Workers: spawned ones, and the children forked from a fork server (the servers
+    themselves stay, for the next cells)."""
+    cmds = {p.pid: (" ".join(p.info["cmdline"] or []), p.info["ppid"])
+            for p in psutil.process_iter(["cmdline", "ppid"])}
+    server = "stackwars.harness.forkserver"
+    return {pid for pid, (cmd, ppid) in cmds.items()
+            if "stackwars.harness.worker" in cmd or (server in cmd and server in cmds.get(ppid, ("", 0))[0])}
 
 
 def test_faulty_cells_get_their_status_and_the_run_goes_on(plugins_env, tmp_path):

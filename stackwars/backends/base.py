@@ -59,6 +59,17 @@ class Prepared:
     notes: dict[str, Any] = field(default_factory=dict)  # what ran, recorded with the cell
 
 
+# a framework's modules every cell-process of its backends imports, or would import later
+# while the harness (not the measured program) works: the compiler stack torch.compile
+# imports on its first call, the profiler the observation step uses, the measuring harness
+PRELOAD = {
+    "torch": ("stackwars.harness.measure", "torch", "torch._dynamo", "torch._inductor.compile_fx", "torch.profiler",
+              "stackwars.backends.torch_eager", "stackwars.backends.torch_compile"),
+    "jax": ("stackwars.harness.measure", "jax", "jax.numpy", "optax", "stackwars.backends.jax_eager",
+            "stackwars.backends.jax_jit"),
+}
+
+
 @dataclass(frozen=True)
 class BackendSpec:
     """What the parent knows about a backend without importing its framework."""
@@ -74,6 +85,15 @@ class BackendSpec:
     # an analysis path, not a way the framework's users run their code (torch-mlir-xla: PyTorch's
     # program handed to XLA): the verdict's "best PyTorch" is a native mode where one was measured
     analysis: bool = False
+
+    @property
+    def preload(self) -> tuple[str, ...]:
+        """What a fork server imports before it forks this backend's cell-processes
+        (harness/forkserver.py): the framework's family of built-in backends, so one server
+        serves every mode of a framework. A plugin's own module is never preloaded (it is read
+        fresh in each cell, like a user's model file)."""
+        mine = (self.impl.split(":")[0],) if self.impl.startswith("stackwars.") else ()
+        return tuple(dict.fromkeys((*PRELOAD.get(self.framework, ()), *mine)))
 
     def resolve_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(options) - set(self.option_defaults))

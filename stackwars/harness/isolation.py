@@ -65,11 +65,17 @@ def _tree_rss(proc: psutil.Process) -> int:
     return total
 
 
-def _kill_group(pid: int) -> None:
+def _kill_group(pid: int, running: bool = True) -> None:
+    """``running``: the process has not been reaped (its pid is still its own), so where it has
+    no group yet (a forked child before its setsid) it is killed alone."""
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        pass
+        if running:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def log_tail(path: str) -> str:
@@ -79,6 +85,31 @@ def log_tail(path: str) -> str:
     except OSError:
         return ""
     return text[-LOG_TAIL_CHARS:]
+
+
+def _start(task: dict[str, Any], argv: list[str], log_path: str, extra_env: dict[str, str]) -> Any:
+    """The worker's process: forked from a preloading server where the task names what to
+    preload (forkserver.py), else a fresh interpreter. Either way a new process in its own
+    session, under the environment ``settings.environment`` gives the task."""
+    from stackwars.harness import forkserver, settings
+
+    proc_settings = task.get("process") or {}
+    preload = proc_settings.get("preload")
+    if preload and forkserver.enabled():
+        env, _ = settings.environment(proc_settings.get("threads"), proc_settings.get("device", "cpu"),
+                                      proc_settings.get("cache_dir"), proc_settings.get("env"),
+                                      proc_settings.get("cpus"))
+        child, why = forkserver.fork(argv, {**env, **extra_env}, log_path, tuple(preload),
+                                     int(proc_settings.get("generation") or 0))
+        if child is not None:
+            return child
+        task.setdefault("process", {})["spawned_because"] = why.get("spawned_because")
+        with open(argv[0], "w") as f:
+            json.dump(task, f)
+    with open(log_path, "w") as log:
+        return subprocess.Popen([sys.executable, "-m", "stackwars.harness.worker", *argv],
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env={**os.environ, **extra_env})
 
 
 def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | None = None,
@@ -99,13 +130,12 @@ def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | N
                     on_progress(event)
 
         start = time.perf_counter()
-        with open(log_path, "w") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "stackwars.harness.worker", task_path, result_path],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                env={**os.environ, progress.ENV: progress_path, "STACKWARS_PARENT_PID": str(os.getpid())},
-            )
-        ps = psutil.Process(proc.pid)
+        proc = _start(task, [task_path, result_path], log_path,
+                      {progress.ENV: progress_path, "STACKWARS_PARENT_PID": str(os.getpid())})
+        try:
+            ps = psutil.Process(proc.pid)
+        except psutil.NoSuchProcess:  # a forked child that has already ended: nothing to watch
+            ps = None
         peak = 0
         killed: tuple[str, str] | None = None
         try:
@@ -117,7 +147,7 @@ def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | N
                     pass
                 relay()
                 elapsed = time.perf_counter() - start
-                if memory_limit_bytes is not None:
+                if memory_limit_bytes is not None and ps is not None:
                     rss = _tree_rss(ps)
                     peak = max(peak, rss)
                     if rss > memory_limit_bytes:
@@ -137,7 +167,7 @@ def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | N
             if proc.poll() is None:  # parent interrupted (Ctrl-C): take the worker down with it
                 _kill_group(proc.pid)
                 proc.wait()
-            _kill_group(proc.pid)  # stragglers left by a worker that exited (compile pools)
+            _kill_group(proc.pid, running=False)  # stragglers left by a worker that exited (compile pools)
         relay()
         wall = time.perf_counter() - start
         tail = log_tail(log_path)

@@ -49,34 +49,53 @@ def available_cpus() -> list[int]:
     return list(range(os.cpu_count() or 1))
 
 
-def apply(threads: int | None, device: str | None, cache_dir: str | None,
-          env: Mapping[str, str] | None = None, cpus: list[int] | None = None) -> dict[str, Any]:
-    """``cpus``: the cores an executor gave this worker (its share of the host, disjoint from
-    every other worker's); by default every core this process may use."""
-    applied: dict[str, Any] = {}
+def environment(threads: int | None, device: str | None, cache_dir: str | None,
+                env: Mapping[str, str] | None = None, cpus: list[int] | None = None,
+                base: Mapping[str, str] | None = None) -> tuple[dict[str, str], list[int]]:
+    """The environment a worker runs under (``base``, by default this process's, with the
+    settings below written in) and the CPUs it is pinned to: a pure function, so that a fork
+    server (forkserver.py) can be started with exactly what its children will read at import."""
+    out = dict(os.environ if base is None else base)
     cpus = sorted(set(cpus) & set(available_cpus())) or available_cpus() if cpus else available_cpus()
     n = min(threads or len(cpus), len(cpus))
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, cpus[:n])
-        applied["cpu_affinity"] = cpus[:n]
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = str(n)
-    applied["threads"] = n
+        out[var] = str(n)
     if cache_dir:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache_dir, "inductor")
-        os.environ["TRITON_CACHE_DIR"] = os.path.join(cache_dir, "triton")
-        applied["cache_dir"] = cache_dir
+        out["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache_dir, "inductor")
+        out["TRITON_CACHE_DIR"] = os.path.join(cache_dir, "triton")
     if device is None:
-        os.environ.pop("JAX_PLATFORMS", None)
-        applied["jax_platforms"] = NO_PLATFORM
+        out.pop("JAX_PLATFORMS", None)
     else:
-        os.environ["JAX_PLATFORMS"] = "cuda" if device == "cuda" else "cpu"
-        applied["jax_platforms"] = os.environ["JAX_PLATFORMS"]
-    os.environ.update(device_env(device))
+        out["JAX_PLATFORMS"] = "cuda" if device == "cuda" else "cpu"
+    out.update(device_env(device))
     for key, value in (env or {}).items():
         if key == "XLA_FLAGS":
-            value = " ".join(filter(None, (os.environ.get("XLA_FLAGS", ""), value)))
-        os.environ[key] = value
+            value = " ".join(filter(None, (out.get("XLA_FLAGS", ""), value)))
+        out[key] = value
+    return out, cpus[:n]
+
+
+def apply(threads: int | None, device: str | None, cache_dir: str | None,
+          env: Mapping[str, str] | None = None, cpus: list[int] | None = None,
+          prepared: bool = False) -> dict[str, Any]:
+    """``cpus``: the cores an executor gave this worker (its share of the host, disjoint from
+    every other worker's); by default every core this process may use. ``prepared``: the
+    process already runs under ``environment``'s result (a fork server's child, started with
+    it): only the pinning is left to do."""
+    wanted, pinned = environment(threads, device, cache_dir, env, cpus)
+    if prepared:
+        wanted = dict(os.environ)
+    applied: dict[str, Any] = {}
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, pinned)
+        applied["cpu_affinity"] = pinned
+    applied["threads"] = len(pinned)
+    if cache_dir:
+        applied["cache_dir"] = cache_dir
+    for key in set(os.environ) - set(wanted):
+        del os.environ[key]
+    os.environ.update(wanted)
+    applied["jax_platforms"] = os.environ["JAX_PLATFORMS"] if device is not None else NO_PLATFORM
     if env:
         applied["env"] = {k: os.environ[k] for k in env}
     return applied

@@ -34,13 +34,20 @@ def classify(exc: BaseException) -> str:
     return "error"
 
 
+# how this process was made: a fresh interpreter (spawned), or a fork of a preloading server
+# (forkserver.py sets it in the child, with what the server had loaded and its state)
+ORIGIN: dict[str, Any] = {"how": "spawned: a fresh interpreter"}
+
+
 def execute(task: dict[str, Any]) -> dict[str, Any]:
     from stackwars.harness import settings
 
     proc = task.get("process")
     if proc:
+        forked = ORIGIN["how"] != "spawned: a fresh interpreter"
         applied = settings.apply(proc.get("threads"), proc.get("device", "cpu"), proc.get("cache_dir"),
-                                 proc.get("env"), proc.get("cpus"))
+                                 proc.get("env"), proc.get("cpus"), prepared=forked)
+        applied["origin"] = {**ORIGIN, "pid": os.getpid()}
     else:  # inline (debug) mode: the parent's process is left as it is
         applied = {"inline": True}
     try:
@@ -92,11 +99,12 @@ def _exit_when_orphaned(parent: int, interval_s: float = 1.0) -> None:
 PARENT_ENV = "STACKWARS_PARENT_PID"
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], parent: int | None = None) -> int:
+    """``parent``: the process whose death ends this one (a fork server names itself)."""
     task_path, result_path = argv
     # the parent names itself: a parent killed while this interpreter was still starting has
     # already handed us to init, and getppid() alone would then look like a parent forever
-    parent = int(os.environ.get(PARENT_ENV) or os.getppid())
+    parent = parent or int(os.environ.get(PARENT_ENV) or os.getppid())
     if os.getppid() != parent:
         return 3
     _exit_when_orphaned(parent)

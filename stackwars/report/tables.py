@@ -160,7 +160,8 @@ def added_memory(row: Mapping[str, Any]) -> int | None:
 EAGER_OF = {"jax-jit": "jax-eager", "torch-compile": "torch-eager", "torch-compile-max-autotune": "torch-eager",
             "torch-cudagraphs": "torch-eager", "torch-mlir-xla": "torch-eager"}
 # every figure a combined row derives from its processes: none of them for a cell measured only while busy
-FIGURES = ("steady_median_s", "first_call_s", "second_call_s", "memory_added_bytes", "steady_ci_low_s",
+FIGURES = ("steady_median_s", "first_call_s", "second_call_s", "first_call_cache", "first_call_processes",
+           "memory_added_bytes", "steady_ci_low_s",
            "steady_ci_high_s", "steady_iqr_s", "noisy", "process_medians", "achieved_flops_per_s", "roofline_fraction")
 
 
@@ -204,9 +205,15 @@ def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = stat
 def _figures(used: list[Mapping[str, Any]], noise_threshold: float) -> dict[str, Any]:
     """The figures of a cell from these processes: one definition for the table, the
     verdict, the JSON and the report."""
+    # the first call (trace and compile) from processes whose caches started empty; where none
+    # did (a --warm-cache run), from the warm ones, and the row says so
+    cold = [r for r in used if r.get("cache") != "warm"]
+    first = cold or used
     out: dict[str, Any] = {
-        "first_call_s": _median_of(r.get("first_call_s") for r in used),
-        "second_call_s": _median_of(r.get("second_call_s") for r in used),
+        "first_call_s": _median_of(r.get("first_call_s") for r in first),
+        "second_call_s": _median_of(r.get("second_call_s") for r in first),
+        "first_call_cache": "cold" if cold else "warm",
+        "first_call_processes": len(first),
         "memory_added_bytes": _median_of([added_memory(r) for r in used]),
     }
     if not gate.timed(used):
@@ -314,6 +321,8 @@ def formatted(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if r.get("processes_busy") and not r.get("busy"):
             count += f", {r['processes_busy']} busy left out ({r['busy_reasons']})"
         shown = {k: fmt.seconds(r.get(k)) for k in ("first_call_s", "second_call_s")}
+        if r.get("first_call_cache") == "warm" and r.get("first_call_s") is not None:
+            shown["first_call_s"] += " (warm cache)"  # no cold process: compiled code read back, not compiled
         steady = fmt.seconds(median) + (f" ({count})" if median is not None else "")
         if r.get("busy"):  # nothing clean: the busy figures, marked, for display only
             b = r["busy_figures"]

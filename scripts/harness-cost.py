@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Where a run's cell-processes spent their time: per backend, the median of each timeline
+stage, the worker's wall time and the harness's overhead (wall minus the measured windows and
+the reference; first call excluded), from one or more results databases.
+
+    python scripts/harness-cost.py LABEL=PATH.db [LABEL=PATH.db ...] [--json OUT.json]
+
+Each record's ``timeline`` comes from harness/measure.py; ``overhead_s`` from records.py.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections import defaultdict
+
+from stackwars.store.results import Store
+
+STAGES = ("startup_s", "canary_s", "import_s", "device_init_s", "prepare_s", "first_call_s", "second_call_s",
+          "warmup_s", "steady_s", "parity_copy_s", "observe_s", "anatomy_s", "reference_s", "parity_s")
+
+
+def summarise(path: str) -> dict:
+    per: dict[str, list] = defaultdict(list)
+    with Store(path) as store:
+        runs = [store.run(r) for r in store.run_ids()]
+        for _, m in store.cells():
+            if m.wall_s is None:
+                continue
+            t = dict(m.timeline or {})
+            t["wall_s"], t["overhead_s"] = m.wall_s, m.overhead_s
+            t["forked"] = ((m.settings or {}).get("process") or {}).get("origin", {}).get("how", "spawned")
+            t["cache"] = ((m.settings or {}).get("cache") or {}).get("mode")
+            per[m.spec.backend].append(t)
+        sessions = [(s["started_at"], s.get("ended_at")) for r in runs for s in getattr(r, "sessions", [])]
+    out = {"backends": {}, "all": {}}
+    every = [t for ts in per.values() for t in ts]
+    for name, ts in [*per.items(), ("all", every)]:
+        med = {k: statistics.median([t.get(k) or 0.0 for t in ts]) for k in (*STAGES, "wall_s", "overhead_s")}
+        med["n"] = len(ts)
+        med["wall_sum_s"] = sum(t["wall_s"] for t in ts)
+        med["overhead_sum_s"] = sum(t["overhead_s"] or 0.0 for t in ts)
+        (out["all"] if name == "all" else out["backends"].setdefault(name, {})).update(med)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    out_path = None
+    if "--json" in argv:
+        i = argv.index("--json")
+        out_path = argv[i + 1]
+        argv = argv[:i] + argv[i + 2:]
+    result = {}
+    cols = ("startup_s", "canary_s", "import_s", "device_init_s", "prepare_s", "first_call_s", "observe_s",
+            "parity_s", "wall_s", "overhead_s")
+    print(f"{'':28}" + "".join(f"{c[:-2]:>12}" for c in cols) + f"{'n':>4}")
+    for arg in argv:
+        label, path = arg.split("=", 1)
+        result[label] = s = summarise(path)
+        for name, med in [*s["backends"].items(), ("all", s["all"])]:
+            print(f"{label + ' ' + name:28}" + "".join(f"{med[c]:12.3f}" for c in cols) + f"{med['n']:4d}")
+        a = s["all"]
+        print(f"{label}: {a['n']} cell-processes, wall {a['wall_sum_s']:.1f} s in workers, "
+              f"overhead {a['overhead_sum_s']:.1f} s (median {a['overhead_s']:.2f} s a process)")
+    if out_path:
+        with open(out_path, "w") as f:
+            json.dump(result, f, indent=1, sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,393 @@
+"""Fresh cell-processes without paying for the imports each time: a preloading fork server.
+
+A cell-process on a GPU spent 1.3-1.7 s starting the interpreter and 3-5 s importing PyTorch
+(0.7-1.2 s JAX) before it did anything of its own; on the 2-core CPU, starting and importing
+were a third of a small cell's wall time. What is the same in every process is paid once
+per server instead (multiprocessing's forkserver, pyperf's workers):
+
+* a server is ``python -m stackwars.harness.forkserver``, started with the environment the
+  cell-processes will have (the frameworks read much of it at import: JAX_PLATFORMS, thread
+  counts, XLA flags), which imports the modules it is told to preload (the framework, its
+  compiler stack, the backend's module) and nothing else: no device is initialised, no
+  framework function is called, no plugin or user model is loaded. It checks this before it
+  answers "ready" (``fresh_state``), and refuses to serve otherwise;
+* each task is a ``fork()`` of the server: a distinct process in its own session, with its
+  own device context and allocator (made after the fork, by the cell), which sets the few
+  variables the frameworks read only later (``LATE_ENV``: the compile-cache folders, the
+  progress file) and runs the worker as a spawned worker would, then ``_exit``s;
+* servers are keyed by what they preloaded, the environment they were started with (every
+  variable outside ``LATE_ENV``) and a ``generation``: the runner gives each process number
+  of a cell its own generation, so the processes of one cell come from different servers,
+  each a fresh ``exec`` with its own address-space layout and hash seed, as spawned
+  processes would be (forks of one server share both; Kalibera and Jones's between-process
+  variance comes partly from them).
+
+A server that cannot start (an import fails, a device was initialised) is reported and the
+task is spawned as before (``isolation.run_task``); ``STACKWARS_FORKSERVER=0`` spawns every
+task. Each record says how its process was made (``settings.process``).
+
+Protocol: the client writes one JSON request per line on the server's stdin; the server
+writes JSON lines on its original stdout (its Python-level stdout goes to its log, so a
+module that prints at import cannot break the protocol): ``ready``, ``started`` (with the
+child's pid) and ``exit`` (with the child's wait status, as it reaps it). A server whose
+stdin closes (its client died) exits; its children, orphaned, kill themselves
+(``worker._exit_when_orphaned``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+ENABLE_ENV = "STACKWARS_FORKSERVER"  # "0": spawn every task (as before servers existed)
+# variables the frameworks read after import, when they first compile or touch a device: a
+# child may set its own (test_forkserver checks each one takes effect per cell)
+LATE_ENV = frozenset({
+    "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",  # read when Inductor compiles (cache_dir_utils)
+    "STACKWARS_PROGRESS_FILE", "STACKWARS_PARENT_PID",  # ours, read by the worker as it runs
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",  # read by the CUDA driver when a device is initialised
+})
+POLL_S = 0.02
+
+
+def fresh_state() -> dict[str, Any]:
+    """What the server holds before it forks: threads, and whether any device backend exists
+    (it must not: a CUDA context or an XLA client does not survive a fork)."""
+    state: dict[str, Any] = {"python_threads": threading.active_count()}
+    try:
+        state["native_threads"] = len(os.listdir("/proc/self/task"))
+    except OSError:
+        state["native_threads"] = None
+    torch = sys.modules.get("torch")
+    state["cuda_initialised"] = bool(torch is not None and torch.cuda.is_initialized())
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    state["jax_backends"] = sorted(getattr(bridge, "_backends", {}) or {}) if bridge is not None else []
+    state["hash_seed"] = os.environ.get("PYTHONHASHSEED", "random")
+    return state
+
+
+def _problem(state: dict[str, Any]) -> str | None:
+    if state["cuda_initialised"]:
+        return "a preloaded module initialised CUDA: a forked child cannot use that context"
+    if state["jax_backends"]:
+        return f"a preloaded module initialised JAX's backends ({', '.join(state['jax_backends'])})"
+    if state["python_threads"] != 1:
+        return f"{state['python_threads']} Python threads after the preload: a fork copies only one"
+    return None
+
+
+def _child(req: dict[str, Any], server_pid: int, info: dict[str, Any]) -> None:
+    """In the forked child: become a fresh worker and never return."""
+    code = 1
+    try:
+        os.setsid()  # its own session: a timeout kills its whole tree (Inductor's compile workers)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL)
+        log = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        os.close(null)
+        os.environ.clear()
+        os.environ.update(req["env"])
+        from stackwars.harness import worker
+
+        worker.ORIGIN = {"how": "forked from a preloading server", "server_pid": server_pid, "pid": os.getpid(),
+                         **info, **req.get("note", {})}
+        code = worker.main(req["argv"], parent=server_pid)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - the log says what happened; the missing result says it failed
+        traceback.print_exc()
+        code = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def serve(preload: list[str]) -> int:
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # what the preloaded modules print goes to the log, not into the protocol
+    sys.stdout = sys.stderr
+
+    def send(**msg: Any) -> None:
+        proto.write(json.dumps(msg) + "\n")
+
+    t0 = time.perf_counter()
+    try:
+        import importlib
+
+        for name in preload:
+            importlib.import_module(name)
+    except BaseException as exc:  # noqa: BLE001 - told to the client, which spawns instead
+        send(event="failed", error=f"preloading {name}: {type(exc).__name__}: {exc}")
+        return 1
+    state = fresh_state()
+    problem = _problem(state)
+    if problem:
+        send(event="failed", error=problem, state=state)
+        return 1
+    info = {"preloaded": preload, "preload_s": time.perf_counter() - t0, "before_fork": state,
+            "generation": os.environ.get("STACKWARS_FORKSERVER_GENERATION")}
+    send(event="ready", pid=os.getpid(), **info)
+    stdin = sys.stdin.buffer
+    running: set[int] = set()
+    buf = b""
+    while True:
+        ready, _, _ = select.select([stdin], [], [], POLL_S)
+        for pid in list(running):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                running.discard(pid)
+                send(event="exit", pid=pid, code=os.waitstatus_to_exitcode(status))
+        if not ready:
+            continue
+        chunk = os.read(stdin.fileno(), 1 << 16)
+        if not chunk:  # the client is gone: so are we; orphaned children end themselves
+            return 0
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            req = json.loads(line)
+            pid = os.fork()
+            if pid == 0:
+                proto.close()
+                _child(req, os.getppid(), info)
+            running.add(pid)
+            send(event="started", id=req["id"], pid=pid)
+
+
+# ---- the client: in the process that runs the cells ----------------------------------------
+
+START_TIMEOUT_S = 180.0  # a preload this slow is a broken server: its tasks are spawned instead
+MAX_SERVERS = 4  # servers kept alive at once (each holds its preloaded frameworks' memory)
+
+
+def enabled() -> bool:
+    return sys.platform.startswith("linux") and os.environ.get(ENABLE_ENV, "1") != "0"
+
+
+class Child:
+    """A forked worker, as ``isolation.run_task`` sees a ``subprocess.Popen``: ``pid``,
+    ``poll``, ``wait`` and ``returncode`` (from the server, which reaps it)."""
+
+    def __init__(self, server: "Server", pid: int):
+        self.server, self.pid, self.returncode = server, pid, None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self.server.exit_code(self.pid)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        import subprocess
+
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if end is not None and time.monotonic() >= end:
+                raise subprocess.TimeoutExpired(f"forked worker {self.pid}", timeout)
+            self.server.wait_event(0.01 if end is None else max(0.0, min(0.05, end - time.monotonic())))
+        return self.returncode
+
+
+class Server:
+    """One running server: started, read by a thread, asked to fork."""
+
+    def __init__(self, preload: tuple[str, ...], env: dict[str, str], log_path: str):
+        import subprocess
+
+        self.preload, self.log_path = preload, log_path
+        self.info: dict[str, Any] | None = None
+        self.error: str | None = None
+        self._cond = threading.Condition()
+        self._exits: dict[int, int] = {}
+        self._started: dict[int, int] = {}
+        self._next = 0
+        self._eof = False
+        with open(log_path, "w") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "stackwars.harness.forkserver", *preload],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                         env=env, start_new_session=True)
+        threading.Thread(target=self._read, daemon=True, name="stackwars-forkserver-reader").start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            with self._cond:
+                if msg["event"] == "ready":
+                    self.info = msg
+                elif msg["event"] == "failed":
+                    self.error = msg["error"]
+                elif msg["event"] == "started":
+                    self._started[msg["id"]] = msg["pid"]
+                elif msg["event"] == "exit":
+                    self._exits[msg["pid"]] = msg["code"]
+                self._cond.notify_all()
+        with self._cond:
+            self._eof = True
+            self._cond.notify_all()
+
+    def wait_event(self, timeout: float) -> None:
+        with self._cond:
+            self._cond.wait(timeout)
+
+    def ready(self, timeout: float = START_TIMEOUT_S) -> bool:
+        end = time.monotonic() + timeout
+        with self._cond:
+            while self.info is None and self.error is None and not self._eof:
+                left = end - time.monotonic()
+                if left <= 0:
+                    self.error = f"no answer within {timeout:g} s of starting"
+                    break
+                self._cond.wait(left)
+            if self.info is None and self.error is None:
+                self.error = "it exited while preloading"
+        if self.info is None:
+            tail = _tail(self.log_path)
+            self.error = f"{self.error}{chr(10)}{tail}" if tail else self.error
+            self.close()
+            return False
+        return True
+
+    @property
+    def alive(self) -> bool:
+        return self.info is not None and not self._eof and self.proc.poll() is None
+
+    def fork(self, argv: list[str], env: dict[str, str], log: str, note: dict[str, Any] | None = None,
+             timeout: float = 30.0) -> Child | None:
+        """A child running the worker on ``argv``; None where the server did not answer.
+        ``note``: what the child's record says besides (that this task waited for the server)."""
+        with self._cond:
+            self._next += 1
+            rid = self._next
+            req = {"id": rid, "argv": argv, "env": env, "log": log, "note": note or {}}
+            try:
+                self.proc.stdin.write((json.dumps(req) + "\n").encode())
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                return None
+            end = time.monotonic() + timeout
+            while rid not in self._started and not self._eof and time.monotonic() < end:
+                self._cond.wait(end - time.monotonic())
+            pid = self._started.pop(rid, None)
+        return Child(self, pid) if pid is not None else None
+
+    def exit_code(self, pid: int) -> int | None:
+        with self._cond:
+            if pid in self._exits:
+                return self._exits.pop(pid)
+            if not self._eof:
+                return None
+        # the server is gone, so nobody reports this child: it is done once it no longer runs
+        import psutil
+
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                return None
+        except psutil.NoSuchProcess:
+            pass
+        return -signal.SIGKILL
+
+    def close(self) -> None:
+        import shutil
+
+        shutil.rmtree(os.path.dirname(self.log_path), ignore_errors=True)
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except Exception:  # noqa: BLE001 - a server that does not leave is killed
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.wait()
+
+
+def _tail(path: str, chars: int = 2000) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()[-chars:].strip()
+    except OSError:
+        return ""
+
+
+_servers: dict[tuple, Server] = {}
+_failed: dict[tuple, str] = {}
+
+
+_LOCK = threading.Lock()
+
+
+def server_key(preload: tuple[str, ...], env: dict[str, str], generation: int) -> tuple:
+    """Servers differ in what they preloaded, what their children read at import, and generation."""
+    return (preload, tuple(sorted((k, v) for k, v in env.items() if k not in LATE_ENV)), generation)
+
+
+def fork(argv: list[str], env: dict[str, str], log: str, preload: tuple[str, ...], generation: int = 0
+         ) -> tuple[Child | None, dict[str, Any]]:
+    """A forked worker from the server for (``preload``, ``env``, ``generation``), started if
+    need be; (None, why) where there is none and the task must be spawned."""
+    import atexit
+    from stackwars.harness import tmp
+
+    key = server_key(tuple(preload), env, generation)
+    note: dict[str, Any] = {"started_the_server": False}
+    with _LOCK:
+        if key in _failed:
+            return None, {"spawned_because": _failed[key]}
+        server = _servers.get(key)
+        if server is not None and not server.alive:
+            _servers.pop(key).close()
+            server = None
+        if server is None:
+            while len(_servers) >= MAX_SERVERS:  # the oldest goes: runs proceed generation by generation
+                _servers.pop(next(iter(_servers))).close()
+            if not _servers:
+                atexit.register(close_all)
+            folder = tmp.mkdtemp("forkserver")
+            server_env = {k: v for k, v in env.items() if k not in LATE_ENV}
+            server_env["STACKWARS_FORKSERVER_GENERATION"] = str(generation)
+            t0 = time.perf_counter()
+            server = Server(tuple(preload), server_env, os.path.join(folder, "server.log"))
+            ready = server.ready()
+            # this task waited for the server: its wall time holds the server's start
+            note = {"started_the_server": True, "server_start_s": time.perf_counter() - t0}
+            if not ready:
+                _failed[key] = f"the fork server could not start ({server.error})"
+                return None, {"spawned_because": _failed[key]}
+            _servers[key] = server
+        else:
+            _servers[key] = _servers.pop(key)  # most recently used last
+    child = server.fork(argv, env, log, note)
+    if child is None:
+        return None, {"spawned_because": "the fork server did not answer"}
+    return child, {"server_pid": server.proc.pid}
+
+
+def close_all() -> None:
+    with _LOCK:
+        while _servers:
+            _servers.popitem()[1].close()
+        _failed.clear()
+
+
+if __name__ == "__main__":
+    sys.exit(serve([m for m in sys.argv[1:] if m]))

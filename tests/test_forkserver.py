@@ -1,0 +1,174 @@
+"""Cell-processes forked from a preloading server (harness/forkserver.py): each a distinct
+fresh process whose device backend is made after the fork, with its own compile caches; a
+cell's first process cold and its later ones saying whether theirs were warm; and a server
+or child killed losing no finished cell."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from stackwars import runner
+from stackwars.harness import env as envmod
+from stackwars.harness import forkserver, isolation
+from stackwars.harness.settings import environment
+from stackwars.records import MeasureConfig
+from stackwars.report import tables
+from stackwars.store.results import Store, rows
+
+pytestmark = pytest.mark.slow
+
+QUICK = MeasureConfig(warmup=1, min_samples=3, min_time_s=0.05, timeout_s=120.0)
+
+
+def _run(tmp_path, specs, config=QUICK, name="r.db"):
+    probe = runner.probe_machine()
+    env = envmod.fingerprint(None, probe)
+    with Store(tmp_path / name) as store:
+        run_id = runner.new_run(store, specs, config)
+        runner.execute(store, run_id, specs, config, env)
+        return {m.spec.key: m for _, m in store.cells(run_id)}, rows(store, run_id)
+
+
+def test_each_cell_process_is_a_fresh_fork_whose_device_is_made_after_it(tmp_path):
+    specs = runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["torch-eager", "jax-jit"], repeats=2)
+    cells, _ = _run(tmp_path, specs)
+    assert len(cells) == 4 and all(m.status == "ok" for m in cells.values())
+    origins = {k: m.settings["process"]["origin"] for k, m in cells.items()}
+    for key, o in origins.items():
+        assert o["how"] == "forked from a preloading server", key
+        before = o["before_fork"]
+        # nothing of a device existed in the server: no CUDA context, no XLA client, one Python thread
+        assert before["cuda_initialised"] is False and before["jax_backends"] == [] and before["python_threads"] == 1
+        assert o["pid"] != o["server_pid"] and o["pid"] != os.getpid()
+        assert "torch" in o["preloaded"] or "jax" in o["preloaded"]
+    # every cell-process its own process; a cell's second process from another server (generation)
+    assert len({o["pid"] for o in origins.values()}) == 4
+    for b in ("torch-eager", "jax-jit"):
+        first, second = (origins[k] for k in sorted(origins) if f"/{b}/" in k)
+        assert first["server_pid"] != second["server_pid"] and first["generation"] != second["generation"]
+    # the device was initialised in the child, after the fork: JAX's client made there
+    jit = next(m for k, m in cells.items() if "/jax-jit/" in k)
+    assert jit.settings["device_init"] and jit.timeline["device_init_s"] > 0
+    assert jit.timeline["import_s"] < 0.5  # the framework came with the server, not imported again
+
+
+def test_the_inductor_cache_folder_takes_effect_per_cell(tmp_path):
+    """TORCHINDUCTOR_CACHE_DIR is set in each child after the fork: two cells of one server each
+    compile into their own folder."""
+    specs = runner.plan_cells(["gemm", "ffn"], ["tiny"], ["forward"], ["torch-compile"])
+    cells, _ = _run(tmp_path, specs)
+    ms = list(cells.values())
+    assert all(m.status == "ok" for m in ms)
+    assert ms[0].settings["process"]["origin"]["server_pid"] == ms[1].settings["process"]["origin"]["server_pid"]
+    dirs = [m.settings["cache"]["dir"] for m in ms]
+    assert dirs[0] != dirs[1]
+    for m in ms:
+        assert m.settings["cache"]["mode"] == "cold"
+        assert m.settings["cache"]["contents_after"]["inductor"] > 0, m.settings["cache"]
+
+
+def test_first_process_cold_later_ones_warm_and_first_call_from_cold(tmp_path):
+    specs = runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["torch-compile", "jax-jit"], repeats=2)
+    cells, flat = _run(tmp_path, specs)
+    for b in ("torch-compile", "jax-jit"):
+        first, second = (cells[k] for k in sorted(cells) if f"/{b}/" in k)
+        assert first.settings["cache"]["mode"] == "cold" and first.settings["cache"]["entries_before"] == 0
+        assert second.settings["cache"]["mode"] == "warm" and second.settings["cache"]["entries_before"] > 0
+        assert second.settings["cache"]["dir"] == first.settings["cache"]["dir"]
+    for row in tables.combine_repeats(flat):
+        # first-call figures from the cold process alone; steady state from both
+        assert row["first_call_cache"] == "cold" and row["first_call_processes"] == 1
+        cold = next(r for r in flat if r["backend"] == row["backend"] and r["cache"] == "cold")
+        assert row["first_call_s"] == pytest.approx(cold["first_call_s"])
+    # every process cold where asked
+    cells, _ = _run(tmp_path, specs[:1] + specs[2:3], MeasureConfig(**{**QUICK.to_dict(), "cold_every_process": True}),
+                    "cold.db")
+    assert {m.settings["cache"]["mode"] for m in cells.values()} == {"cold"}
+
+
+def test_servers_differ_by_what_their_children_read_at_import():
+    base, _ = environment(None, "cpu", "/c1", {})
+    other_cache, _ = environment(None, "cpu", "/c2", {})
+    flags, _ = environment(None, "cpu", "/c1", {"XLA_FLAGS": "--xla_gpu_autotune_level=0"})
+    one, _ = environment(1, "cpu", "/c1", {})
+    key = lambda e, g=0: forkserver.server_key(("jax",), e, g)  # noqa: E731
+    assert key(base) == key(other_cache)  # the cache folder is read after the fork
+    assert key(base) != key(flags) and key(base) != key(one) and key(base) != key(base, 1)
+
+
+def _task(mode):
+    from stackwars.records import CellSpec
+
+    return {"target": "stackwars.harness.measure:measure_cell",
+            "kwargs": {"spec": CellSpec("fault", mode, "forward", "torch-eager").to_dict(),
+                       "config": QUICK.to_dict()},
+            "process": {"device": "cpu", "preload": ["stackwars.harness.measure"], "generation": 917}}
+
+
+def _kill(target: str, found: list) -> None:
+    """Kill the first forked child seen (``child``) or its server (``server``)."""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        for p in psutil.process_iter(["cmdline"]):
+            if "stackwars.harness.forkserver" in " ".join(p.info["cmdline"] or []):
+                try:
+                    kids = p.children()
+                except psutil.NoSuchProcess:
+                    continue
+                if kids:
+                    victim = kids[0] if target == "child" else p
+                    found.append(victim.pid)
+                    victim.kill()
+                    return
+        time.sleep(0.1)
+
+
+def test_a_killed_child_or_server_is_an_error_and_the_next_task_runs(plugins_env):
+    import threading
+
+    for target in ("child", "server"):
+        found = []
+        t = threading.Thread(target=_kill, args=(target, found))
+        t.start()
+        o = isolation.run_task(_task("hang"), timeout_s=60)
+        t.join()
+        assert found, target
+        assert o.status == "error" and "died without a result" in o.error and o.wall_s < 30, (target, o.error)
+        again = isolation.run_task(_task("ok"), timeout_s=60)
+        assert again.status == "ok", again.error
+
+
+def test_killing_the_server_during_a_run_loses_no_finished_cell(tmp_path):
+    db = tmp_path / "k.db"
+    cmd = [sys.executable, "-m", "stackwars", "run", "gemm", "mha", "--preset", "tiny", "--phase", "forward",
+           "-b", "torch-eager", "--processes", "1", "--max-processes", "1", "--min-time", "0.05", "--db", str(db)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    killed = None
+    deadline = time.time() + 120
+    while killed is None and time.time() < deadline and proc.poll() is None:
+        # once the first cell is stored, kill the server of the second
+        if db.exists():
+            import sqlite3
+            try:
+                n = sqlite3.connect(db).execute("SELECT COUNT(*) FROM cells").fetchone()[0]
+            except sqlite3.Error:
+                n = 0
+            if n >= 1:
+                for p in psutil.Process(proc.pid).children(recursive=True):
+                    if "stackwars.harness.forkserver" in " ".join(p.cmdline()):
+                        killed = p.pid
+                        p.kill()
+                        break
+        time.sleep(0.05)
+    out, _ = proc.communicate(timeout=300)
+    with Store(db) as store:
+        cells = {m.spec.workload: m for _, m in store.cells()}
+    assert cells["gemm"].status == "ok", out  # finished before the kill: kept
+    assert set(cells) == {"gemm", "mha"}, out  # the run went on and stored the other cell too
+    assert killed is not None

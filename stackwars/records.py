@@ -107,6 +107,7 @@ class MeasureConfig:
     cuda_graph_replay: bool = False  # CUDA: time the steady state as replays of one captured call (torch forward)
     processes: int = 1  # fresh worker processes per cell (run --processes); the verdict needs several
     max_processes: int | None = None  # a verdict that cannot decide (busy, noisy) may add processes up to this
+    budget_s: float | None = None  # wall seconds a run may take: no look of more processes starts past it
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

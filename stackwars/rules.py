@@ -59,7 +59,7 @@ def _tolerances() -> dict[str, float]:
 def _rules() -> dict[str, Rule]:
     out = {
         "tie_threshold": Rule(stats.TIE_THRESHOLD, _pct(stats.TIE_THRESHOLD, True),
-                              "a ratio whose whole 95% CI lies within this band is a tie"),
+                              "a ratio whose whole CI lies within this band is a tie"),
         "noisy_bound": Rule(stats.NOISY_BOUND, _pct(stats.NOISY_BOUND, True),
                             "a CI that holds 1 is a tie when it allows no difference beyond this; else cannot say "
                             "(noisy)"),
@@ -67,6 +67,12 @@ def _rules() -> dict[str, Rule]:
                               "clean processes a side before a verdict names a winner"),
         "min_processes_word": Rule(stats.MIN_PROCESSES, WORDS.get(stats.MIN_PROCESSES, str(stats.MIN_PROCESSES)),
                                    "the same, in words"),
+        "verdict_alpha": Rule(stats.VERDICT_ALPHA, _pct(stats.VERDICT_ALPHA),
+                              "the chance, over all of a verdict's looks together, of naming a winner between two "
+                              "equal programs"),
+        "first_look_alpha": Rule(stats.FIRST_LOOK_ALPHA, _pct(stats.FIRST_LOOK_ALPHA),
+                                 "what the look at the planned processes spends where the run may add processes "
+                                 "(the rest is shared by the top-ups)"),
         "noise_threshold": Rule(stats.NOISE_THRESHOLD, _pct(stats.NOISE_THRESHOLD),
                                 "an IQR above this fraction of the median marks a cell (noisy)"),
         "contention_threshold": Rule(stats.CONTENTION_THRESHOLD, _pct(stats.CONTENTION_THRESHOLD),

@@ -226,6 +226,8 @@ def validate_config(config: MeasureConfig) -> None:
     for ok, msg in checks:
         if not ok:
             raise SpecError(msg)
+    if config.budget_s is not None and not 0 < config.budget_s < math.inf:
+        raise SpecError(f"budget must be a finite number of seconds > 0, got {config.budget_s}")
     if config.max_processes is not None and config.max_processes < config.processes:
         raise SpecError(f"max-processes ({config.max_processes}) must be at least --processes ({config.processes})")
     if config.threads is not None:

@@ -294,6 +294,36 @@ def compare(base: "Processes | Sequence[float]", other: "Processes | Sequence[fl
 
 
 MIN_PROCESSES = 3  # fresh processes per side before a comparison may name a winner
+# a verdict looks at its processes more than once where the run may add processes to an undecided
+# one (runner's top-up): every look that could name a winner spends part of one error budget
+VERDICT_ALPHA = 0.05  # the chance, all looks together, of naming a winner between two equal programs
+FIRST_LOOK_ALPHA = 0.04  # what the planned processes' look spends where later looks may follow
+
+
+def looks_allowed(processes: int, max_processes: int | None) -> int:
+    """How many looks a run's verdicts may take: the planned ``processes``, then one look after
+    each top-up of as many processes again, up to ``max_processes`` a cell."""
+    if not max_processes or max_processes <= processes:
+        return 1
+    return 1 + math.ceil((max_processes - processes) / processes)
+
+
+def look_of(repeat: int, processes: int) -> int:
+    """The look a process (numbered from 0) was planned for: 0 for the planned ones, k for the k-th top-up."""
+    return max(0, int(repeat) // max(1, int(processes)))
+
+
+def look_alpha(look: int, looks: int) -> float:
+    """The error a verdict spends at ``look`` of a run allowing ``looks``: all of it where there is
+    one look; else FIRST_LOOK_ALPHA at the planned look and the rest shared equally by the top-ups.
+    The shares sum to VERDICT_ALPHA (Bonferroni over the looks), so a run that adds processes
+    until a verdict decides and stops there names a false winner at most that often (the
+    A/A simulation in test_stats checks it)."""
+    if looks <= 1:
+        return VERDICT_ALPHA
+    if look <= 0:
+        return FIRST_LOOK_ALPHA
+    return (VERDICT_ALPHA - FIRST_LOOK_ALPHA) / (looks - 1)
 CONTENTION_THRESHOLD = 0.05  # others' CPU time above this share of a process's CPUs makes it busy (contention.py)
 TIE_THRESHOLD = 0.05  # a ratio whose whole CI lies within 1/(1+t) .. 1+t is a tie
 NOISY_BOUND = 0.20  # a CI that holds 1 but reaches past 1/(1+b) or 1+b cannot decide

@@ -490,3 +490,57 @@ def test_a_busy_top_up_is_asked_only_where_it_can_reach_a_verdict(tmp_path):
     assert v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine"
     assert vd.more_processes([v], max_processes=2) == {}
     assert vd.more_processes([v], max_processes=6)["gemm/small/forward/torch-eager/cpu/float32"] == 3
+
+
+# ---- stopping when decided (orchestrate.Run.measure's looks) ----------------------------------
+def _aa_rows(rng: int, counts, between, n0, max_processes, trial):
+    """Rows of one run: torch-eager and jax-jit, the same program, with ``counts[backend]``
+    processes each, numbered 0.. in the order they were planned (looks of ``n0``)."""
+    from stackwars import canary
+    from stackwars.store.results import cell_row
+
+    out = []
+    for b, (backend, n) in enumerate(counts.items()):
+        for p in range(n):  # each process its own draws: a look adds processes, never redraws earlier ones
+            samples = _processes(np.random.default_rng([rng, b, p]), 1e-3, 1, samples=20, between=between)[0]
+            m = measurement(backend, samples=tuple(samples))
+            m = dataclasses.replace(m, spec=dataclasses.replace(m.spec, repeat=p),
+                                    parity=Parity(max_rel_err=1e-7, tolerance=2e-4))
+            row = cell_row(f"aa-{trial}", m, MACHINE)
+            row.update(look=stats.look_of(p, n0), looks=stats.looks_allowed(n0, max_processes))
+            out.append(row)
+    return list(canary.judge(out))
+
+
+def _adaptive_aa(trials, between, n0=3, max_processes=9, seed=0):
+    """A/A runs stopped as soon as the verdict decides, each look adding what
+    verdict.more_processes asks for: how many named a winner, and how many looks they took."""
+    false = looks_taken = 0
+    for trial in range(trials):
+        counts = {"torch-eager": n0, "jax-jit": n0}
+        while True:
+            (v,) = vd.verdicts(_aa_rows(seed + trial, counts, between, n0, max_processes, trial))
+            wanted = vd.more_processes([v], max_processes, n0)
+            if v["verdict"] != "cannot say" or not wanted:
+                break
+            for key, add in wanted.items():
+                counts["jax-jit" if "/jax-jit/" in key else "torch-eager"] += add
+        false += v["verdict"] in ("JAX faster", "PyTorch faster")
+        looks_taken += v.get("look", 0) + 1
+    return false, looks_taken
+
+
+def test_stopping_as_soon_as_decided_names_a_false_winner_at_most_5_percent():
+    """The A/A check after adaptive stopping: the same program on both sides, processes added
+    look by look until the verdict decides, on a machine whose launches spread as this VM's
+    launch-bound cells do (3% and 6% between processes). Each look spends its share of 5%."""
+    trials = 160
+    for between in (0.03, 0.06):
+        false, looks = _adaptive_aa(trials, between)
+        allowed = trials * (stats.VERDICT_ALPHA + 2 * (0.05 * 0.95 / trials) ** 0.5)
+        assert false <= allowed, (between, false, looks)
+        assert looks > trials  # some verdicts did look again: the stopping rule was exercised
+    # the levels: 4% at the planned look, the remaining 1% shared by the top-ups; 5% in one look
+    assert stats.looks_allowed(3, 9) == 3 and stats.looks_allowed(3, 3) == 1 and stats.looks_allowed(3, 4) == 2
+    assert sum(stats.look_alpha(k, 3) for k in range(3)) == pytest.approx(stats.VERDICT_ALPHA)
+    assert stats.look_alpha(0, 1) == stats.VERDICT_ALPHA and stats.look_of(5, 3) == 1

@@ -10,7 +10,7 @@ from typing import Any, Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from stackwars import outputs, registry, runner
+from stackwars import orchestrate, outputs, registry, runner
 from stackwars.cli.common import (EXECUTOR_OPTION, GPUS_OPTION, MAX_JOBS_OPTION, RAY_ADDRESS_OPTION, SHARED_DIR_OPTION,
                                   SLURM_PARTITION_OPTION, waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP,
                                   backend_names, command, command_line, err, executor_args, exit_code, interruptible,
@@ -38,6 +38,7 @@ def _progress_line(m: Measurement) -> str:
 
 
 DEFAULT_PROCESSES = runner.DEFAULT_PROCESSES
+BUDGET_LOOKS = 4  # with --budget, a cell may be measured in up to this many looks of --processes each
 
 
 @command
@@ -82,6 +83,12 @@ def run(
                                                      "machine was busy, a CI too wide) measures its two best cells "
                                                      "in more processes, once, up to N a cell (default: twice "
                                                      "--processes; equal to --processes: never)"),
+    budget: Optional[float] = typer.Option(None, "--budget",
+                                           help="seconds the run may take: while a verdict cannot decide, a look of "
+                                                "more processes starts only if its estimate fits what is left (the "
+                                                f"planned processes always run); with it, --max-processes defaults "
+                                                f"to {BUDGET_LOOKS}x --processes. Each look spends a share of the "
+                                                "verdict's 5% error, so stopping when decided stays honest"),
     min_block_time: float = typer.Option(1e-3, "--min-block-time",
                                          help="calls shorter than this are timed in blocks, one sync per block "
                                               "(throughput); 0 = sync after every call (latency)"),
@@ -150,11 +157,14 @@ def run(
         if processes < 1:
             raise SpecError(f"--processes must be >= 1, got {processes}")
         number(min_time, "--min-time", low=0, low_inclusive=True)
+        if budget is not None:
+            number(budget, "--budget (seconds)", low=0)
         config = MeasureConfig(
             warmup=warmup, min_samples=min_samples, min_time_s=min_time / processes, max_samples=max_samples,
             processes=processes,
             min_block_s=min_block_time, timeout_s=timeout,
-            max_processes=2 * processes if max_processes is None else max_processes,
+            max_processes=max_processes if max_processes is not None else
+            (BUDGET_LOOKS if budget is not None else 2) * processes, budget_s=budget,
             threads=threads, matmul_precision=matmul_precision, cache_dir=str(warm_cache) if warm_cache else None,
             seed=seed, memory_limit_bytes=int(memory_limit * 2**30) if memory_limit else runner.default_memory_limit(),
             parity_mode=parity, flush_cache=flush_l2, cuda_graph_replay=cuda_graph_replay, **profiling)
@@ -162,17 +172,9 @@ def run(
             raise SpecError(f"--cuda-graph-replay replays CUDA graphs: it needs --device cuda alone, got "
                             f"{', '.join(device)}")
         runner.validate_config(config)
-        options = {}
-        if compile_mode is not None:
-            options["mode"] = compile_mode
-        if fullgraph is not None:
-            options["fullgraph"] = fullgraph
-        if xla_autotune_level is not None:
-            options["xla_autotune_level"] = xla_autotune_level
-        if torch_optimizer is not None:
-            options["optimizer_impl"] = torch_optimizer
-        if stablehlo is not None:
-            options["stablehlo"] = str(stablehlo.resolve())
+        options = orchestrate.backend_options(mode=compile_mode, fullgraph=fullgraph,
+                                              xla_autotune_level=xla_autotune_level, optimizer_impl=torch_optimizer,
+                                              stablehlo=str(stablehlo.resolve()) if stablehlo is not None else None)
         overrides = assignments(set_ or [], "--set")
         # validate names, sizes and options before the (seconds-long) machine probe
         backend = backend_names(backend)
@@ -189,37 +191,23 @@ def run(
                                   processes)
         if warm_cache is not None:
             warm_cache.mkdir(parents=True, exist_ok=True)
-
-    if resume is None:
         placer.check(specs)
 
     # The request is valid; from here on the database is written.
     with Store(path, on_wait=waiting) as store:
+        note = lambda text: err.print(text, highlight=False)  # noqa: E731
         if resume is None:
-            env = envmod.fingerprint(config.threads, probe)
-            run_id = runner.new_run(store, specs, config, command_line())
+            the_run = orchestrate.Run.start(store, specs, config, probe, placer, inline, command_line())
         else:
-            info = store.cell_run(resume, "--resume")
-            config = info.measure_config
-            if "timeout" in given_options(ctx) and timeout != config.timeout_s:
-                err.print(f"resuming with --timeout {timeout:g} s per cell (the run was started with "
-                          f"{config.timeout_s:g} s)")
-                config = dataclasses.replace(config, timeout_s=timeout)
-                runner.validate_config(config)
-            env = envmod.fingerprint(config.threads, probe)
-            runner.check_resumable(info.env, env)
-            placer.check(store.missing(resume))  # before the session is written (Ray: the cluster reached)
-            kept = store_pending(store, resume, store.start_session(resume, env))
-            if kept:
-                err.print(f"stored {kept} cell(s) an earlier session measured but could not store")
-            run_id, specs = resume, store.missing(resume)
-            err.print(f"resuming run {run_id}: {len(specs)} of {len(info.plan)} cells still to measure")
+            the_run = orchestrate.Run.resume(store, resume, probe, placer, inline,
+                                             timeout if "timeout" in given_options(ctx) else None, note)
+        run_id, specs = the_run.run_id, the_run.specs
         err.print(f"run {run_id} -> {path}  ({len(specs)} cells, each in a fresh worker"
                   + (f", through --executor {placer.name})" if placer.name != "serial" else ")"))
         # the same executor, to go on where this one stopped
         again = executor_args(executor, gpus, ray_address, shared_dir, slurm_partition, max_jobs)
         resume_hint = f"`stackwars run --resume {run_id}{f' --db {db}' if db else ''}{''.join(' ' + a for a in again)}`"
-        unsaved: list[tuple[Any, Any, Any]] = []
+        unsaved: list = []
         try:
             with interruptible(), Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                            MofNCompleteColumn(), TimeElapsedColumn(), console=err,
@@ -227,34 +215,23 @@ def run(
                 task = progress.add_task("starting" if placer.name in ("serial", "gpu-pool") else
                                          f"cells in flight on {placer.name}", total=len(specs))
 
-                def on_start(spec):
-                    progress.update(task, description=spec.key)
-
                 def on_done(m):
                     progress.console.print(_progress_line(m), highlight=False)
                     progress.advance(task)
 
                 def on_unsaved(m, where, exc):
-                    unsaved.append((m, where, exc))
                     progress.console.print(f"[red]not stored[/] {m.spec.key}: {exc.reason}; "
                                            + (f"kept in {where}" if where else "and no file could keep it"),
                                            highlight=False)
 
-                runner.execute(store, run_id, specs, config, env, on_start, on_done, inline, on_unsaved, placer)
+                hooks = orchestrate.Hooks(
+                    on_start=lambda spec: progress.update(task, description=spec.key), on_done=on_done,
+                    on_unsaved=on_unsaved, on_note=lambda text: progress.console.print(f"[yellow]{text}[/]",
+                                                                                        highlight=False),
+                    on_more=lambda n: progress.update(task, total=progress.tasks[task].total + n))
+                unsaved = the_run.measure(hooks)
                 if unsaved:
                     raise _Unsaved()
-                # once: where a verdict could not decide for a busy machine or a wide CI, more
-                # processes of its two best cells (the plan grows, so --resume would measure them too)
-                wanted = vd.more_processes(vd.verdicts(rows(store, run_id)), config.max_processes or 0)
-                extra = runner.more_rounds(store.run(run_id).plan, wanted)
-                if extra:
-                    progress.console.print(f"[yellow]{len(wanted)} cell(s) of verdicts that could not decide (busy "
-                                           f"machine or a wide CI): {len(extra)} more process(es)[/]")
-                    store.extend_plan(run_id, extra)
-                    progress.update(task, total=len(specs) + len(extra))
-                    runner.execute(store, run_id, extra, config, env, on_start, on_done, inline, on_unsaved, placer)
-                    if unsaved:
-                        raise _Unsaved()
         except KeyboardInterrupt as exc:
             err.print(f"\n{interruption(exc)}: finished cells are stored; continue with {resume_hint}")
             raise typer.Exit(exit_code(exc))

@@ -57,7 +57,11 @@ def allow_running() -> None:
 
 def _tree_rss(proc: psutil.Process) -> int:
     total = 0
-    for p in [proc, *proc.children(recursive=True)]:
+    try:
+        tree = [proc, *proc.children(recursive=True)]
+    except psutil.Error:  # a forked worker reaped by its server as we looked: nothing left to count
+        return 0
+    for p in tree:
         try:
             total += p.memory_info().rss
         except (psutil.NoSuchProcess, psutil.AccessDenied):

@@ -180,6 +180,9 @@ def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = stat
     for group in by.values():
         clean, busy = gate.split(group)
         row = dict(group[0])
+        # the latest look its clean processes belong to, of those the run allows (stats.look_alpha)
+        row.update(look=max((r.get("look") or 0 for r in clean), default=0),
+                   looks=max((r.get("looks") or 1 for r in group), default=1))
         row.update(process_samples=[list(r["steady_samples"]) for r in clean], processes_used=len(clean),
                    busy_samples=[list(r["steady_samples"]) for r in busy],
                    processes_busy=len(busy), busy=bool(busy) and not clean,

@@ -260,10 +260,18 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
                        reason_tag="busy machine" if busy_side else "one side missing")
             out.append(row)
             continue
-        c = stats.compare(best["torch"]["process_samples"], best["jax"]["process_samples"])
-        row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high)
+        # the CI's level: the error this look may spend (stats.look_alpha: a run that adds processes
+        # until its verdicts decide shares 5% over its looks)
+        looks = max(best[fw].get("looks") or 1 for fw, _ in FRAMEWORKS)
+        look = max(best[fw].get("look") or 0 for fw, _ in FRAMEWORKS)
+        confidence = 1.0 - stats.look_alpha(look, looks)
+        c = stats.compare(best["torch"]["process_samples"], best["jax"]["process_samples"], confidence)
+        row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, confidence=confidence, look=look, looks=looks)
         decision = stats.decide(c, threshold)
-        verdict, reason = DECISION[decision], _reason(decision, c, threshold)
+        verdict, reason = DECISION[decision], _reason(decision, c, threshold, confidence)
+        if looks > 1:
+            reason += (f" (look {look + 1} of at most {looks}: a run that adds processes until its verdict decides "
+                       f"spends {stats.VERDICT_ALPHA:.0%} over its looks)")
         tag = "noisy" if decision == "noisy" else None
         if row["processes"] < min_processes:
             excluded = row["processes_busy"]
@@ -294,13 +302,15 @@ def _fastest_busy(row: Mapping[str, Any]) -> float:
     return min(medians) if medians else (row.get("busy_figures") or {}).get("steady_median_s") or float("inf")
 
 
-def more_processes(found: Sequence[Mapping[str, Any]], max_processes: int) -> dict[str, int]:
-    """The processes worth adding once, per cell id, to the two best cells of a verdict that
-    could not decide: for a busy machine, as many as a verdict's clean processes still need
-    (and to a backend measured only while busy that might be a side's best, that many), where
-    the cap lets them reach it; for a CI too wide (noisy), as many again as it has; never
-    beyond ``max_processes`` a cell. (A second look at
-    a noisy comparison raises the chance of a false winner a little; one look more at most.)"""
+def more_processes(found: Sequence[Mapping[str, Any]], max_processes: int, step: int = stats.MIN_PROCESSES
+                   ) -> dict[str, int]:
+    """The processes for the next look, per cell id, of every verdict that could not decide:
+    for a CI too wide, ``step`` more (the run's --processes: a look is at most as many processes
+    again, stats.looks_allowed) to each side's best cell; for a busy machine, as many as a
+    verdict's clean processes still need (and to a backend measured only while busy that might
+    be a side's best, that many), where the cap lets them reach it (a run of one process,
+    capped at two, cannot: it would cost a process and decide nothing); never beyond
+    ``max_processes`` a cell. Each look spends its share of the verdict's error (stats.look_alpha)."""
     out: dict[str, int] = {}
     for v in found:
         tag = v.get("reason_tag")
@@ -309,14 +319,11 @@ def more_processes(found: Sequence[Mapping[str, Any]], max_processes: int) -> di
         for fw, _ in FRAMEWORKS:
             if v.get(f"{fw}_cell"):
                 clean = v[f"{fw}_processes"]
-                have = clean + v.get(f"{fw}_processes_busy", 0)
-                want = max(0, stats.MIN_PROCESSES - clean) if tag == "busy machine" else clean
-                add = min(want, max_processes - have)
-                # a busy machine's top-up only where it can reach a verdict's clean processes (a run of one
-                # process, capped at two, cannot: it would cost a process and decide nothing)
+                want = max(0, stats.MIN_PROCESSES - clean) if tag == "busy machine" else step
+                add = min(want, max_processes - clean - v.get(f"{fw}_processes_busy", 0))
                 if add > 0 and (tag != "busy machine" or clean + add >= stats.MIN_PROCESSES):
                     out[v[f"{fw}_cell"]] = max(out.get(v[f"{fw}_cell"], 0), add)
-            for x in v.get(f"{fw}_busy_candidates") or ():  # measured only while busy: as many clean ones as needed
+            for x in v.get(f"{fw}_busy_candidates") or ():  # measured only while busy: clean ones to decide it
                 add = min(stats.MIN_PROCESSES, max_processes - x["processes_busy"])
                 if add >= stats.MIN_PROCESSES:
                     out[x["cell"]] = max(out.get(x["cell"], 0), add)
@@ -351,8 +358,13 @@ def self_check(rows: Iterable[Mapping[str, Any]], threshold: float = stats.TIE_T
     return out
 
 
-def _reason(decision: str, c: stats.Comparison, threshold: float) -> str:
-    ci = f"95% CI {c.ci_low:.3f}-{c.ci_high:.3f}"
+def level(confidence: float) -> str:
+    """0.96 -> '96%', 0.995 -> '99.5%'."""
+    return f"{confidence * 100:.4g}%"
+
+
+def _reason(decision: str, c: stats.Comparison, threshold: float, confidence: float = 0.95) -> str:
+    ci = f"{level(confidence)} CI {c.ci_low:.3f}-{c.ci_high:.3f}"
     if decision == "noisy":
         return (f"{ci} holds 1 but allows a difference of {stats.tie_bound(c):.0%} (more than "
                 f"{stats.NOISY_BOUND:.0%}): too wide to decide (noisy); measure more processes")
@@ -365,14 +377,16 @@ def _reason(decision: str, c: stats.Comparison, threshold: float) -> str:
 
 
 # ---- presentation ----------------------------------------------------------------------------
-COLUMNS = ("workload", "best PyTorch", "best JAX", "JAX/PyTorch (95% CI)", "verdict", "procs", "compile pays "
+COLUMNS = ("workload", "best PyTorch", "best JAX", "JAX/PyTorch (CI)", "verdict", "procs", "compile pays "
            "(PyTorch / JAX)", "memory JAX/PyTorch", "parity (PyTorch / JAX)", "why")
 STYLE = {"JAX faster": "bold cyan", "PyTorch faster": "bold magenta", "tie": "green", "cannot say": "yellow"}
 LEGEND = ("every figure from clean processes only: a process is busy, and decides nothing, when others took over "
           "{c:.0%} of its CPUs or the machine's canary read off its run's by more than its noise (at least {f:.0%}); "
           "best: the fastest backend of the framework whose cells ran ok and passed parity (time: mean of the "
-          "per-process medians); JAX/PyTorch < 1: JAX faster; 95% CI from a hierarchical bootstrap over processes "
-          "and their samples, its width Student's t on the process medians (Welch); tie (±x: the largest difference "
+          "per-process medians); JAX/PyTorch < 1: JAX faster; CI from a hierarchical bootstrap over processes "
+          "and their samples, its width Student's t on the process medians (Welch), at 95% where the run adds no "
+          "processes, else at the level its look may spend ({a:.0%} over all looks: {a0:.0%} at the planned "
+          "processes, the rest shared by the top-ups); tie (±x: the largest difference "
           "the CI allows): the CI lies within ±{t:.0%}, or holds 1 within ±{n:.0%}; cannot say: fewer than {p} clean "
           "processes a side (busy machine: busy ones left too few, or a backend measured only while busy might be a "
           "side's best), a CI too wide, or a side with nothing that ran and passed; compile pays: calls until the "
@@ -414,7 +428,8 @@ def _pays_text(p: Mapping[str, Any]) -> str:
 
 def cells(r: Mapping[str, Any]) -> list[str]:
     """The row's table cells as text (terminal, Markdown and the report page show these)."""
-    ratio = fmt.DASH if r.get("ratio") is None else f"{r['ratio']:.3f} ({r['ci_low']:.3f}-{r['ci_high']:.3f})"
+    ratio = fmt.DASH if r.get("ratio") is None else \
+        f"{r['ratio']:.3f} ({r['ci_low']:.3f}-{r['ci_high']:.3f}, {level(r.get('confidence') or 0.95)})"
     mem = fmt.DASH if r.get("memory_ratio") is None else f"{r['memory_ratio']:.2f}x"
     parity = " / ".join(fmt.DASH if r.get(f"{fw}_one_sided") else _parity_text(r.get(f"{fw}_parity"))
                         for fw, _ in FRAMEWORKS)
@@ -480,8 +495,8 @@ def legend(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_THRES
     counters = sorted({r["memory_counter"] for r in rows if r.get("memory_counter")})
     from stackwars.rules import RULES
 
-    return LEGEND.format(t=threshold, n=stats.NOISY_BOUND, p=stats.MIN_PROCESSES,
-                         c=RULES["contention_threshold"].value, f=RULES["canary_floor"].value,
+    return LEGEND.format(t=threshold, n=stats.NOISY_BOUND, p=stats.MIN_PROCESSES, a=stats.VERDICT_ALPHA,
+                         a0=stats.FIRST_LOOK_ALPHA, c=RULES["contention_threshold"].value, f=RULES["canary_floor"].value,
                          mem="; ".join(counters) or "not measured")
 
 
@@ -555,7 +570,7 @@ def to_text(rows: Sequence[Mapping[str, Any]], width: int = 250) -> str:
 
 def forest_png(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_THRESHOLD) -> bytes | None:
     """The verdicts of one machine as a forest plot: JAX/PyTorch on a log axis, one row per
-    workload, the point estimate with its 95% CI, the tie band shaded, coloured by verdict."""
+    workload, the point estimate with its CI (at the level its look spends), the tie band shaded, coloured by verdict."""
     shown = [r for r in rows if r.get("ratio")]
     # rows with no ratio to draw (a side measured only while the machine was busy, or missing): listed apart
     apart = [r for r in rows if not r.get("ratio")]
@@ -588,7 +603,7 @@ def forest_png(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_T
     hi = max([r["ci_high"] for r in shown] + [1 + threshold])
     pad = math.exp(0.08 * (math.log(hi) - math.log(lo)) + 0.02)
     ax.set_xlim(lo / pad, hi * pad)
-    ax.set_xlabel("JAX time / PyTorch time, best backend of each (log; < 1: JAX faster); 95% CI over processes")
+    ax.set_xlabel("JAX time / PyTorch time, best backend of each (log; < 1: JAX faster); CI over processes")
     for v, c in colour.items():
         ax.plot([], [], "o", color=c, label=v)
     ax.plot([], [], "o", color="tab:gray", mfc="white",

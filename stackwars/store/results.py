@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from stackwars import canary
+from stackwars import canary, stats
 from stackwars.outputs import try_write_in
 from stackwars.errors import SpecError, StackwarsError
 from stackwars.records import CellSpec, Env, Measurement, MeasureConfig, _json_default
@@ -571,15 +571,23 @@ def cell_row(run_id: str, m: Measurement, env: Mapping[str, Any] | None = None) 
 
 def rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
     """Flat rows for export and reports, each with its machine."""
-    envs: dict[str, dict[str, Any]] = {}
+    runs: dict[str, RunInfo] = {}
 
-    def env(rid: str) -> dict[str, Any]:
-        if rid not in envs:
-            envs[rid] = store.run(rid).env
-        return envs[rid]
+    def run(rid: str) -> RunInfo:
+        if rid not in runs:
+            runs[rid] = store.run(rid)
+        return runs[rid]
+
+    def row(rid: str, m: Measurement) -> dict[str, Any]:
+        out = cell_row(rid, m, run(rid).env)
+        # which look of its verdict the process was planned for, of how many the run allows (stats.look_alpha)
+        cfg = run(rid).measure_config
+        out["look"] = stats.look_of(m.spec.repeat, cfg.processes)
+        out["looks"] = stats.looks_allowed(cfg.processes, cfg.max_processes)
+        return out
 
     # each process judged against its run's canary (stackwars/canary.py): a slowed one decides nothing
-    return canary.judge(cell_row(rid, m, env(rid)) for rid, m in store.cells(run_id))
+    return canary.judge(row(rid, m) for rid, m in store.cells(run_id))
 
 
 def load_results(db_file: str | os.PathLike | None = None):

@@ -1,0 +1,164 @@
+"""One run, from a valid request to its verdict: plan, start or resume, measure, look again.
+
+The CLI (``cli/run_cmd.py``) parses options and prints; everything in between lives here, as
+plain functions and one class a test can drive:
+
+* ``Run.start`` / ``Run.resume``: the run's cells planned against the probed machine (or the
+  stored run's missing cells), its session opened, the fingerprint checked on resume;
+* ``Run.measure``: every planned cell through the executor, then the looks: while a verdict
+  cannot decide (a busy machine, a CI too wide), the next look measures more processes of
+  its two best cells (``verdict.more_processes``), up to ``--max-processes`` a cell and
+  only while the run's ``--budget`` allows another look (``Budget``: the look's estimated
+  cost from what its cells' processes took so far); it stops as soon as every verdict has
+  decided. Each look spends a share of the verdict's error (stats.look_alpha), so that
+  stopping when decided names a false winner at most 5% of the time.
+
+Cells the database refuses are kept in the run's pending file and reported (``Hooks``); the
+caller decides how to tell the user.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from stackwars import runner
+from stackwars.executors import Executor
+from stackwars.harness import env as envmod
+from stackwars.records import CellSpec, MeasureConfig, Measurement
+from stackwars.store.results import Store, StoreWriteError, rows, store_pending
+
+
+@dataclass
+class Hooks:
+    """What the caller hears: a cell starts, a cell is done, a cell could not be stored, a note."""
+
+    on_start: Callable[[CellSpec], None] | None = None
+    on_done: Callable[[Measurement], None] | None = None
+    on_unsaved: Callable[[Measurement, Any, StoreWriteError], None] | None = None
+    on_note: Callable[[str], None] = lambda text: None
+    on_more: Callable[[int], None] = lambda n: None  # n more cell-processes were planned
+
+
+@dataclass
+class Budget:
+    """The run's wall-clock budget (None: none). A look starts only if what it is expected to
+    take, from the median wall time of its cells' processes so far, still fits."""
+
+    seconds: float | None
+    started: float = field(default_factory=time.monotonic)
+
+    def left(self) -> float:
+        return float("inf") if self.seconds is None else self.seconds - (time.monotonic() - self.started)
+
+    def allows(self, expected_s: float) -> bool:
+        return expected_s <= self.left()
+
+
+def look_cost(extra: Sequence[CellSpec], done: Sequence[Measurement]) -> float:
+    """What ``extra`` should take: each cell-process the median wall time of its cell's
+    processes so far (the run's median where its cell has none)."""
+    base = lambda key: key.split("#r")[0]  # noqa: E731
+    walls: dict[str, list[float]] = {}
+    for m in done:
+        if m.wall_s is not None:
+            walls.setdefault(base(m.spec.key), []).append(m.wall_s)
+    every = [w for ws in walls.values() for w in ws]
+    fallback = statistics.median(every) if every else 0.0
+    return sum(statistics.median(walls[base(s.key)]) if base(s.key) in walls else fallback for s in extra)
+
+
+def backend_options(**given: Any) -> dict[str, Any]:
+    """The backend options the user set (None: left to each backend's default)."""
+    return {k: v for k, v in given.items() if v is not None}
+
+
+class _Unsaved(Exception):
+    """Some measured cells could not be stored: the run stops short of its looks."""
+
+
+@dataclass
+class Run:
+    store: Store
+    run_id: str
+    specs: list[CellSpec]
+    config: MeasureConfig
+    env: Mapping[str, Any]
+    executor: Executor
+    inline: bool = False
+    resumed_from: int | None = None  # cells of the plan before this session (resume)
+    budget: Budget = field(default_factory=lambda: Budget(None))
+
+    @classmethod
+    def start(cls, store: Store, specs: Sequence[CellSpec], config: MeasureConfig, probe: Mapping[str, Any],
+              executor: Executor, inline: bool = False, command: str | None = None) -> "Run":
+        env = envmod.fingerprint(config.threads, probe)
+        run_id = runner.new_run(store, specs, config, command)
+        return cls(store, run_id, list(specs), config, env, executor, inline, budget=Budget(config.budget_s))
+
+    @classmethod
+    def resume(cls, store: Store, run_id: str, probe: Mapping[str, Any], executor: Executor, inline: bool = False,
+               timeout_s: float | None = None, on_note: Callable[[str], None] = lambda text: None) -> "Run":
+        info = store.cell_run(run_id, "--resume")
+        config = info.measure_config
+        if timeout_s is not None and timeout_s != config.timeout_s:
+            on_note(f"resuming with --timeout {timeout_s:g} s per cell (the run was started with "
+                    f"{config.timeout_s:g} s)")
+            config = dataclasses.replace(config, timeout_s=timeout_s)
+            runner.validate_config(config)
+        env = envmod.fingerprint(config.threads, probe)
+        runner.check_resumable(info.env, env)
+        executor.check(store.missing(run_id))  # before the session is written (Ray: the cluster reached)
+        kept = store_pending(store, run_id, store.start_session(run_id, env))
+        if kept:
+            on_note(f"stored {kept} cell(s) an earlier session measured but could not store")
+        specs = store.missing(run_id)
+        on_note(f"resuming run {run_id}: {len(specs)} of {len(info.plan)} cells still to measure")
+        return cls(store, run_id, specs, config, env, executor, inline, len(info.plan), Budget(config.budget_s))
+
+    def _execute(self, specs: Sequence[CellSpec], hooks: Hooks, unsaved: list) -> list[Measurement]:
+        def on_unsaved(m, where, exc):
+            unsaved.append((m, where, exc))
+            if hooks.on_unsaved:
+                hooks.on_unsaved(m, where, exc)
+
+        done = runner.execute(self.store, self.run_id, specs, self.config, self.env, hooks.on_start, hooks.on_done,
+                              self.inline, on_unsaved, self.executor)
+        if unsaved:
+            raise _Unsaved()
+        return done
+
+    def measure(self, hooks: Hooks | None = None) -> list[tuple[Measurement, Any, StoreWriteError]]:
+        """The planned cells, then a look more while a verdict cannot decide and the budget and
+        the cap allow. Returns the cells the database refused (kept in the pending file)."""
+        from stackwars.report import verdict as vd
+
+        hooks = hooks or Hooks()
+        unsaved: list[tuple[Measurement, Any, StoreWriteError]] = []
+        try:
+            done = self._execute(self.specs, hooks, unsaved)
+            while True:
+                wanted = vd.more_processes(vd.verdicts(rows(self.store, self.run_id)),
+                                           self.config.max_processes or 0, self.config.processes)
+                extra = runner.more_rounds(self.store.run(self.run_id).plan, wanted)
+                if not extra:
+                    break
+                expected = look_cost(extra, done)
+                if not self.budget.allows(expected):
+                    hooks.on_note(f"{len(wanted)} cell(s) of verdicts that could not decide: a look of {len(extra)} "
+                                  f"more process(es) would take about {expected:.0f} s, more than the "
+                                  f"{max(0.0, self.budget.left()):.0f} s left of --budget {self.budget.seconds:g} s; "
+                                  f"stopped undecided")
+                    break
+                hooks.on_note(f"{len(wanted)} cell(s) of verdicts that could not decide (busy machine or a wide "
+                              f"CI): {len(extra)} more process(es), about {expected:.0f} s")
+                self.store.extend_plan(self.run_id, extra)
+                hooks.on_more(len(extra))
+                done += self._execute(extra, hooks, unsaved)
+        except _Unsaved:
+            pass
+        return unsaved
+

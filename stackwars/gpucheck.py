@@ -47,6 +47,9 @@ ESTIMATE_S = {
     "model-eager": 25, "model-compiled": 45, "model-jax": 40,
     "big-model": 150,  # gpt-neo-1.3b, llama3-8b: weights drawn on the host, the reference in its own worker
     "train-gpt2": 90, "peaks": 25, "mnist": 40, "scaling": 35, "kernel": 20,
+    # a resnet50 / gpt2 paper forward cell-process forked from a preloaded server, caches warm after
+    # the first: not measured on a GPU yet; the 364 s of the 3fbd31d run for 12 such cells, rounded up
+    "verdict-model": 30,
 }
 COMMON = ("--warmup", "2", "--min-samples", "5", "--min-time", "0.3", "--timeout", "240",
           "--processes", "1", "--max-processes", "1")
@@ -124,6 +127,24 @@ def _peaks(d: Path) -> list[str]:
             "--db", str(d / "stackwars.db")]
 
 
+def _verdict_speed(d: Path) -> list[str]:
+    """The verdict the GPU issue timed at 3fbd31d (364 s for its 12 cells): resnet50 and gpt2,
+    paper, bfloat16, forward, torch-compile against jax-jit, 3 processes a cell to start with,
+    more looks while undecided within the budget."""
+    return [sys.executable, "-m", "stackwars", "run", "resnet50", "gpt2", "--preset", "paper", "--device", "cuda",
+            "--dtype", "bfloat16", "--phase", "forward", "-b", "torch-compile", "-b", "jax-jit", "--processes", "3",
+            "--budget", "300", "--timeout", "240", "--db", str(d / "stackwars.db"), "--json", str(d / "cells.json")]
+
+
+def _llama(d: Path) -> list[str]:
+    """llama3-8b's two cells in one command: one process each, a cell timeout that lets the
+    jax-jit cell (16 GB of weights put on the device, XLA's compile) finish."""
+    return [sys.executable, "-m", "stackwars", "run", "llama3-8b", "--preset", "paper", "--device", "cuda", "--dtype",
+            "bfloat16", "--phase", "forward", "-b", "torch-compile", "-b", "jax-jit", "--warmup", "2",
+            "--min-samples", "5", "--min-time", "0.3", "--timeout", "400", "--processes", "1", "--max-processes", "1",
+            "--db", str(d / "stackwars.db"), "--json", str(d / "cells.json")]
+
+
 def _why(d: Path) -> list[str]:
     return _run("gpt2", "--preset", "paper", "--device", "cuda", "--dtype", "bfloat16", "--phase", "train-step",
                 *(x for b in MODEL_BACKENDS for x in ("-b", b)), "--profile", "2",
@@ -174,9 +195,11 @@ STAGES: tuple[Stage, ...] = (
           ((2, "big-model"),), _run("gpt-neo-1.3b", "--preset", "paper", "--device", "cuda", "--dtype", "bfloat16",
                                     "--phase", "forward", "-b", "torch-compile", "-b", "jax-jit"), proof=False),
     Stage("models-llama", "llama3-8b at paper size, forward, bfloat16 (torch-compile, jax-jit): 16 GB of weights, "
-          "the float64 reference computed in its own worker first", ((2, "big-model"),),
-          _run("llama3-8b", "--preset", "paper", "--device", "cuda", "--dtype", "bfloat16", "--phase", "forward",
-               "-b", "torch-compile", "-b", "jax-jit"), proof=False),
+          "the float64 reference computed in its own worker first; both cells in this one command",
+          ((2, "big-model"),), _llama, proof=False),
+    Stage("verdict-speed", "the resnet50 + gpt2 paper bf16 forward verdict, torch-compile against jax-jit, "
+          "3 processes and more looks while undecided (364 s at 3fbd31d; the aim: 120 s, harness 3 s a process)",
+          ((12, "verdict-model"),), _verdict_speed, proof=False),
     Stage("why", "GPT-2 paper train step, bfloat16, profiled with its memory anatomy (jax-jit's 14.6 GB vs "
           "torch-compile's 6.3 GB explained part by part)", ((3, "train-gpt2"),), _why),
     Stage("kernels", "softmax and layernorm: Triton and Pallas kernels compiled, beside the framework operators",
@@ -274,19 +297,39 @@ def run_stage(stage: Stage, root: Path, limit_s: float = STAGE_LIMIT_S) -> dict[
                 status = f"stage time limit ({limit_s:g} s)"
         row.update(status=status, seconds=round(time.monotonic() - t0, 1))
     tail = (folder / "output.txt").read_text(errors="replace")[-3000:] if (folder / "output.txt").exists() else ""
+    harness = re.search(r"^Time: .*$", tail, re.M)
+    if harness:  # the run's own account: cells, measured windows, harness overhead per cell
+        row["time"] = harness.group(0)
     (folder / "SUMMARY.md").write_text(
         f"# gpu-check stage {stage.name}\n\n{stage.proves}\n\n- status: {row['status']}\n- time: {row['seconds']} s "
         f"(estimate {stage.estimate_s} s for {stage.cell_count} cells)\n- command: `{row.get('command', '')}`\n\n"
         f"Files: output.txt (tables), log.txt (progress, errors), env.json, and the stage's own (stackwars.db, "
         f"cells.json, junit.xml, traces/ where it writes them).\n\n```\n{tail}\n```\n")
+    if os.environ.get("OUT"):  # the remote runner returns few files, two folders deep: one archive a stage
+        row["archive"] = pack(folder).name
     return row
+
+
+def pack(folder: Path) -> Path:
+    """``folder`` as ``folder.tar.gz`` beside it, the folder removed: what a stage wrote, as one
+    file (the remote runner returns at most 8 files a command, two folders deep)."""
+    import shutil
+    import tarfile
+
+    archive = folder.with_name(folder.name + ".tar.gz")
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(folder, arcname=folder.name)
+    shutil.rmtree(folder)
+    return archive
 
 
 def summary(rows: Sequence[dict[str, object]], name: str) -> str:
     lines = [f"# gpu-check on {name}", "", f"Written by stackwars.gpucheck at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}; "
-             "each stage's files in its folder.", "", "| stage | status | time | estimate | cells |", "|---|---|---|---|---|"]
+             "each stage's files in its folder (under $OUT: packed, <stage>.tar.gz).", "",
+             "| stage | status | time | estimate | cells |", "|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['stage']} | {r['status']} | {r['seconds']} s | {r['estimate_s']} s | {r['cells']} |")
+    lines += ["", *(f"- {r['stage']}: {r['time']}" for r in rows if r.get("time"))]
     return "\n".join(lines) + "\n"
 
 

@@ -94,9 +94,14 @@ def test_a_stage_writes_its_summary_environment_and_output_and_a_stage_past_its_
     assert root == tmp_path  # $OUT wins over results/gpu-<device>
     row = gpucheck.run_stage(quick, root)
     assert row["status"] == "ok"
-    assert {p.name for p in (tmp_path / "quick").iterdir()} == {"made.txt", "output.txt", "log.txt", "env.json",
-                                                                "SUMMARY.md"}
-    assert "| cell | ok |" in (tmp_path / "quick" / "SUMMARY.md").read_text()
+    # under $OUT a stage is one archive (the remote runner returns few files, two folders deep)
+    import tarfile
+
+    assert not (tmp_path / "quick").exists() and row["archive"] == "quick.tar.gz"
+    with tarfile.open(tmp_path / "quick.tar.gz") as tar:
+        assert {n for n in tar.getnames() if n != "quick"} == {f"quick/{n}" for n in (
+            "made.txt", "output.txt", "log.txt", "env.json", "SUMMARY.md")}
+        assert "| cell | ok |" in tar.extractfile("quick/SUMMARY.md").read().decode()
     row = gpucheck.run_stage(slow, root, limit_s=1)
     assert row["status"].startswith("stage time limit") and row["seconds"] < 10
     text = gpucheck.summary([row], "test")
@@ -165,8 +170,11 @@ def test_each_run_stage_counts_the_cells_its_command_plans(tmp_path):
             else:
                 i += 1
         overrides = dict(s.split("=", 1) for s in got["sets"])
+        # the last --processes wins, as in typer (COMMON's 1 where the stage names none)
+        processes = int([argv[j + 1] for j in range(len(argv) - 1) if argv[j] == "--processes"][-1])
         specs = runner.plan_cells(workloads, got["presets"] or ["small"], got["phases"] or ["forward"],
-                                  got["backends"], got["devices"] or ["cpu"], got["dtypes"] or ["float32"], overrides)
+                                  got["backends"], got["devices"] or ["cpu"], got["dtypes"] or ["float32"], overrides,
+                                  repeats=processes)
         assert len(specs) == stage.cell_count, (stage.name, len(specs), stage.cell_count)
         checked += 1
     assert checked >= 9

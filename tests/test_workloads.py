@@ -89,11 +89,21 @@ def test_unknown_names():
 
 
 def test_bf16_rounding_matches_torch():
+    """Chunked (temporaries of one chunk) and threaded over a dict (round_all), the rounding is
+    still torch's, bit for bit, across chunk boundaries and on a multi-dimensional array."""
     import torch
+
+    from stackwars.workloads import base
+
     x = np.random.default_rng(0).standard_normal(10_000) * 10
     ours = round_to(x, "bfloat16")
     theirs = torch.from_numpy(x.astype(np.float32)).to(torch.bfloat16).to(torch.float64).numpy()
     assert np.array_equal(ours, theirs)
+    big = (np.random.default_rng(1).standard_normal((3, base.ROUND_CHUNK // 2 + 7)) * 10).astype(np.float32)
+    both = base.round_all({"big": big, "ids": np.arange(4), **{f"w{i}": big for i in range(6)}}, "bfloat16")
+    expect = torch.from_numpy(big).to(torch.bfloat16).to(torch.float32).numpy()
+    assert both["big"].shape == big.shape and np.array_equal(both["big"], expect)
+    assert np.array_equal(both["w5"], expect) and both["ids"].dtype.kind == "i"
 
 
 def test_analytic_flops_match_xla_cost_analysis():

@@ -61,10 +61,11 @@ class Prepared:
 
 # a framework's modules every cell-process of its backends imports, or would import later
 # while the harness (not the measured program) works: the compiler stack torch.compile
-# imports on its first call, the profiler the observation step uses, the measuring harness
+# imports on its first call (Triton on CUDA; "?": where installed), the profiler the observation
+# step uses, the measuring harness
 PRELOAD = {
     "torch": ("stackwars.harness.measure", "torch", "torch._dynamo", "torch._inductor.compile_fx", "torch.profiler",
-              "stackwars.backends.torch_eager", "stackwars.backends.torch_compile"),
+              "?triton", "stackwars.backends.torch_eager", "stackwars.backends.torch_compile"),
     "jax": ("stackwars.harness.measure", "jax", "jax.numpy", "optax", "stackwars.backends.jax_eager",
             "stackwars.backends.jax_jit"),
 }

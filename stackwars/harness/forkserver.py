@@ -54,7 +54,6 @@ LATE_ENV = frozenset({
     "STACKWARS_PROGRESS_FILE", "STACKWARS_PARENT_PID",  # ours, read by the worker as it runs
     "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",  # read by the CUDA driver when a device is initialised
 })
-POLL_S = 0.02
 
 
 def fresh_state() -> dict[str, Any]:
@@ -126,11 +125,19 @@ def serve(preload: list[str]) -> int:
         proto.write(json.dumps(msg) + "\n")
 
     t0 = time.perf_counter()
+    loaded, absent = [], []
     try:
         import importlib
 
         for name in preload:
-            importlib.import_module(name)
+            optional = name.startswith("?")  # "?triton": preloaded where installed (a CPU build has none)
+            try:
+                importlib.import_module(name.lstrip("?"))
+                loaded.append(name.lstrip("?"))
+            except ImportError:
+                if not optional:
+                    raise
+                absent.append(name.lstrip("?"))
     except BaseException as exc:  # noqa: BLE001 - told to the client, which spawns instead
         send(event="failed", error=f"preloading {name}: {type(exc).__name__}: {exc}")
         return 1
@@ -139,20 +146,32 @@ def serve(preload: list[str]) -> int:
     if problem:
         send(event="failed", error=problem, state=state)
         return 1
-    info = {"preloaded": preload, "preload_s": time.perf_counter() - t0, "before_fork": state,
+    info = {"preloaded": loaded, "not_installed": absent, "preload_s": time.perf_counter() - t0, "before_fork": state,
             "generation": os.environ.get("STACKWARS_FORKSERVER_GENERATION")}
     send(event="ready", pid=os.getpid(), **info)
+    # an idle server must cost the machine nothing (its cells' neighbours are timed): it sleeps in
+    # select() until a request comes or a child ends (SIGCHLD, through a wake-up pipe), never polls
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
     stdin = sys.stdin.buffer
     running: set[int] = set()
     buf = b""
     while True:
-        ready, _, _ = select.select([stdin], [], [], POLL_S)
+        ready, _, _ = select.select([stdin, wake_r], [], [])
+        if wake_r in ready:
+            try:
+                os.read(wake_r, 4096)
+            except BlockingIOError:
+                pass
         for pid in list(running):
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
                 running.discard(pid)
                 send(event="exit", pid=pid, code=os.waitstatus_to_exitcode(status))
-        if not ready:
+        if stdin not in ready:
             continue
         chunk = os.read(stdin.fileno(), 1 << 16)
         if not chunk:  # the client is gone: so are we; orphaned children end themselves
@@ -164,6 +183,9 @@ def serve(preload: list[str]) -> int:
             pid = os.fork()
             if pid == 0:
                 proto.close()
+                signal.set_wakeup_fd(-1)
+                os.close(wake_r)
+                os.close(wake_w)
                 _child(req, os.getppid(), info)
             running.add(pid)
             send(event="started", id=req["id"], pid=pid)
@@ -205,10 +227,13 @@ class Child:
 class Server:
     """One running server: started, read by a thread, asked to fork."""
 
-    def __init__(self, preload: tuple[str, ...], env: dict[str, str], log_path: str):
+    def __init__(self, preload: tuple[str, ...], env: dict[str, str]):
         import subprocess
 
-        self.preload, self.log_path = preload, log_path
+        from stackwars.harness import tmp
+
+        self.folder = tmp.mkdtemp("forkserver")  # its own: the log, removed when it closes
+        self.preload, self.log_path = preload, os.path.join(self.folder, "server.log")
         self.info: dict[str, Any] | None = None
         self.error: str | None = None
         self._cond = threading.Condition()
@@ -216,7 +241,7 @@ class Server:
         self._started: dict[int, int] = {}
         self._next = 0
         self._eof = False
-        with open(log_path, "w") as log:
+        with open(self.log_path, "w") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "stackwars.harness.forkserver", *preload],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                          env=env, start_new_session=True)
@@ -306,7 +331,7 @@ class Server:
     def close(self) -> None:
         import shutil
 
-        shutil.rmtree(os.path.dirname(self.log_path), ignore_errors=True)
+        shutil.rmtree(self.folder, ignore_errors=True)
         try:
             self.proc.stdin.close()
         except OSError:
@@ -346,7 +371,6 @@ def fork(argv: list[str], env: dict[str, str], log: str, preload: tuple[str, ...
     """A forked worker from the server for (``preload``, ``env``, ``generation``), started if
     need be; (None, why) where there is none and the task must be spawned."""
     import atexit
-    from stackwars.harness import tmp
 
     key = server_key(tuple(preload), env, generation)
     note: dict[str, Any] = {"started_the_server": False}
@@ -362,11 +386,10 @@ def fork(argv: list[str], env: dict[str, str], log: str, preload: tuple[str, ...
                 _servers.pop(next(iter(_servers))).close()
             if not _servers:
                 atexit.register(close_all)
-            folder = tmp.mkdtemp("forkserver")
             server_env = {k: v for k, v in env.items() if k not in LATE_ENV}
             server_env["STACKWARS_FORKSERVER_GENERATION"] = str(generation)
             t0 = time.perf_counter()
-            server = Server(tuple(preload), server_env, os.path.join(folder, "server.log"))
+            server = Server(tuple(preload), server_env)
             ready = server.ready()
             # this task waited for the server: its wall time holds the server's start
             note = {"started_the_server": True, "server_start_s": time.perf_counter() - t0}

@@ -51,7 +51,7 @@ from stackwars.harness.contention import ForeignLoad
 from stackwars.harness.memory import PeakRSS, current_rss
 from stackwars.harness.timer import Timer
 from stackwars.records import CellSpec, Measurement, MeasureConfig, MemoryStats
-from stackwars.workloads.base import itemsize, param_dtype, round_to
+from stackwars.workloads.base import itemsize, param_dtype, round_all
 
 
 def _count_entries(path: str | None) -> int | None:
@@ -147,8 +147,8 @@ def prepare_cell(spec: Mapping[str, Any], config: Mapping[str, Any],
     t0 = time.perf_counter()
     pdtype = param_dtype(cell.dtype, cell.phase)
     params, batch = workload.init(cfg, cfg_m.seed)
-    params = {k: round_to(v, pdtype) for k, v in params.items()}
-    batch = {k: round_to(v, cell.dtype) for k, v in batch.items()}
+    params = round_all(params, pdtype)
+    batch = round_all(batch, cell.dtype)
     prepared = backend.prepare(workload, cfg, cell.phase, params, batch, cell.device, cell.dtype)
     settings["backend"] = {"name": bspec.name, "options": backend.options, **prepared.notes}
     timeline["prepare_s"] = time.perf_counter() - t0

@@ -247,7 +247,7 @@ def compute_in_worker(spec: Mapping[str, Any], config: Mapping[str, Any], refere
     The parameters and batch are drawn from the seed exactly as the cell's worker draws them."""
     from stackwars import registry
     from stackwars.records import CellSpec, MeasureConfig
-    from stackwars.workloads.base import param_dtype, round_to
+    from stackwars.workloads.base import param_dtype, round_all
 
     cell, cfg_m = CellSpec.from_dict(spec), MeasureConfig.from_dict(config)
     workload = registry.workload(cell.workload)
@@ -259,8 +259,8 @@ def compute_in_worker(spec: Mapping[str, Any], config: Mapping[str, Any], refere
         if cache.has(ref_key):
             return {"status": "ok", "source": "already in the run's cache"}
         params, batch = workload.init(cfg, cfg_m.seed)
-        params = {k: round_to(v, pdtype) for k, v in params.items()}
-        batch = {k: round_to(v, cell.dtype) for k, v in batch.items()}
+        params = round_all(params, pdtype)
+        batch = round_all(batch, cell.dtype)
         tolerance = workload.tolerance(cell.dtype, cfg_m.matmul_precision, cell.phase)
         ref = compute(workload, cfg, cell.phase, params, batch, tolerance, cache, ref_key, cell.device, cell.dtype,
                       cfg_m.parity_mode, "reference worker", info)

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from stackwars import registry
 from stackwars.records import CellSpec
-from stackwars.workloads.base import param_dtype, round_to
+from stackwars.workloads.base import param_dtype, round_all
 
 
 def dump_cell(spec: Mapping[str, Any], stages: Mapping[str, list[str]], out_dir: str,
@@ -18,8 +18,8 @@ def dump_cell(spec: Mapping[str, Any], stages: Mapping[str, list[str]], out_dir:
     workload = registry.workload(cell.workload)
     cfg = workload.config(cell.preset, dict(cell.overrides))
     params, batch = workload.init(cfg, seed)
-    params = {k: round_to(v, param_dtype(cell.dtype, cell.phase)) for k, v in params.items()}
-    batch = {k: round_to(v, cell.dtype) for k, v in batch.items()}
+    params = round_all(params, param_dtype(cell.dtype, cell.phase))
+    batch = round_all(batch, cell.dtype)
     settings = {"matmul_precision": matmul_precision}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

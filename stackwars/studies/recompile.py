@@ -34,7 +34,7 @@ import numpy as np
 from stackwars import registry
 from stackwars.errors import SpecError
 from stackwars.records import DTYPES
-from stackwars.workloads.base import param_dtype, round_to
+from stackwars.workloads.base import param_dtype, round_all
 
 VARIANTS = {"jax-jit": ("as-is", "buckets"),
             "torch-compile": ("dynamic=None", "dynamic=True", "dynamic=False", "mark_dynamic")}
@@ -112,8 +112,8 @@ def _inputs(wl, base, phase: str, key: str, value: Any, dtype: str, seed: int):
     cfg = base if key in SPECIAL_KEYS else replace(base, **{key: value})
     cell_dtype = value if key == "dtype" else dtype
     params, batch = wl.init(cfg, seed)
-    params = {k: round_to(v, param_dtype(cell_dtype, phase)) for k, v in params.items()}
-    batch = {k: round_to(v, cell_dtype) for k, v in batch.items()}
+    params = round_all(params, param_dtype(cell_dtype, phase))
+    batch = round_all(batch, cell_dtype)
     return cfg, cell_dtype, params, batch
 
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from stackwars import registry
 from stackwars.errors import SpecError
-from stackwars.workloads.base import param_dtype, round_to
+from stackwars.workloads.base import param_dtype, round_all
 
 POLICIES = {"torch-eager": ("eager",), "torch-compile": ("exact", "automatic", "dynamic", "mark_dynamic", "buckets"),
             "jax-eager": ("eager",), "jax-jit": ("exact", "buckets")}
@@ -99,7 +99,7 @@ def plan(workload: str, preset: str, backends: Sequence[str], policies: Sequence
 def _request(wl, base, seq: int, seed: int, i: int, dtype: str):
     cfg = replace(base, seq=seq)
     _, batch = wl.init(cfg, seed + i) if not hasattr(wl, "init_batch") else (None, wl.init_batch(cfg, seed + i))
-    return cfg, {k: round_to(v, dtype) for k, v in batch.items()}
+    return cfg, round_all(batch, dtype)
 
 
 def _pad(batch: Mapping[str, np.ndarray], axes: Mapping[str, list[int]], target: int) -> dict[str, np.ndarray]:
@@ -121,7 +121,7 @@ def run_policy(item: Mapping[str, Any], lengths: Sequence[int], seed: int = 0, d
     base = wl.config(item["preset"])
     settings = {"matmul_precision": "float32", "cache_dir": cache_dir}
     params, _ = wl.init(replace(base, seq=max(lengths)), seed)
-    params = {k: round_to(v, param_dtype(dtype, "forward")) for k, v in params.items()}
+    params = round_all(params, param_dtype(dtype, "forward"))
     axes = wl.varying_axes(base, "seq")
     serve = (_jax_server if item["backend"].startswith("jax") else _torch_server)(
         wl, base, item, params, settings, device, dtype)

@@ -348,6 +348,9 @@ class Measurement:
             "lost": ((self.settings or {}).get("lost") or {}).get("executor"),
             "graph_replayed": bool(((self.settings or {}).get("graph_replay") or {}).get("replayed")),
             # the same calls on the device's own clock (CUDA events), after the steady state
+            # the compiled program's fingerprint (jax-jit: optimized HLO; torch-compile: Inductor's code)
+            "program_sha": ((self.compile.extra or {}).get("program_sha") if self.compile else None),
+            "cpu_steal_s": (self.settings or {}).get("cpu_steal_s"),
             "device_time_median_s": _median(((self.settings or {}).get("device_time") or {}).get("samples")),
         }
         row.update(roofline(self.flops, self.bytes_moved, median, self.peak))

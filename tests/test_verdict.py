@@ -544,3 +544,38 @@ def test_stopping_as_soon_as_decided_names_a_false_winner_at_most_5_percent():
     assert stats.looks_allowed(3, 9) == 3 and stats.looks_allowed(3, 3) == 1 and stats.looks_allowed(3, 4) == 2
     assert sum(stats.look_alpha(k, 3) for k in range(3)) == pytest.approx(stats.VERDICT_ALPHA)
     assert stats.look_alpha(0, 1) == stats.VERDICT_ALPHA and stats.look_of(5, 3) == 1
+
+
+def _gpu_cell(backend, scale, proc, device_s, sha="p1", cache="cold"):
+    from stackwars.records import CompileStats
+
+    m = _cell(backend, scale, proc)
+    return dataclasses.replace(m, compile=CompileStats(total_s=1.0, extra={"program_sha": sha}),
+                               settings={"device_time": {"samples": [device_s] * 5},
+                                         "cache": {"mode": cache}})
+
+
+def test_a_spread_between_processes_is_explained_and_device_time_stands_beside_wall_time(tmp_path):
+    """mha on the H100: torch-compile's process medians 182-355 µs. Here: the same program and
+    the same device time in every process, the wall clock 2x apart: host time, said so in the
+    notes of the table and in the verdict's JSON; and a verdict whose device clock disagrees
+    with its wall clock says both."""
+    from stackwars.report import tables
+
+    cells = [_gpu_cell("torch-compile", s, p, 0.5e-3, cache="cold" if p == 0 else "warm")
+             for p, s in enumerate((1.0, 2.0, 1.7))]
+    cells += [_gpu_cell("jax-jit", 1.0, p, 0.9e-3, sha="x1") for p in range(3)]
+    _, found = _store(tmp_path / "s.db", cells)
+    notes = tables.spread_lines(found)
+    assert len(notes) == 1 and "torch-compile" in notes[0], notes
+    assert "the same compiled program in both" in notes[0] and "host time" in notes[0]
+    assert "caches: fastest cold, slowest warm" in notes[0] and "(#0)" in notes[0] and "(#1)" in notes[0]
+    (v,) = vd.verdicts(found)
+    assert v["torch_spread_why"]["spread"] == pytest.approx(1.0, rel=0.05) and v["jax_spread_why"] is None
+    # wall: JAX/PyTorch about 1/1.57; device: 0.9 / 0.5 = 1.8: the row says both
+    assert v["device_ratio"] == pytest.approx(1.8) and "device time JAX/PyTorch 1.800" in v["why"]
+    # a different program in the slowest process is named as such
+    cells[1] = _gpu_cell("torch-compile", 2.0, 1, 1.0e-3, sha="p2")
+    _, found = _store(tmp_path / "s2.db", cells)
+    (line,) = tables.spread_lines(found)
+    assert "different compiled programs (p1 vs p2)" in line and "the device itself ran slower" in line

@@ -9,6 +9,7 @@ cost and memory analyses of the compiled executable are recorded with the cell.
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -145,6 +146,8 @@ class JaxJit(JaxBackend):
         if self.device.platform == "gpu":  # what XLA replays as graphs, read from the program itself
             extra.update(count_command_buffers(self.stages["lowered"], self.stages["compiled"].as_text()))
         extra["ir_size"] = dict(self.stages.get("ir_size") or {})
+        # the optimized program, autotuned choices included: two processes with the same ran the same kernels
+        extra["program_sha"] = hashlib.sha256(self.stages["compiled"].as_text().encode()).hexdigest()[:12]
         return CompileStats(
             total_s=sum(times.values()),
             breakdown=dict(times),

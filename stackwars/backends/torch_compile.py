@@ -107,7 +107,7 @@ class TorchCompile(TorchBackend):
             break_reasons=tuple(_first_line(r) for r in list(breaks) + recompile_reasons),
             source="torch._dynamo.utils: calculate_time_spent (after first call), "
                    "CompilationMetrics and counters (end of cell)",
-            extra={"compiles": len(metrics),
+            extra={"compiles": len(metrics), "program_sha": _program_sha(),
                    "cudagraph_skips": int(counters["inductor"]["cudagraph_skips"]),
                    # operations Dynamo captured into its graphs: an unrolled loop's body once per step
                    "ir_size": {"fx_ops_captured": int(counters["stats"]["calls_captured"])},
@@ -116,3 +116,20 @@ class TorchCompile(TorchBackend):
                    "aot_autograd_cache": {k: int(v) for k, v in counters["aot_autograd"].items()
                                           if "cache" in k}},
         )
+
+
+def _program_sha() -> str | None:
+    """A fingerprint of the code Inductor generated (or read back from its cache) in this
+    process: two processes of a cell with the same one ran the same kernels."""
+    import hashlib
+
+    from torch._inductor.codecache import PyCodeCache
+
+    sources = []
+    for module in list(PyCodeCache.modules):
+        try:
+            with open(module.__file__) as f:
+                sources.append(f.read())
+        except (OSError, AttributeError, TypeError):
+            continue
+    return hashlib.sha256("\n".join(sorted(sources)).encode()).hexdigest()[:12] if sources else None

@@ -29,7 +29,7 @@ from rich.text import Text
 from stackwars import stats
 from stackwars.records import parity_ok
 from stackwars.report import format as fmt
-from stackwars.report import gate
+from stackwars.report import gate, spread
 
 COLUMNS = ("backend", "First Run", "Second Run", "Avg Steady State", "± (IQR)", "vs best (95% CI)", "achieved",
            "roofline", "memory", "parity", "status")
@@ -160,7 +160,7 @@ def added_memory(row: Mapping[str, Any]) -> int | None:
 EAGER_OF = {"jax-jit": "jax-eager", "torch-compile": "torch-eager", "torch-compile-max-autotune": "torch-eager",
             "torch-cudagraphs": "torch-eager", "torch-mlir-xla": "torch-eager"}
 # every figure a combined row derives from its processes: none of them for a cell measured only while busy
-FIGURES = ("steady_median_s", "first_call_s", "second_call_s", "first_call_cache", "first_call_processes",
+FIGURES = ("steady_median_s", "first_call_s", "second_call_s", "first_call_cache", "first_call_processes", "device_time_s",
            "memory_added_bytes", "steady_ci_low_s",
            "steady_ci_high_s", "steady_iqr_s", "noisy", "process_medians", "achieved_flops_per_s", "roofline_fraction")
 
@@ -195,6 +195,8 @@ def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = stat
         row.update(parity_max_rel_err=max(errs) if errs else None,
                    peak_memory_bytes=max((r["peak_memory_bytes"] for r in group if r.get("peak_memory_bytes")),
                                          default=None))
+        # where its clean processes disagree by more than 10%: what their records say (report/spread.py)
+        row["spread_why"] = spread.explain(clean)
         if clean:
             row.update(_figures(clean, noise_threshold))
         elif busy:  # every timed process busy: no figure decides anything; what they read, for display
@@ -217,6 +219,8 @@ def _figures(used: list[Mapping[str, Any]], noise_threshold: float) -> dict[str,
         "second_call_s": _median_of(r.get("second_call_s") for r in first),
         "first_call_cache": "cold" if cold else "warm",
         "first_call_processes": len(first),
+        # on CUDA: a call's time on the device's own clock (CUDA events), median over the processes
+        "device_time_s": _median_of(r.get("device_time_median_s") for r in used),
         "memory_added_bytes": _median_of([added_memory(r) for r in used]),
     }
     if not gate.timed(used):
@@ -441,6 +445,11 @@ def _notes(rows: list[Mapping[str, Any]], env_summary: str | None) -> list[Text]
     if any(r.get("noisy") or r.get("contended") or r.get("slowed") for r in rows if r["status"] == "ok"):
         parts.append(Text("? in vs best: this row or the fastest is noisy, or a busy row read faster; the ratio is shown, "
                           "but it is not a ranking.", style="yellow"))
+    disagree = spread_lines(rows)
+    if disagree:
+        parts.append(Text(f"Processes that disagree (medians more than {spread.SPREAD_THRESHOLD:.0%} apart; fastest "
+                          "against slowest):", style="bold"))
+        parts.extend(Text(f"  {x}") for x in disagree)
     time_line = overhead_summary(rows)
     if time_line:
         parts.append(Text(time_line, style="dim"))
@@ -451,6 +460,20 @@ def _notes(rows: list[Mapping[str, Any]], env_summary: str | None) -> list[Text]
     if env_summary:
         parts.append(Text(f"Environment: {env_summary}", style="dim"))
     return parts
+
+
+def spread_lines(rows: list[Mapping[str, Any]]) -> list[str]:
+    """One line per cell whose clean processes' medians differ by more than the threshold."""
+    out = []
+    for key, group in group_rows(rows).items():
+        by: OrderedDict[str, list[Mapping[str, Any]]] = OrderedDict()
+        for r in group:
+            by.setdefault(_label(r), []).append(r)
+        for label, procs in by.items():
+            e = spread.explain(gate.split(procs)[0])
+            if e:
+                out.append(spread.line(f"{title(key)} · {label}", e))
+    return out
 
 
 def render(rows: list[Mapping[str, Any]], env_summary: str | None = None, width: int | None = None) -> Group:

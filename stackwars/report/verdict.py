@@ -31,6 +31,7 @@ minimum of noisy estimates). Rows say how many candidates each side had.
 from __future__ import annotations
 
 import io
+import math
 import statistics
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping, Sequence
@@ -290,6 +291,18 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
                       + f"; it would read without it: {DECISION[decision]} ({reason})")
         if verdict == "tie":
             row["tie_within"] = stats.tie_bound(c)
+        # on CUDA the device's own clock beside the wall clock: where they disagree, host time
+        # (launches, Python) is part of the wall-clock verdict, and the row says so
+        dt, dj = best["torch"].get("device_time_s"), best["jax"].get("device_time_s")
+        if dt and dj:
+            row["device_ratio"] = dj / dt
+            if abs(math.log(row["device_ratio"]) - math.log(c.ratio)) > math.log1p(threshold):
+                row["why"] = "; ".join(filter(None, (
+                    f"device time JAX/PyTorch {row['device_ratio']:.3f} ({fmt.seconds(dj)} / {fmt.seconds(dt)}) "
+                    f"against {c.ratio:.3f} on the wall clock: host time (launches, Python) differs",
+                    row.get("why"))))
+        for fw, _ in FRAMEWORKS:  # where a best cell's processes disagree, why (report/spread.py)
+            row[f"{fw}_spread_why"] = best[fw].get("spread_why")
         row.update(verdict=verdict, reason=reason, reason_tag=tag)
         out.append(row)
     return out

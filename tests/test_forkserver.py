@@ -172,3 +172,31 @@ def test_killing_the_server_during_a_run_loses_no_finished_cell(tmp_path):
     assert cells["gemm"].status == "ok", out  # finished before the kill: kept
     assert set(cells) == {"gemm", "mha"}, out  # the run went on and stored the other cell too
     assert killed is not None
+
+
+def test_settings_read_at_import_take_effect_per_cell(tmp_path):
+    """Thread counts, XLA flags and JAX's platform are read when the framework is imported, in
+    the server: a run with other values gets servers of its own, and each cell reads its own."""
+    from stackwars.harness.settings import available_cpus
+
+    if len(available_cpus()) < 2:
+        pytest.skip("needs two CPUs to tell one thread from all of them")
+    one = MeasureConfig(**{**QUICK.to_dict(), "threads": 1})
+    specs = runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["torch-eager", "jax-jit"],
+                              options={"xla_autotune_level": 0})
+    cells, _ = _run(tmp_path, specs, one, "one.db")
+    torch_cell = next(m for k, m in cells.items() if "/torch-eager/" in k)
+    jax_cell = next(m for k, m in cells.items() if "/jax-jit/" in k)
+    assert torch_cell.settings["applied"]["torch_num_threads"] == 1
+    assert torch_cell.settings["process"]["cpu_affinity"] == [available_cpus()[0]]
+    assert "--xla_gpu_autotune_level=0" in jax_cell.settings["applied"]["xla_flags"]
+    assert jax_cell.settings["applied"]["jax_platforms"] == "cpu"
+    cells, _ = _run(tmp_path, runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["torch-eager", "jax-jit"]),
+                    name="all.db")
+    torch_all = next(m for k, m in cells.items() if "/torch-eager/" in k)
+    jax_all = next(m for k, m in cells.items() if "/jax-jit/" in k)
+    assert torch_all.settings["applied"]["torch_num_threads"] == len(available_cpus())
+    assert "autotune" not in jax_all.settings["applied"]["xla_flags"]
+    # other values at import, other servers
+    assert (torch_all.settings["process"]["origin"]["server_pid"]
+            != torch_cell.settings["process"]["origin"]["server_pid"])

@@ -1,7 +1,7 @@
 """Built-in backends: one registry line each. Implementations import their framework
 and are loaded only inside workers, so the parent never imports torch or jax."""
 
-from stackwars.backends.base import BackendSpec
+from stackwars.backends.base import TORCH_COMPILER, BackendSpec
 from stackwars.backends.jax_spec import JaxSpec
 from stackwars.backends.torch_xla_spec import TorchXlaSpec
 from stackwars.registry import register_backend
@@ -21,17 +21,20 @@ register_backend(BackendSpec(
 register_backend(BackendSpec(
     "torch-compile", "torch", "stackwars.backends.torch_compile:TorchCompile",
     "torch.compile: Dynamo + AOTAutograd + Inductor (options: mode, fullgraph)",
-    option_defaults={"mode": "default", "fullgraph": False, **_OPT}, option_choices=_COMPILE_CHOICES))
+    option_defaults={"mode": "default", "fullgraph": False, **_OPT}, option_choices=_COMPILE_CHOICES,
+    preload_extra=TORCH_COMPILER))
 register_backend(BackendSpec(
     "torch-compile-max-autotune", "torch", "stackwars.backends.torch_compile:TorchCompile",
     "torch.compile(mode='max-autotune'): autotuned GEMM templates; slow to compile", default=False,
-    option_defaults={"mode": "max-autotune", "fullgraph": False, **_OPT}, option_choices=_COMPILE_CHOICES))
+    option_defaults={"mode": "max-autotune", "fullgraph": False, **_OPT}, option_choices=_COMPILE_CHOICES,
+    preload_extra=TORCH_COMPILER))
 # default on CUDA (the only device it runs on): XLA replays command buffers (CUDA graphs) by
 # default on GPUs, so the like-for-like PyTorch row is always in a GPU table
 register_backend(BackendSpec(
     "torch-cudagraphs", "torch", "stackwars.backends.torch_compile:TorchCompile",
     "torch.compile(mode='reduce-overhead'): Inductor + CUDA graphs (default on CUDA)", devices=("cuda",),
-    option_defaults={"mode": "reduce-overhead", "fullgraph": False, **_OPT}, option_choices=_COMPILE_CHOICES))
+    option_defaults={"mode": "reduce-overhead", "fullgraph": False, **_OPT}, option_choices=_COMPILE_CHOICES,
+    preload_extra=TORCH_COMPILER))
 _JAX_OPTIONS = {"xla_autotune_level": None}
 register_backend(JaxSpec(
     "jax-eager", "jax", "stackwars.backends.jax_eager:JaxEager",
@@ -45,4 +48,4 @@ register_backend(TorchXlaSpec(
     "torch-mlir-xla", "torch", "stackwars.backends.torch_xla:TorchXla",
     "the PyTorch program exported to StableHLO by torch-mlir, compiled and run by XLA via jaxlib's PJRT client "
     "(not the torch_xla package; old name: torch-xla); option stablehlo: run an exported file", option_defaults={"stablehlo": None},
-    analysis=True))
+    analysis=True, preload_extra=("torch._dynamo", "?torch_mlir")))

@@ -64,11 +64,13 @@ class Prepared:
 # imports on its first call (Triton on CUDA; "?": where installed), the profiler the observation
 # step uses, the measuring harness
 PRELOAD = {
-    "torch": ("stackwars.harness.measure", "torch", "torch._dynamo", "torch._inductor.compile_fx", "torch.profiler",
-              "?triton", "stackwars.backends.torch_eager", "stackwars.backends.torch_compile"),
+    "torch": ("stackwars.harness.measure", "torch", "torch.profiler"),
     "jax": ("stackwars.harness.measure", "jax", "jax.numpy", "optax", "stackwars.backends.jax_eager",
-            "stackwars.backends.jax_jit"),
+            "stackwars.backends.jax_jit"),  # both modes light: one server serves both
 }
+# torch.compile's stack, imported on its first call: preloaded for the backends that compile
+# (an eager cell's server is not made to pay for it, nor its processes to hold it)
+TORCH_COMPILER = ("torch._dynamo", "torch._inductor.compile_fx", "?triton")
 
 
 @dataclass(frozen=True)
@@ -86,15 +88,16 @@ class BackendSpec:
     # an analysis path, not a way the framework's users run their code (torch-mlir-xla: PyTorch's
     # program handed to XLA): the verdict's "best PyTorch" is a native mode where one was measured
     analysis: bool = False
+    preload_extra: tuple[str, ...] = ()  # modules its cells import later anyway (TORCH_COMPILER)
 
     @property
     def preload(self) -> tuple[str, ...]:
         """What a fork server imports before it forks this backend's cell-processes
-        (harness/forkserver.py): the framework's family of built-in backends, so one server
-        serves every mode of a framework. A plugin's own module is never preloaded (it is read
-        fresh in each cell, like a user's model file)."""
+        (harness/forkserver.py): the framework, the harness, the backend's own module and
+        what it would import later anyway (``preload_extra``). A plugin's own module is never
+        preloaded (it is read fresh in each cell, like a user's model file)."""
         mine = (self.impl.split(":")[0],) if self.impl.startswith("stackwars.") else ()
-        return tuple(dict.fromkeys((*PRELOAD.get(self.framework, ()), *mine)))
+        return tuple(dict.fromkeys((*PRELOAD.get(self.framework, ()), *self.preload_extra, *mine)))
 
     def resolve_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(options) - set(self.option_defaults))

@@ -144,6 +144,7 @@ def configure_jax(settings: Mapping[str, Any]) -> dict[str, Any]:
         "jax_compilation_cache_dir": jax.config.jax_compilation_cache_dir,
         "jax_persistent_cache_enable_xla_caches": jax.config.jax_persistent_cache_enable_xla_caches,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "jax_platforms": jax.config.jax_platforms,  # as JAX read it (at import: a fork server's, the cell's own)
         # on a GPU: autotuning and command buffers (XLA's CUDA graphs); no effect on the CPU
         "xla_gpu_flags": xla_flags_in_effect(os.environ.get("XLA_FLAGS", "")),
         "xla_python_client_preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),

@@ -95,7 +95,12 @@ def run(
     threads: Optional[int] = typer.Option(None, help="CPU threads for both frameworks (default: all available)"),
     matmul_precision: str = typer.Option("float32", help="float32 (exact) or tf32, applied to both frameworks"),
     warm_cache: Optional[Path] = typer.Option(None, "--warm-cache",
-                                              help="reuse this compile-cache directory (default: cold, fresh per cell)"),
+                                              help="reuse this compile-cache directory (default: the run's own, per "
+                                                   "cell: its first process cold, its later ones warm from it)"),
+    cold_every_process: bool = typer.Option(False, "--cold-every-process",
+                                            help="every process of a cell starts from empty compile caches (slower: "
+                                                 "each pays the cold compile; first-call figures come from cold "
+                                                 "processes either way)"),
     memory_limit: Optional[float] = typer.Option(None, "--memory-limit",
                                                  help="GiB of RSS per worker before it is killed as oom "
                                                       "(default: 90% of physical memory)"),
@@ -166,6 +171,7 @@ def run(
             max_processes=max_processes if max_processes is not None else
             (BUDGET_LOOKS if budget is not None else 2) * processes, budget_s=budget,
             threads=threads, matmul_precision=matmul_precision, cache_dir=str(warm_cache) if warm_cache else None,
+            cold_every_process=cold_every_process,
             seed=seed, memory_limit_bytes=int(memory_limit * 2**30) if memory_limit else runner.default_memory_limit(),
             parity_mode=parity, flush_cache=flush_l2, cuda_graph_replay=cuda_graph_replay, **profiling)
         if cuda_graph_replay and set(device) != {"cuda"}:

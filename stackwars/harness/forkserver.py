@@ -194,7 +194,7 @@ def serve(preload: list[str]) -> int:
 # ---- the client: in the process that runs the cells ----------------------------------------
 
 START_TIMEOUT_S = 180.0  # a preload this slow is a broken server: its tasks are spawned instead
-MAX_SERVERS = 4  # servers kept alive at once (each holds its preloaded frameworks' memory)
+MAX_SERVERS = 6  # servers kept alive at once (each holds its preloaded frameworks' memory, mostly shared)
 
 
 def enabled() -> bool:

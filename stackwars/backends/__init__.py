@@ -48,4 +48,4 @@ register_backend(TorchXlaSpec(
     "torch-mlir-xla", "torch", "stackwars.backends.torch_xla:TorchXla",
     "the PyTorch program exported to StableHLO by torch-mlir, compiled and run by XLA via jaxlib's PJRT client "
     "(not the torch_xla package; old name: torch-xla); option stablehlo: run an exported file", option_defaults={"stablehlo": None},
-    analysis=True, preload_extra=("torch._dynamo", "?torch_mlir")))
+    analysis=True, preload_extra=("?torch_mlir",)))

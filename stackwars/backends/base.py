@@ -64,13 +64,14 @@ class Prepared:
 # imports on its first call (Triton on CUDA; "?": where installed), the profiler the observation
 # step uses, the measuring harness
 PRELOAD = {
-    "torch": ("stackwars.harness.measure", "torch", "torch.profiler"),
+    # torch._dynamo too: the eager train step's optimizer imports it on construction (1.1 s a process)
+    "torch": ("stackwars.harness.measure", "torch", "torch.profiler", "torch._dynamo"),
     "jax": ("stackwars.harness.measure", "jax", "jax.numpy", "optax", "stackwars.backends.jax_eager",
             "stackwars.backends.jax_jit"),  # both modes light: one server serves both
 }
-# torch.compile's stack, imported on its first call: preloaded for the backends that compile
+# Inductor, imported on torch.compile's first call: preloaded for the backends that compile
 # (an eager cell's server is not made to pay for it, nor its processes to hold it)
-TORCH_COMPILER = ("torch._dynamo", "torch._inductor.compile_fx", "?triton")
+TORCH_COMPILER = ("torch._inductor.compile_fx", "?triton")
 
 
 @dataclass(frozen=True)

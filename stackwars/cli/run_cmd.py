@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -18,13 +17,12 @@ from stackwars.cli.common import (EXECUTOR_OPTION, GPUS_OPTION, MAX_JOBS_OPTION,
                                   table_width, writable_dir)
 from stackwars.parse import assignments
 from stackwars.errors import SpecError
-from stackwars.harness import env as envmod
 from stackwars.records import Env, MeasureConfig, Measurement
 from stackwars.report import format as fmt
 from stackwars.cli import verdict_cmd
 from stackwars.report import verdict as vd
 from stackwars.report.tables import render
-from stackwars.store.results import Store, StoreWriteError, check_db, rows, store_pending
+from stackwars.store.results import Store, StoreWriteError, check_db, rows
 
 
 def _progress_line(m: Measurement) -> str:

@@ -20,6 +20,7 @@ caller decides how to tell the user.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -91,6 +92,7 @@ class Run:
     inline: bool = False
     resumed_from: int | None = None  # cells of the plan before this session (resume)
     budget: Budget = field(default_factory=lambda: Budget(None))
+    caches: str | None = None  # while measuring: the run's compile caches (runner.cell_cache)
 
     @classmethod
     def start(cls, store: Store, specs: Sequence[CellSpec], config: MeasureConfig, probe: Mapping[str, Any],
@@ -126,7 +128,7 @@ class Run:
                 hooks.on_unsaved(m, where, exc)
 
         done = runner.execute(self.store, self.run_id, specs, self.config, self.env, hooks.on_start, hooks.on_done,
-                              self.inline, on_unsaved, self.executor)
+                              self.inline, on_unsaved, self.executor, self.caches)
         if unsaved:
             raise _Unsaved()
         return done
@@ -134,13 +136,20 @@ class Run:
     def measure(self, hooks: Hooks | None = None) -> list[tuple[Measurement, Any, StoreWriteError]]:
         """The planned cells, then a look more while a verdict cannot decide and the budget and
         the cap allow. Returns the cells the database refused (kept in the pending file)."""
+        from stackwars import stats
         from stackwars.report import verdict as vd
 
         hooks = hooks or Hooks()
         unsaved: list[tuple[Measurement, Any, StoreWriteError]] = []
+        # a verdict is judged once after the planned processes and once after each top-up: no more
+        # top-ups than the looks the error budget was shared over (stats.looks_allowed)
+        top_ups = stats.looks_allowed(self.config.processes, self.config.max_processes) - 1
+        # the run's compile caches, one folder per cell, kept across its looks: a top-up process
+        # starts warm from what the cell's first process compiled (runner.cell_cache)
+        self.caches = self.executor.scratch("caches")
         try:
             done = self._execute(self.specs, hooks, unsaved)
-            while True:
+            for _ in range(top_ups):
                 wanted = vd.more_processes(vd.verdicts(rows(self.store, self.run_id)),
                                            self.config.max_processes or 0, self.config.processes)
                 extra = runner.more_rounds(self.store.run(self.run_id).plan, wanted)
@@ -160,5 +169,9 @@ class Run:
                 done += self._execute(extra, hooks, unsaved)
         except _Unsaved:
             pass
+        finally:
+            if self.caches:
+                shutil.rmtree(self.caches, ignore_errors=True)
+            self.caches = None
         return unsaved
 

@@ -472,7 +472,7 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
             on_start: Callable[[CellSpec], None] | None = None,
             on_done: Callable[[Measurement], None] | None = None, inline: bool = False,
             on_unsaved: Callable[[Measurement, Any, StoreWriteError], None] | None = None,
-            executor: Executor | None = None) -> list[Measurement]:
+            executor: Executor | None = None, caches: str | None = None) -> list[Measurement]:
     """Measure ``specs`` through ``executor`` (default: one at a time here), storing each cell
     as it finishes, in this thread. A cell the database refuses (locked too long, read-only,
     full) is kept in the run's pending file (``keep_pending``; ``--resume`` stores it) and
@@ -485,8 +485,11 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
     # the float64 references of this run, each computed by the first cell that needs it, in a
     # folder every cell sees (none where the executor's hosts share no folder: each cell its own)
     references = executor.scratch("reference")
-    # the compile caches of this run's cells: each cell's first process cold, its later ones warm
-    caches = executor.scratch("caches")
+    # the compile caches of this run's cells: each cell's first process cold, its later ones warm;
+    # ``caches`` given: the caller's (a run's later looks reuse the folder of its first), kept
+    own_caches = caches is None
+    if own_caches:
+        caches = executor.scratch("caches")
     try:
         specs = list(specs)
         peaks = {(s.device, s.dtype): store.latest_peak(envmod.device_key(env, s.device), s.dtype,
@@ -506,7 +509,7 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
             if on_done:
                 on_done(m)
     finally:
-        for folder in (references, caches):
+        for folder in (references, caches if own_caches else None):
             if folder:
                 shutil.rmtree(folder, ignore_errors=True)
     return done

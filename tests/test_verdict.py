@@ -493,50 +493,59 @@ def test_a_busy_top_up_is_asked_only_where_it_can_reach_a_verdict(tmp_path):
 
 
 # ---- stopping when decided (orchestrate.Run.measure's looks) ----------------------------------
-def _aa_rows(rng: int, counts, between, n0, max_processes, trial):
-    """Rows of one run: torch-eager and jax-jit, the same program, with ``counts[backend]``
-    processes each, numbered 0.. in the order they were planned (looks of ``n0``)."""
-    from stackwars import canary
-    from stackwars.store.results import cell_row
+class SyntheticExecutor:
+    """An executor whose cells run on the synthetic machine: each process of a cell its own
+    draws (``seed``, backend, process number), the same program on every backend."""
 
-    out = []
-    for b, (backend, n) in enumerate(counts.items()):
-        for p in range(n):  # each process its own draws: a look adds processes, never redraws earlier ones
-            samples = _processes(np.random.default_rng([rng, b, p]), 1e-3, 1, samples=20, between=between)[0]
-            m = measurement(backend, samples=tuple(samples))
-            m = dataclasses.replace(m, spec=dataclasses.replace(m.spec, repeat=p),
-                                    parity=Parity(max_rel_err=1e-7, tolerance=2e-4))
-            row = cell_row(f"aa-{trial}", m, MACHINE)
-            row.update(look=stats.look_of(p, n0), looks=stats.looks_allowed(n0, max_processes))
-            out.append(row)
-    return list(canary.judge(out))
+    name, local, shared_dir = "synthetic", True, None
+
+    def __init__(self, seed: int, between: float):
+        self.seed, self.between = seed, between
+
+    def check(self, specs):
+        pass
+
+    def scratch(self, kind):
+        return None
+
+    def run(self, specs, measure, on_start=None):
+        for spec in specs:
+            b = ("torch-eager", "jax-jit").index(spec.backend)
+            rng = np.random.default_rng([self.seed, b, spec.repeat])
+            samples = _processes(rng, 1e-3, 1, samples=20, between=self.between)[0]
+            m = measurement(spec.backend, samples=tuple(samples))
+            yield dataclasses.replace(m, spec=spec, parity=Parity(max_rel_err=1e-7, tolerance=2e-4), wall_s=1.0)
 
 
-def _adaptive_aa(trials, between, n0=3, max_processes=9, seed=0):
-    """A/A runs stopped as soon as the verdict decides, each look adding what
-    verdict.more_processes asks for: how many named a winner, and how many looks they took."""
+def _adaptive_aa(trials, between, tmp_path, n0=3, max_processes=9, seed=0):
+    """A/A runs through the real loop (orchestrate.Run.measure: verdicts, more_processes,
+    more_rounds, the store) stopped as soon as the verdict decides: how many named a winner,
+    and how many looks they took."""
+    from stackwars import orchestrate
+    from stackwars.records import CellSpec
+
+    config = MeasureConfig(processes=n0, max_processes=max_processes)
     false = looks_taken = 0
     for trial in range(trials):
-        counts = {"torch-eager": n0, "jax-jit": n0}
-        while True:
-            (v,) = vd.verdicts(_aa_rows(seed + trial, counts, between, n0, max_processes, trial))
-            wanted = vd.more_processes([v], max_processes, n0)
-            if v["verdict"] != "cannot say" or not wanted:
-                break
-            for key, add in wanted.items():
-                counts["jax-jit" if "/jax-jit/" in key else "torch-eager"] += add
+        specs = [CellSpec("gemm", "small", "forward", b, repeat=r) for r in range(n0)
+                 for b in ("torch-eager", "jax-jit")]
+        with Store(tmp_path / f"aa-{between}-{trial}.db") as store:
+            run_id = store.create_run(specs, {"measure": config.to_dict()}, command="aa")
+            run = orchestrate.Run(store, run_id, specs, config, MACHINE, SyntheticExecutor(seed + trial, between))
+            run.measure()
+            (v,) = vd.verdicts(rows(store, run_id))
         false += v["verdict"] in ("JAX faster", "PyTorch faster")
         looks_taken += v.get("look", 0) + 1
     return false, looks_taken
 
 
-def test_stopping_as_soon_as_decided_names_a_false_winner_at_most_5_percent():
+def test_stopping_as_soon_as_decided_names_a_false_winner_at_most_5_percent(tmp_path):
     """The A/A check after adaptive stopping: the same program on both sides, processes added
     look by look until the verdict decides, on a machine whose launches spread as this VM's
     launch-bound cells do (3% and 6% between processes). Each look spends its share of 5%."""
     trials = 160
     for between in (0.03, 0.06):
-        false, looks = _adaptive_aa(trials, between)
+        false, looks = _adaptive_aa(trials, between, tmp_path)
         allowed = trials * (stats.VERDICT_ALPHA + 2 * (0.05 * 0.95 / trials) ** 0.5)
         assert false <= allowed, (between, false, looks)
         assert looks > trials  # some verdicts did look again: the stopping rule was exercised

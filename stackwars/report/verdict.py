@@ -263,8 +263,10 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
             continue
         # the CI's level: the error this look may spend (stats.look_alpha: a run that adds processes
         # until its verdicts decide shares 5% over its looks)
-        looks = max(best[fw].get("looks") or 1 for fw, _ in FRAMEWORKS)
-        look = max(best[fw].get("look") or 0 for fw, _ in FRAMEWORKS)
+        # the look is the table's: a process added to any of its cells is new data for its verdict
+        # (a top-up of one cell can make another the best), so every row counts, not the two bests
+        looks = max(r.get("looks") or 1 for r in combined)
+        look = max(r.get("look") or 0 for r in combined)
         confidence = 1.0 - stats.look_alpha(look, looks)
         c = stats.compare(best["torch"]["process_samples"], best["jax"]["process_samples"], confidence)
         row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, confidence=confidence, look=look, looks=looks)

@@ -546,6 +546,9 @@ def check_resumable(run_env: Mapping[str, Any], env: Mapping[str, Any]) -> None:
                         "); resume where the run started, or start a new run")
 
 
+PEAK_BACKEND = {"torch": "torch-eager", "jax": "jax-jit"}  # whose server a framework's peak task is forked from
+
+
 def measure_peaks(store: Store, device: str, dtypes: Sequence[str], config: MeasureConfig, env: Mapping[str, Any],
                   inline: bool = False, min_time_s: float = 1.0) -> list[dict[str, Any]]:
     probe = env.get("probe", {})
@@ -561,7 +564,10 @@ def measure_peaks(store: Store, device: str, dtypes: Sequence[str], config: Meas
                     "kwargs": {"framework": fw, "device": device, "dtype": dtype,
                                "matmul_precision": config.matmul_precision, "threads": config.threads,
                                "min_time_s": min_time_s},
-                    "process": {"threads": config.threads, "device": device, "cache_dir": None}}
+                    # forked from a server with the framework imported, one per framework for every dtype
+                    "process": {"threads": config.threads, "device": device, "cache_dir": None,
+                                "preload": ["stackwars.harness.peaks",
+                                            *registry.backend(PEAK_BACKEND[fw]).preload]}}
             outcome = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
             per_fw[fw] = outcome.result if outcome.status == "ok" else {"status": outcome.status, "error": outcome.error}
         good = [r for r in per_fw.values() if r.get("status") == "ok"]

@@ -13,7 +13,7 @@ import time
 import psutil
 import pytest
 
-from stackwars import runner
+from stackwars import runner, stats
 from stackwars.harness import env as envmod
 from stackwars.harness import forkserver, isolation
 from stackwars.harness.settings import environment
@@ -81,11 +81,15 @@ def test_first_process_cold_later_ones_warm_and_first_call_from_cold(tmp_path):
         assert first.settings["cache"]["mode"] == "cold" and first.settings["cache"]["entries_before"] == 0
         assert second.settings["cache"]["mode"] == "warm" and second.settings["cache"]["entries_before"] > 0
         assert second.settings["cache"]["dir"] == first.settings["cache"]["dir"]
-    for row in tables.combine_repeats(flat):
-        # first-call figures from the cold process alone; steady state from both
-        assert row["first_call_cache"] == "cold" and row["first_call_processes"] == 1
-        cold = next(r for r in flat if r["backend"] == row["backend"] and r["cache"] == "cold")
-        assert row["first_call_s"] == pytest.approx(cold["first_call_s"])
+    for b in ("torch-compile", "jax-jit"):
+        # first-call figures from the cold process alone; steady state from both (the figures of
+        # both processes, whether or not the machine was busy while either ran: report/gate.py's part)
+        procs = [r for r in flat if r["backend"] == b]
+        figures = tables._figures(procs, stats.NOISE_THRESHOLD)
+        assert figures["first_call_cache"] == "cold" and figures["first_call_processes"] == 1
+        cold = next(r for r in procs if r["cache"] == "cold")
+        assert figures["first_call_s"] == pytest.approx(cold["first_call_s"])
+        assert len(figures["process_medians"]) == 2
     # every process cold where asked
     cells, _ = _run(tmp_path, specs[:1] + specs[2:3], MeasureConfig(**{**QUICK.to_dict(), "cold_every_process": True}),
                     "cold.db")

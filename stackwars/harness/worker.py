@@ -36,7 +36,8 @@ def classify(exc: BaseException) -> str:
 
 # how this process was made: a fresh interpreter (spawned), or a fork of a preloading server
 # (forkserver.py sets it in the child, with what the server had loaded and its state)
-ORIGIN: dict[str, Any] = {"how": "spawned: a fresh interpreter"}
+SPAWNED = "spawned: a fresh interpreter"
+ORIGIN: dict[str, Any] = {"how": SPAWNED}
 
 
 def execute(task: dict[str, Any]) -> dict[str, Any]:
@@ -44,10 +45,11 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
 
     proc = task.get("process")
     if proc:
-        forked = ORIGIN["how"] != "spawned: a fresh interpreter"
         applied = settings.apply(proc.get("threads"), proc.get("device", "cpu"), proc.get("cache_dir"),
-                                 proc.get("env"), proc.get("cpus"), prepared=forked)
-        applied["origin"] = {**ORIGIN, "pid": os.getpid()}
+                                 proc.get("env"), proc.get("cpus"), prepared=ORIGIN["how"] != SPAWNED)
+        # where a fork server was asked for and could not serve, the record says why it was spawned
+        applied["origin"] = {**ORIGIN, "pid": os.getpid(),
+                             **({"spawned_because": proc["spawned_because"]} if proc.get("spawned_because") else {})}
     else:  # inline (debug) mode: the parent's process is left as it is
         applied = {"inline": True}
     try:

@@ -160,9 +160,9 @@ def added_memory(row: Mapping[str, Any]) -> int | None:
 EAGER_OF = {"jax-jit": "jax-eager", "torch-compile": "torch-eager", "torch-compile-max-autotune": "torch-eager",
             "torch-cudagraphs": "torch-eager", "torch-mlir-xla": "torch-eager"}
 # every figure a combined row derives from its processes: none of them for a cell measured only while busy
-FIGURES = ("steady_median_s", "first_call_s", "second_call_s", "first_call_cache", "first_call_processes", "device_time_s",
-           "memory_added_bytes", "steady_ci_low_s",
-           "steady_ci_high_s", "steady_iqr_s", "noisy", "process_medians", "achieved_flops_per_s", "roofline_fraction")
+FIGURES = ("steady_median_s", "first_call_s", "second_call_s", "first_call_cache", "first_call_processes",
+           "device_time_s", "memory_added_bytes", "steady_ci_low_s", "steady_ci_high_s", "steady_iqr_s", "noisy",
+           "process_medians", "achieved_flops_per_s", "roofline_fraction")
 
 
 def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = stats.NOISE_THRESHOLD) -> list[Mapping[str, Any]]:

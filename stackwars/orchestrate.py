@@ -3,15 +3,18 @@
 The CLI (``cli/run_cmd.py``) parses options and prints; everything in between lives here, as
 plain functions and one class a test can drive:
 
-* ``Run.start`` / ``Run.resume``: the run's cells planned against the probed machine (or the
-  stored run's missing cells), its session opened, the fingerprint checked on resume;
+* ``Run.start`` / ``Run.resume``: a new run of cells ``runner.plan_cells`` planned, with the
+  machine's fingerprint; or a stored run's missing cells, its fingerprint checked, its
+  pending cells stored;
 * ``Run.measure``: every planned cell through the executor, then the looks: while a verdict
   cannot decide (a busy machine, a CI too wide), the next look measures more processes of
-  its two best cells (``verdict.more_processes``), up to ``--max-processes`` a cell and
-  only while the run's ``--budget`` allows another look (``Budget``: the look's estimated
-  cost from what its cells' processes took so far); it stops as soon as every verdict has
-  decided. Each look spends a share of the verdict's error (stats.look_alpha), so that
-  stopping when decided names a false winner at most 5% of the time.
+  its two best cells (``verdict.more_processes``), up to ``--max-processes`` a cell, no more
+  looks than the run's error was shared over, and only while the run's ``--budget`` (from
+  this session's start) allows another (``Budget``: the look's estimated cost from what its
+  cells' processes took so far); it stops as soon as no verdict asks for more. Each look
+  spends a share of the verdict's error (stats.look_alpha), so that stopping when decided
+  names a false winner at most 5% of the time. The run's compile caches last across its
+  looks.
 
 Cells the database refuses are kept in the run's pending file and reported (``Hooks``); the
 caller decides how to tell the user.

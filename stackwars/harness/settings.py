@@ -5,8 +5,9 @@
   schedulable CPUs, so pinning is what gives JAX and PyTorch the same budget; the
   PyTorch backend additionally calls torch.set_num_threads.
 * Compile caches: Inductor/Triton caches (environment) and the JAX persistent cache
-  (set by the JAX backend) point into ``cache_dir``: a fresh directory per cell (cold)
-  or the user's --warm-cache directory.
+  (set by the JAX backend) point into ``cache_dir``: the cell's own folder in the run (empty
+  for its first process, warm for its later ones: runner.cell_cache), a fresh one per
+  process, or the user's --warm-cache directory.
 * JAX on a GPU: preallocation off, so device-memory peaks mean what they say, and XLA's
   allocator may grow to ``JAX_GPU_MEMORY_FRACTION`` of the device (its own default is 75%,
   while PyTorch's caching allocator may take all of it: JAX cells would read ``oom`` at sizes

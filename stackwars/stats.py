@@ -294,6 +294,10 @@ def compare(base: "Processes | Sequence[float]", other: "Processes | Sequence[fl
 
 
 MIN_PROCESSES = 3  # fresh processes per side before a comparison may name a winner
+CONTENTION_THRESHOLD = 0.05  # others' CPU time above this share of a process's CPUs makes it busy (contention.py)
+TIE_THRESHOLD = 0.05  # a ratio whose whole CI lies within 1/(1+t) .. 1+t is a tie
+NOISY_BOUND = 0.20  # a CI that holds 1 but reaches past 1/(1+b) or 1+b cannot decide
+
 # a verdict looks at its processes more than once where the run may add processes to an undecided
 # one (runner's top-up): every look that could name a winner spends part of one error budget
 VERDICT_ALPHA = 0.05  # the chance, all looks together, of naming a winner between two equal programs
@@ -318,15 +322,12 @@ def look_alpha(look: int, looks: int) -> float:
     one look; else FIRST_LOOK_ALPHA at the planned look and the rest shared equally by the top-ups.
     The shares sum to VERDICT_ALPHA (Bonferroni over the looks), so a run that adds processes
     until a verdict decides and stops there names a false winner at most that often (the
-    A/A simulation in test_stats checks it)."""
+    A/A simulation in tests/test_verdict.py checks it)."""
     if looks <= 1:
         return VERDICT_ALPHA
     if look <= 0:
         return FIRST_LOOK_ALPHA
     return (VERDICT_ALPHA - FIRST_LOOK_ALPHA) / (looks - 1)
-CONTENTION_THRESHOLD = 0.05  # others' CPU time above this share of a process's CPUs makes it busy (contention.py)
-TIE_THRESHOLD = 0.05  # a ratio whose whole CI lies within 1/(1+t) .. 1+t is a tie
-NOISY_BOUND = 0.20  # a CI that holds 1 but reaches past 1/(1+b) or 1+b cannot decide
 
 
 def decide(c: Comparison, threshold: float = TIE_THRESHOLD, noisy_bound: float = NOISY_BOUND) -> str:

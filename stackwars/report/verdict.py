@@ -262,9 +262,9 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
             out.append(row)
             continue
         # the CI's level: the error this look may spend (stats.look_alpha: a run that adds processes
-        # until its verdicts decide shares 5% over its looks)
-        # the look is the table's: a process added to any of its cells is new data for its verdict
-        # (a top-up of one cell can make another the best), so every row counts, not the two bests
+        # until its verdicts decide shares 5% over its looks). The look is the table's: a process
+        # added to any of its cells is new data for its verdict (a top-up of one cell can make
+        # another the best), so every row counts, not the two bests
         looks = max(r.get("looks") or 1 for r in combined)
         look = max(r.get("look") or 0 for r in combined)
         confidence = 1.0 - stats.look_alpha(look, looks)

@@ -33,6 +33,7 @@ from stackwars import runner
 from stackwars.executors import Executor
 from stackwars.harness import env as envmod
 from stackwars.records import CellSpec, MeasureConfig, Measurement
+from stackwars.store.lock import RunLock
 from stackwars.store.results import Store, StoreWriteError, rows, store_pending
 
 
@@ -96,18 +97,32 @@ class Run:
     resumed_from: int | None = None  # cells of the plan before this session (resume)
     budget: Budget = field(default_factory=lambda: Budget(None))
     caches: str | None = None  # while measuring: the run's compile caches (runner.cell_cache)
+    lock: RunLock | None = None  # held from start or resume to the end of measure: one process a run
 
     @classmethod
     def start(cls, store: Store, specs: Sequence[CellSpec], config: MeasureConfig, probe: Mapping[str, Any],
               executor: Executor, inline: bool = False, command: str | None = None) -> "Run":
         env = envmod.fingerprint(config.threads, probe)
         run_id = runner.new_run(store, specs, config, command)
-        return cls(store, run_id, list(specs), config, env, executor, inline, budget=Budget(config.budget_s))
+        lock = RunLock(store.path, run_id).acquire()
+        return cls(store, run_id, list(specs), config, env, executor, inline, budget=Budget(config.budget_s),
+                   lock=lock)
 
     @classmethod
     def resume(cls, store: Store, run_id: str, probe: Mapping[str, Any], executor: Executor, inline: bool = False,
                timeout_s: float | None = None, on_note: Callable[[str], None] = lambda text: None) -> "Run":
         info = store.cell_run(run_id, "--resume")
+        lock = RunLock(store.path, run_id).acquire()  # another process measuring it: refused, nothing written
+        try:
+            return cls._resume(store, info, lock, probe, executor, inline, timeout_s, on_note)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _resume(cls, store: Store, info, lock: RunLock, probe: Mapping[str, Any], executor: Executor, inline: bool,
+                timeout_s: float | None, on_note: Callable[[str], None]) -> "Run":
+        run_id = info.run_id
         config = info.measure_config
         if timeout_s is not None and timeout_s != config.timeout_s:
             on_note(f"resuming with --timeout {timeout_s:g} s per cell (the run was started with "
@@ -122,7 +137,8 @@ class Run:
             on_note(f"stored {kept} cell(s) an earlier session measured but could not store")
         specs = store.missing(run_id)
         on_note(f"resuming run {run_id}: {len(specs)} of {len(info.plan)} cells still to measure")
-        return cls(store, run_id, specs, config, env, executor, inline, len(info.plan), Budget(config.budget_s))
+        return cls(store, run_id, specs, config, env, executor, inline, len(info.plan), Budget(config.budget_s),
+                   lock=lock)
 
     def _execute(self, specs: Sequence[CellSpec], hooks: Hooks, unsaved: list) -> list[Measurement]:
         def on_unsaved(m, where, exc):
@@ -176,5 +192,7 @@ class Run:
             if self.caches:
                 shutil.rmtree(self.caches, ignore_errors=True)
             self.caches = None
+            if self.lock is not None:
+                self.lock.release()
         return unsaved
 

@@ -3,8 +3,8 @@
 One rule for ``run --json``, the studies' ``--json``, ``export -o``, ``report --out``,
 ``fidelity --out``, ``train --out`` and every file they write:
 
-* ``check`` (before any work): a path that is, or links to, a database the command uses is
-  refused; an existing path that is not a regular file (a device such as /dev/full, a FIFO,
+* ``check`` (before any work): a path that is, or links to, a SQLite database (any, not only
+  the ones the command uses: the file's header says so) is refused; an existing path that is not a regular file (a device such as /dev/full, a FIFO,
   a socket, a directory) is refused, since replacing it would destroy it and writing into a
   FIFO can wait forever (stdout is how to stream); the directory must exist and take a file.
 * ``write``: a symbolic link is written through (its target is replaced, the link stays);
@@ -59,6 +59,7 @@ def check(path: Path, flag: str, databases: Iterable[Path] = ()) -> Path:
             raise SpecError(f"{flag} {path} is the results database this command uses; writing there would "
                             f"destroy it: give another file name")
     target = _target(path)
+    refuse_database(target, path, flag)
     if target.exists() or target.is_symlink():
         mode = os.stat(target).st_mode if target.exists() else 0
         if stat.S_ISDIR(mode):
@@ -75,6 +76,27 @@ def check(path: Path, flag: str, databases: Iterable[Path] = ()) -> Path:
         raise SpecError(f"{flag} {path}: {parent} is not a directory")
     try_write_in(parent, f"{flag} {path}")
     return path
+
+
+REPLACES = " (an existing file is replaced; a SQLite database never is)"  # what every output option's help says
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite 3 database file
+
+
+def is_database(path: Path) -> bool:
+    """Whether ``path`` (followed through links) is a SQLite database, by its header: whichever
+    program made it, results of another run, another tool's data. Unreadable: not known to be one."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def refuse_database(target: Path, path: Path, flag: str, error: type[StackwarsError] = SpecError) -> None:
+    if target.is_file() and is_database(target):
+        link = f" (a link to {target})" if Path(path).expanduser().is_symlink() else ""
+        raise error(f"{flag} {path}{link} is a SQLite database; an output never replaces one: give another "
+                        f"file name")
 
 
 def try_write_in(directory: Path, what: str, verb: str = "write") -> None:
@@ -104,6 +126,7 @@ def write(path: Path, data: str | bytes, flag: str = "output") -> None:
             os.fsync(f.fileno())
         if target.exists() and not stat.S_ISREG(os.stat(target).st_mode):
             raise SpecError(f"{flag} {path} is no longer a regular file; not replaced")
+        refuse_database(target, path, flag, OutputError)  # one made there while the command worked
         os.replace(tmp, target)
         tmp = ""
     except OSError as exc:

@@ -8,7 +8,8 @@ is keyed by it, fail at the end after all the work.)
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+import os
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from stackwars.errors import SpecError
 
@@ -80,3 +81,49 @@ def one_of(values: Sequence[Any], allowed: Sequence[Any], what: str) -> None:
     for v in values:
         if v not in allowed:
             raise SpecError(f"unknown {what} {v!r}; allowed: {', '.join(map(str, allowed))}")
+
+
+# ---- the environment: every variable the tool reads, validated like an option -----------------------
+# name -> (low, high, what it is, its default); a number outside [low, high], not a number, nan,
+# inf or empty is refused, naming the variable, the range and the default (unset it to get that)
+ENV_NUMBERS: dict[str, tuple[float, float, str, str]] = {
+    "STACKWARS_DB_WAIT_S": (0.0, 86400.0, "seconds a database write waits for another process's lock", "300"),
+    "XLA_PYTHON_CLIENT_MEM_FRACTION": (0.01, 1.0, "the fraction of a GPU's memory a JAX worker may take", "0.95"),
+}
+# name -> the values allowed
+ENV_CHOICES: dict[str, tuple[str, ...]] = {
+    "STACKWARS_FORKSERVER": ("0", "1"),
+}
+ENV_PATHS = ("STACKWARS_DB", "STACKWARS_DATA_DIR")  # set, they must name something (empty is a typo)
+
+
+def env_number(name: str, environ: Mapping[str, str] | None = None) -> float | None:
+    """The variable as a number within its range, or None when it is unset."""
+    import math
+
+    raw = (os.environ if environ is None else environ).get(name)
+    if raw is None:
+        return None
+    low, high, what, default = ENV_NUMBERS[name]
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and low <= value <= high):
+        raise SpecError(f"environment variable {name}={raw!r} is not allowed: give a number from {low:g} to "
+                        f"{high:g} ({what}), or unset it for the default ({default})")
+    return value
+
+
+def check_environment(environ: Mapping[str, str] | None = None) -> None:
+    """Every variable the tool reads, checked before any work (exit 2 with what is allowed)."""
+    env = os.environ if environ is None else environ
+    for name in ENV_NUMBERS:
+        env_number(name, env)
+    for name, allowed in ENV_CHOICES.items():
+        if name in env and env[name] not in allowed:
+            raise SpecError(f"environment variable {name}={env[name]!r} is not allowed; allowed: "
+                            f"{', '.join(allowed)} (or unset)")
+    for name in ENV_PATHS:
+        if name in env and not env[name].strip():
+            raise SpecError(f"environment variable {name} is set but empty; give a path, or unset it")

@@ -18,7 +18,7 @@ from rich.console import Console
 from stackwars.errors import SpecError, StackwarsError
 from stackwars.harness import tmp
 from stackwars.outputs import try_write_in
-from stackwars.parse import unique
+from stackwars.parse import check_environment, unique
 
 out = Console()  # tables and reports: stdout
 err = Console(stderr=True)  # progress, messages, errors: stderr
@@ -47,6 +47,7 @@ def command(fn: Callable) -> Callable:
         for console in (out, err):  # full width into files and pipes: nothing cut to '23…'
             console.width = _width(console)
         try:
+            check_environment()  # the variables the tool reads, like options: before any work
             for name, value in kwargs.items():  # one rule for a choice given twice, before any work
                 if isinstance(value, list):
                     unique(value, _flag(name))

@@ -12,6 +12,7 @@ from typing import Optional
 import typer
 
 from stackwars import outputs
+from stackwars.outputs import REPLACES
 from stackwars.cli.common import DB_HELP, command
 from stackwars.errors import SpecError
 from stackwars.store.results import CELL_KINDS, Store, check_db, rows, study_rows
@@ -37,7 +38,7 @@ def to_csv(result_rows: list[dict]) -> str:
 def export(
     format: str = typer.Option("csv", "--format", "-f", help="csv or json"),
     run_id: Optional[str] = typer.Option(None, "--run", help="only this run (default: every run)"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="write here instead of stdout"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="write here instead of stdout"+REPLACES),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Export stored cells (raw samples included), or one run's rows, as CSV or JSON."""

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from stackwars import runner
 from stackwars import outputs
+from stackwars.outputs import REPLACES
 from stackwars.cli.common import command, err, out
 from stackwars.errors import SpecError
 from stackwars.harness import env as envmod
@@ -25,7 +26,7 @@ OVERHEAD_TARGET_S = 2e-6
 @command
 def fidelity(
     device: str = typer.Option("cpu", help="cpu or cuda"),
-    output: Optional[Path] = typer.Option(None, "--out", help="write the JSON record here (e.g. results/fidelity-cpu.json)"),
+    output: Optional[Path] = typer.Option(None, "--out", help="write the JSON record here (e.g. results/fidelity-cpu.json)"+REPLACES),
     min_time: float = typer.Option(0.5, help="seconds of sampling per side and round"),
     threads: Optional[int] = typer.Option(None, help="CPU threads for both frameworks"),
     inline: bool = typer.Option(False, "--inline", help="debug: run in this process"),

@@ -10,6 +10,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from stackwars import orchestrate, outputs, registry, runner
+from stackwars.outputs import REPLACES
 from stackwars.cli.common import (EXECUTOR_OPTION, GPUS_OPTION, MAX_JOBS_OPTION, RAY_ADDRESS_OPTION, SHARED_DIR_OPTION,
                                   SLURM_PARTITION_OPTION, waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP,
                                   backend_names, command, command_line, err, executor_args, exit_code, interruptible,
@@ -115,7 +116,7 @@ def run(
                                                 "captured into a CUDA graph (PyTorch backends; XLA uses its own)"),
     profile: int = typer.Option(0, "--profile", help=PROFILE_HELP, metavar="N"),
     profile_dir: Optional[Path] = typer.Option(None, "--profile-dir", help=PROFILE_DIR_HELP),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the cells as a JSON list to this file"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the cells as a JSON list to this file"+REPLACES),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     resume: Optional[str] = typer.Option(None, "--resume", help="measure only the cells run RUN_ID still lacks"),
     inline: bool = typer.Option(False, "--inline", help="debug: run cells in this process (no isolation)"),

@@ -10,6 +10,7 @@ from typing import Optional
 import typer
 
 from stackwars import outputs, runner
+from stackwars.outputs import REPLACES
 from stackwars.cli.common import (EXECUTOR_OPTION, GPUS_OPTION, MAX_JOBS_OPTION, RAY_ADDRESS_OPTION, SHARED_DIR_OPTION,
                                   SLURM_PARTITION_OPTION, waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP, backend_names,
                                   command, command_line, err, exit_code, interruptible, interruption, make_executor,
@@ -79,7 +80,7 @@ def recompile(
     phase: str = typer.Option("forward", "--phase"),
     device: str = typer.Option("cpu", "--device"),
     dtype: str = typer.Option("float32", "--dtype"),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="one row per call"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="one row per call"+REPLACES),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     timeout: float = typer.Option(900.0, help="per backend x variant, seconds"),
     inline: bool = typer.Option(False, "--inline"),
@@ -135,7 +136,7 @@ def cache(
     phase: str = typer.Option("forward", "--phase"),
     device: str = typer.Option("cpu", "--device"),
     dtype: str = typer.Option("float32", "--dtype"),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="one row per backend and run"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="one row per backend and run"+REPLACES),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     timeout: float = typer.Option(600.0, help="per cell, seconds"),
     inline: bool = typer.Option(False, "--inline"),
@@ -181,7 +182,7 @@ def autotune(
     phase: str = typer.Option("forward", "--phase"),
     device: str = typer.Option("cpu", "--device"),
     dtype: str = typer.Option("float32", "--dtype"),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="one row per variant"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="one row per variant"+REPLACES),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     timeout: float = typer.Option(600.0, help="per cell, seconds"),
     inline: bool = typer.Option(False, "--inline"),
@@ -242,7 +243,7 @@ def control_flow(
     min_time: float = typer.Option(0.3, "--min-time", help="steady state: seconds of sampling per cell"),
     timeout: float = typer.Option(600.0, help="per cell, seconds"),
     out_dir: Path = typer.Option(Path("study-results") / "control-flow", "--out", help="PNG plots and rows.json"),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="one row per cell"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="one row per cell"+REPLACES),
     profile: int = typer.Option(0, "--profile", help=PROFILE_HELP, metavar="N"),
     profile_dir: Optional[Path] = typer.Option(None, "--profile-dir", help=PROFILE_DIR_HELP),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),

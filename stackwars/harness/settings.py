@@ -32,7 +32,10 @@ JAX_GPU_MEMORY_FRACTION = "0.95"
 
 def jax_memory_fraction() -> float:
     """The fraction a JAX worker on a GPU runs under: the user's, else ours."""
-    return float(os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION") or JAX_GPU_MEMORY_FRACTION)
+    from stackwars.parse import env_number
+
+    value = env_number("XLA_PYTHON_CLIENT_MEM_FRACTION")
+    return float(JAX_GPU_MEMORY_FRACTION) if value is None else value
 
 
 def device_env(device: str | None) -> dict[str, str]:

@@ -171,10 +171,18 @@ class StoreWriteError(StackwarsError):
 
 
 def _wait_s() -> float:
+    from stackwars.parse import env_number
+
+    value = env_number(DB_WAIT_ENV)
+    return DEFAULT_DB_WAIT_S if value is None else value
+
+
+def _lost_record(record_json: str) -> bool:
+    """A record of a worker lost under an executor (``settings.lost``); a malformed one is not."""
     try:
-        return max(0.0, float(os.environ.get(DB_WAIT_ENV, DEFAULT_DB_WAIT_S)))
-    except ValueError:
-        return DEFAULT_DB_WAIT_S
+        return bool((json.loads(record_json).get("settings") or {}).get("lost"))
+    except (ValueError, AttributeError):
+        return False
 
 
 class Store:
@@ -244,17 +252,28 @@ class Store:
             "INSERT INTO sessions (run_id, started_at, env_json) VALUES (?,?,?)", (run_id, db.now(), _dumps(env))))
         return int(cur.lastrowid)
 
-    def add_cell(self, run_id: str, session_id: int, m: Measurement) -> None:
+    def add_cell(self, run_id: str, session_id: int, m: Measurement) -> bool:
+        """Store the cell; False (nothing written) where the run already holds a record of its
+        key that counts (any but a lost worker's): no cell key is ever stored twice."""
         row = m.to_row()
         s = m.spec
-        self._write(f"cell {s.key}", lambda: self.conn.execute(
+
+        def insert() -> bool:
+            for status, rec in self.conn.execute("SELECT status, record_json FROM cells WHERE run_id = ? AND "
+                                                 "cell_key = ?", (run_id, s.key)):
+                if not (status == "error" and _lost_record(rec)):
+                    return False
+            self.conn.execute(
             """INSERT INTO cells (run_id, session_id, cell_key, created_at, workload, preset, phase, backend,
                framework, device, dtype, status, first_call_s, second_call_s, steady_median_s, compile_s,
                peak_memory_bytes, parity_max_rel_err, record_json)
                VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
             (run_id, session_id, s.key, db.now(), s.workload, s.preset, s.phase, s.backend, m.framework,
              s.device, s.dtype, m.status, row["first_call_s"], row["second_call_s"], row["steady_median_s"],
-             row["compile_s"], row["peak_memory_bytes"], row["parity_max_rel_err"], m.to_json())))
+             row["compile_s"], row["peak_memory_bytes"], row["parity_max_rel_err"], m.to_json()))
+            return True
+
+        return self._write(f"cell {s.key}", insert)
 
     def _superseded(self, run_id: str | None = None) -> set[int]:
         """Cells whose worker was lost under an executor (a Ray worker killed, a SLURM job
@@ -267,14 +286,14 @@ class Store:
         for i, rid, key, status, rec in self.conn.execute(q + " ORDER BY id", (run_id,) if run_id else ()):
             if (rid, key) in lost:
                 out.add(lost.pop((rid, key)))
-            if status == "error" and (json.loads(rec).get("settings") or {}).get("lost"):
+            if status == "error" and _lost_record(rec):
                 lost[(rid, key)] = i
         return out
 
     def _lost(self, run_id: str) -> set[int]:
         """The lost records of ``run_id`` that nothing has replaced yet."""
         rows_ = self.conn.execute("SELECT id, record_json FROM cells WHERE run_id = ? AND status = 'error'", (run_id,))
-        lost = {i for i, rec in rows_ if (json.loads(rec).get("settings") or {}).get("lost")}
+        lost = {i for i, rec in rows_ if _lost_record(rec)}
         return lost - self._superseded(run_id)
 
     def add_peak(self, device_key: str, dtype: str, matmul_precision: str, flops_per_s: float | None,

@@ -32,11 +32,13 @@ labels, so their verdicts are kept apart.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import queue
 import shutil
 import socket
+import sys
 import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -426,7 +428,8 @@ class Submitit(Executor):
                 for spec in specs:
                     if on_start:
                         on_start(spec)
-                    job = self._executor(folder, spec.device == "cuda").submit(_remote_cell, measure, spec)
+                    with _stderr_into(os.path.join(folder, "controller.log")):
+                        job = self._executor(folder, spec.device == "cuda").submit(_remote_cell, measure, spec)
                     # submitit waits 15 s for a dead job's result file to show on a network filesystem;
                     # a local job's folder is on this host
                     job._results_timeout_s = 1
@@ -454,6 +457,23 @@ class Submitit(Executor):
                     pass
             if self.folder is None:
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _stderr_into(path: str):
+    """While submitit starts its local controller (a child that inherits our stderr, and that
+    Ctrl-C reaches with the rest of the terminal's group): its stderr is a log in the job folder,
+    so a stop prints our clean message and not the controller's KeyboardInterrupt traceback."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
 
 
 def visible_gpus() -> list[str]:

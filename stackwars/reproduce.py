@@ -78,29 +78,48 @@ def plan(device: str, data_dir: str | None, executor: Sequence[str] = ()) -> lis
     return steps
 
 
-def load_state(path: Path) -> dict[str, dict]:
+def load_state(path: Path, on_warning: Callable[[str], None] = lambda text: None) -> dict[str, dict]:
+    """The steps done so far. A state file that cannot be read is not silently taken for none:
+    the warning names it, and it is kept aside (``.corrupt``) before a new one replaces it."""
     if not path.exists():
         return {}
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        state = json.loads(path.read_text())
+        if not isinstance(state, dict) or not all(isinstance(v, dict) for v in state.values()):
+            raise ValueError("not an object of steps")
+        return state
+    except (OSError, ValueError) as exc:
+        kept = path.with_name(path.name + ".corrupt")
+        try:
+            path.replace(kept)
+            where = f"kept as {kept}"
+        except OSError:
+            where = "left where it is"
+        on_warning(f"{path} cannot be read ({exc}); it is {where}, and every step runs again")
         return {}
+
+
+def failed(state: dict[str, dict]) -> list[str]:
+    """The steps whose command did not end with exit 0, with how each ended."""
+    return [f"{name} ({s.get('status', 'exit ' + str(s.get('exit_code')))})" for name, s in state.items()
+            if "exit_code" in s and s["exit_code"] != 0]
 
 
 def execute(steps: Sequence[Step], state_path: Path, budget_s: float | None,
             run_step: Callable[[Step], tuple[int, float]], clock: Callable[[], float] = time.monotonic,
-            on_step: Callable[[Step, str], None] | None = None) -> dict[str, dict]:
+            on_step: Callable[[Step, str], None] | None = None,
+            on_warning: Callable[[str], None] = lambda text: None) -> dict[str, dict]:
     """Run the steps not yet done, in order, while the budget lasts; ``run_step`` returns (exit
     code, seconds). A step is done when its command finished: exit 0, or 1 (it ran, and some
     cell failed: that failure is a stored result). The state is rewritten after every step,
     whole, so an interrupted reproduce loses at most the step it was in."""
-    state = load_state(state_path)
+    from stackwars import outputs
+
+    state = load_state(state_path, on_warning)
     start = clock()
 
     def save() -> None:
-        tmp = state_path.with_name(state_path.name + ".tmp")
-        tmp.write_text(json.dumps(state, indent=1))
-        tmp.replace(state_path)
+        outputs.write(state_path, json.dumps(state, indent=1), "the state file")
 
     for step in steps:
         done = state.get(step.name, {})

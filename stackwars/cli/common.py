@@ -39,7 +39,9 @@ def fail(message: str, code: int = 2) -> None:
 def command(fn: Callable) -> Callable:
     """Bad input (SpecError and friends) -> a clear message on stderr and exit code 2.
     Before the command runs, temporary directories left by stackwars processes that died
-    (SIGKILL, a crash) are removed."""
+    (SIGKILL, a crash) are removed; the environment is checked like the options. A results
+    database the command created and stored nothing in is removed when the command fails, and
+    records skipped as unreadable are named at its end."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -56,7 +58,13 @@ def command(fn: Callable) -> Callable:
             device = kwargs.get("device")  # every command that takes --device: can this machine do it?
             for d in (device if isinstance(device, list) else [device] if device else []):
                 check_device(d)
-            return fn(*args, **kwargs)
+            if "db" not in kwargs:
+                return fn(*args, **kwargs)
+            from stackwars.store.results import db_path, new_database
+
+            # a database this command created and stored nothing in is removed if it fails
+            with new_database(db_path(kwargs["db"])):
+                return fn(*args, **kwargs)
         except (SpecError, StackwarsError) as exc:
             fail(str(exc), getattr(exc, "exit_code", 2))
         except BrokenPipeError:  # the reader of our output went away (``| head``): nothing to say
@@ -68,8 +76,20 @@ def command(fn: Callable) -> Callable:
             _silence_stdout()  # the failing stream must not fail again at exit
             fail(f"could not write the output ({exc.strerror or exc}); finished work stored in the database is "
                  f"kept", 1)
+        finally:
+            _name_skipped()
 
     return wrapper
+
+
+def _name_skipped() -> None:
+    """The stored records the command could not read and skipped, each named once."""
+    results = sys.modules.get("stackwars.store.results")
+    if results is None or not results.SKIPPED:
+        return
+    for problem in results.SKIPPED:
+        err.print(f"[yellow]warning:[/] {problem}", highlight=False)
+    results.SKIPPED.clear()
 
 
 def refuse_empty_values(argv: list[str]) -> None:

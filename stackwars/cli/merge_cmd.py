@@ -22,8 +22,10 @@ def merge(
     """Add every run, session, cell, study row and peak of SOURCES that the database lacks.
 
     A run in both gains only what it lacks, so merging twice adds nothing, and the shares of
-    one run measured on two machines come together. Each source is merged in one transaction;
-    a run id that names different runs in the two is refused (exit 2, nothing written)."""
+    one run measured on two machines come together. All sources are merged in one
+    transaction: a run id that names different runs, or a record that cannot be read, in any
+    source is refused (exit 2) and nothing is written (a database this command created is
+    removed)."""
     target = check_db(db)
     checked = []
     for source in sources:
@@ -31,8 +33,7 @@ def merge(
         if outputs.same_file(path, target):
             raise SpecError(f"source {source} is the database merged into (--db); give another")
         checked.append(path)
-    with Store(target, on_wait=waiting) as store:
-        for path in checked:
-            added = store.merge_from(path)
+    with Store(target, on_wait=waiting) as store:  # a refused merge removes a target it created (command)
+        for path, added in zip(checked, store.merge(checked)):
             err.print(f"{path}: added " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in added.items())
                       + f" to {target}", highlight=False)

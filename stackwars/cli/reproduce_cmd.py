@@ -61,7 +61,7 @@ def reproduce(
                                                 max_jobs))
     state_path = out_dir / "reproduce-state.json"
     if dry_run:
-        state = rp.load_state(state_path)
+        state = rp.load_state(state_path, lambda text: err.print(f"[yellow]warning:[/] {text}", highlight=False))
         for s in steps:
             status = state.get(s.name, {}).get("status", "to do")
             out.print(f"{s.name:>13}  ~{s.estimate_min:g} min  [{status}]  {s.answers}\n"
@@ -94,7 +94,9 @@ def reproduce(
                 progress.advance(task)
                 progress.console.print(f"{step.name}: {status}", highlight=False, markup=False)
 
-        state = rp.execute(steps, state_path, budget * 60 if budget else None, run_step, on_step=on_step)
+        state = rp.execute(steps, state_path, budget * 60 if budget else None, run_step, on_step=on_step,
+                           on_warning=lambda text: progress.console.print(f"[yellow]warning:[/] {text}",
+                                                                         highlight=False))
     from stackwars.report import build, page
     from stackwars.store.results import Store
     if not db.exists():
@@ -105,3 +107,8 @@ def reproduce(
                               out_dir / "report")
     left = [n for n, s in state.items() if s.get("exit_code") not in rp.FINISHED]
     err.print(f"report: {html_path}" + (f"; not finished: {', '.join(left)} (run again to continue)" if left else ""))
+    bad = rp.failed(state)
+    if bad:  # the report is written either way; the exit status says a step did not end cleanly
+        err.print(f"[red]{len(bad)} step(s) did not end with exit 0:[/] {', '.join(bad)}; their logs are under "
+                  f"{out_dir / 'logs'}: exit status 1", highlight=False)
+        raise typer.Exit(1)

@@ -172,7 +172,8 @@ def _migrate_locked(conn: sqlite3.Connection) -> None:
             conn.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", (v, now()))
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite itself rolls back on some errors (a full disk)
+            conn.execute("ROLLBACK")
         raise
 
 

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import sqlite3
 import stat
 import tempfile
@@ -19,7 +20,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from stackwars import canary, stats
 from stackwars.outputs import try_write_in
@@ -123,6 +124,34 @@ def _check_writable(path: Path, what: str) -> None:
         raise SpecError(f"{what} cannot be written ({why}); nothing was run. Give a writable database") from None
 
 
+class MalformedRecord(SpecError):
+    """A stored record that cannot be read (hand-edited, cut short, another tool's row)."""
+
+
+# what readers of this process skipped, in order, each named once (the CLI prints them at the end)
+SKIPPED: dict[str, None] = {}
+
+
+def _skip(problem: str) -> None:
+    SKIPPED.setdefault(problem, None)
+
+
+def _loads(text: Any, what: str) -> Any:
+    """JSON stored by us, or MalformedRecord naming ``what`` and what is wrong with it."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise MalformedRecord(f"{what}: its JSON is malformed ({exc})") from None
+
+
+def _measurement(text: Any, what: str) -> Measurement:
+    m = _loads(text, what)
+    try:
+        return Measurement.from_dict(m)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise MalformedRecord(f"{what}: not a cell record ({type(exc).__name__}: {exc})") from None
+
+
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, default=_json_default)
 
@@ -150,6 +179,62 @@ DB_WAIT_ENV = "STACKWARS_DB_WAIT_S"
 DEFAULT_DB_WAIT_S = 300.0  # how long a write waits for another process's lock before it gives up
 
 
+FULL_BELOW_BYTES = 1 << 20  # free space under this where SQLite says "disk I/O error": the disk is full
+
+
+def why_not(exc: BaseException, path: Path, waited_s: float = 0.0) -> str:
+    """Why SQLite refused a write, in words: a read-only place, a full disk (SQLite says "disk I/O
+    error" where a write was cut short, so the free space decides), a lock held too long."""
+    text = str(exc).lower()
+    if "readonly" in text or "read-only" in text:
+        return "the database is read-only (its file or its directory cannot be written)"
+    if "full" in text:
+        return "the disk is full"
+    if isinstance(exc, sqlite3.OperationalError) and db._busy(exc):
+        return f"another process held its lock for more than {waited_s:.0f} s"
+    if "disk i/o error" in text:
+        with contextlib.suppress(OSError):
+            free = shutil.disk_usage(Path(path).expanduser().resolve().parent).free
+            if free < FULL_BELOW_BYTES:
+                return f"the disk is full ({free // 1024} KiB free)"
+    return f"{type(exc).__name__}: {exc}"
+
+
+@contextlib.contextmanager
+def new_database(path: str | os.PathLike):
+    """Around a command that may create the database at ``path``: where it fails, a database
+    it created and stored no run in is removed with SQLite's side files, so a failure leaves
+    nothing behind (a full disk, a refused merge)."""
+    path = Path(path)
+    existed = path.exists() or path.is_symlink()
+    try:
+        yield
+    except BaseException:
+        if not existed:
+            remove_if_empty(path)
+        raise
+
+
+def remove_if_empty(path: Path) -> None:
+    """Remove the database at ``path`` and its -wal, -shm and -journal if it holds no run."""
+    if not path.exists():
+        return
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            held = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] + \
+                conn.execute("SELECT COUNT(*) FROM peaks").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        held = 0  # no schema yet, or unreadable: made by this command and holding nothing of anyone's
+    if held:
+        return
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(OSError):
+            os.unlink(f"{path}{suffix}")
+
+
 class StoreWriteError(StackwarsError):
     """A write the database refused (locked too long, read-only, full): after work was done,
     so exit status 1; the caller keeps what it could not store (``keep_pending``)."""
@@ -157,15 +242,7 @@ class StoreWriteError(StackwarsError):
     exit_code = 1
 
     def __init__(self, path: Path, what: str, exc: BaseException, waited_s: float = 0.0):
-        text = str(exc).lower()
-        if "readonly" in text or "read-only" in text:
-            reason = "the database is read-only (its file or its directory cannot be written)"
-        elif "full" in text:
-            reason = "the disk is full"
-        elif db._busy(exc) if isinstance(exc, sqlite3.OperationalError) else False:
-            reason = f"another process held its lock for more than {waited_s:.0f} s"
-        else:
-            reason = f"{type(exc).__name__}: {exc}"
+        reason = why_not(exc, path, waited_s)
         self.reason = reason
         super().__init__(f"could not store {what} in {path}: {reason}")
 
@@ -198,13 +275,17 @@ class Store:
         if self.path.is_dir():
             raise SpecError(f"results database {self.path} is a directory; give a database file name")
         try:
-            self.conn = db.connect(self.path, timeout=1.0)  # waits on locks are ours (_write): told and bounded
+            with new_database(self.path):  # one that could not be created leaves nothing behind
+                self.conn = db.connect(self.path, timeout=1.0)  # waits on locks are ours (_write): told, bounded
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError) and db._busy(exc):
                 raise
             if not create and any(s in str(exc).lower() for s in ("unable to open", "readonly", "read-only")):
                 self.conn = open_read_only(self.path)  # a reader in a read-only place
                 return
+            why = why_not(exc, self.path)
+            if why.startswith("the disk is full"):
+                raise StackwarsError(f"{self.path} cannot be created or opened: {why}; nothing was run") from None
             raise StackwarsError(f"{self.path} is not a usable results database ({exc})") from None
 
     def close(self) -> None:
@@ -335,84 +416,94 @@ class Store:
             except sqlite3.DatabaseError as exc:
                 raise StoreWriteError(self.path, what, exc) from None
 
-    def merge_from(self, source: Path) -> dict[str, int]:
-        """Every run, session, cell, study row and peak of the database at ``source`` that this
-        one lacks, added in one transaction (all or nothing). A run already here gains only the
-        sessions and cells it lacks (a cell is the same when its run, key, time and record are),
-        so merging twice adds nothing and two machines' shares of one run come together without
-        a duplicate. A run id here whose stored run differs (another kind, command or
-        configuration) is refused, naming it; nothing is written then. Returns what was added."""
-        src = open_read_only(Path(source))
+    def merge(self, sources: Sequence[Path]) -> list[dict[str, int]]:
+        """Every run, session, cell, study row and peak of the databases at ``sources`` that this
+        one lacks, added in one transaction for all of them (all or nothing). A run already here
+        gains only the sessions and cells it lacks (a cell is the same when its run, key, time
+        and record are), so merging twice adds nothing and two machines' shares of one run come
+        together without a duplicate. Refused before anything is written, naming the source, the
+        run and what is wrong: a run id here or in another source whose stored run differs
+        (another kind, command or configuration), and a source holding a record that cannot be
+        read (``check_source``). Returns what each source added."""
+        conns = [open_read_only(Path(s)) for s in sources]
         try:
-            tables = {r[0] for r in src.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            src_runs = src.execute("SELECT run_id, created_at, kind, command, config_json FROM runs").fetchall()
-            for run_id, _, kind, command, config in src_runs:
-                mine = self.conn.execute("SELECT kind, command, config_json FROM runs WHERE run_id = ?",
-                                         (run_id,)).fetchone()
-                if mine is not None and tuple(mine) != (kind, command, config):
-                    raise SpecError(f"run {run_id} is in both databases but is not the same run (kind, command or "
-                                    f"configuration differ); nothing was merged")
-
-            def insert() -> dict[str, int]:
-                added = dict.fromkeys(("runs", "sessions", "cells", "study_rows", "peaks"), 0)
-                c = self.conn
-                for run in src_runs:
-                    run_id = run[0]
-                    if c.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
-                        c.execute("INSERT INTO runs (run_id, created_at, kind, command, config_json) VALUES "
-                                  "(?,?,?,?,?)", run)
-                        added["runs"] += 1
-                    for row in src.execute("SELECT position, cell_key, spec_json FROM run_plan WHERE run_id = ?",
-                                           (run_id,)):
-                        c.execute("INSERT OR IGNORE INTO run_plan (run_id, position, cell_key, spec_json) "
-                                  "VALUES (?,?,?,?)", (run_id, *row))
-                    sessions = {}
-                    for sid, started, env_json in src.execute(
-                            "SELECT session_id, started_at, env_json FROM sessions WHERE run_id = ?", (run_id,)):
-                        found = c.execute("SELECT session_id FROM sessions WHERE run_id = ? AND started_at = ? AND "
-                                          "env_json = ?", (run_id, started, env_json)).fetchone()
-                        if found is None:
-                            found = (c.execute("INSERT INTO sessions (run_id, started_at, env_json) VALUES (?,?,?)",
-                                               (run_id, started, env_json)).lastrowid,)
-                            added["sessions"] += 1
-                        sessions[sid] = found[0]
-                    for row in src.execute(
-                            "SELECT session_id, cell_key, created_at, workload, preset, phase, backend, framework, "
-                            "device, dtype, status, first_call_s, second_call_s, steady_median_s, compile_s, "
-                            "peak_memory_bytes, parity_max_rel_err, record_json FROM cells WHERE run_id = ? "
-                            "ORDER BY id", (run_id,)):
-                        if c.execute("SELECT 1 FROM cells WHERE run_id = ? AND cell_key = ? AND created_at = ? AND "
-                                     "record_json = ?", (run_id, row[1], row[2], row[-1])).fetchone():
-                            continue
-                        c.execute("INSERT INTO cells (run_id, session_id, cell_key, created_at, workload, preset, "
-                                  "phase, backend, framework, device, dtype, status, first_call_s, second_call_s, "
-                                  "steady_median_s, compile_s, peak_memory_bytes, parity_max_rel_err, record_json) "
-                                  "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                                  (run_id, sessions[row[0]], *row[1:]))
-                        added["cells"] += 1
-                    for sid, study, item, created, row_json in (src.execute(
-                            "SELECT session_id, study, item_key, created_at, row_json FROM study_rows WHERE run_id = ? "
-                            "ORDER BY id", (run_id,)) if "study_rows" in tables else ()):
-                        if c.execute("SELECT 1 FROM study_rows WHERE run_id = ? AND item_key = ? AND created_at = ? "
-                                     "AND row_json = ?", (run_id, item, created, row_json)).fetchone():
-                            continue
-                        c.execute("INSERT INTO study_rows (run_id, session_id, study, item_key, created_at, row_json) "
-                                  "VALUES (?,?,?,?,?,?)", (run_id, sessions[sid], study, item, created, row_json))
-                        added["study_rows"] += 1
-                for row in src.execute("SELECT created_at, device_key, dtype, matmul_precision, flops_per_s, "
-                                       "bytes_per_s, record_json, env_json FROM peaks ORDER BY id"):
-                    if c.execute("SELECT 1 FROM peaks WHERE created_at = ? AND device_key = ? AND dtype = ? AND "
-                                 "matmul_precision = ? AND record_json = ?",
-                                 (row[0], row[1], row[2], row[3], row[6])).fetchone():
-                        continue
-                    c.execute("INSERT INTO peaks (created_at, device_key, dtype, matmul_precision, flops_per_s, "
-                              "bytes_per_s, record_json, env_json) VALUES (?,?,?,?,?,?,?,?)", row)
-                    added["peaks"] += 1
-                return added
-
-            return self._write(f"the runs of {source}", insert)
+            seen: dict[str, tuple] = {}
+            for source, src in zip(sources, conns):
+                for run_id, _, kind, command, config in check_source(src, source):
+                    mine = self.conn.execute("SELECT kind, command, config_json FROM runs WHERE run_id = ?",
+                                             (run_id,)).fetchone()
+                    where = "this database"
+                    if mine is None and run_id in seen:
+                        mine, where = seen[run_id][:3], f"source {seen[run_id][3]}"
+                    if mine is not None and tuple(mine) != (kind, command, config):
+                        raise SpecError(f"run {run_id} is in {source} and in {where} but is not the same run "
+                                        f"(kind, command or configuration differ); nothing was merged")
+                    seen.setdefault(run_id, (kind, command, config, source))
+            return self._write(f"the runs of {', '.join(map(str, sources))}",
+                               lambda: [self._merge_one(src) for src in conns])
         finally:
-            src.close()
+            for src in conns:
+                src.close()
+
+    def _merge_one(self, src: sqlite3.Connection) -> dict[str, int]:
+        """Inside ``merge``'s transaction: what ``src`` adds."""
+        tables = {r[0] for r in src.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        src_runs = src.execute("SELECT run_id, created_at, kind, command, config_json FROM runs").fetchall()
+        added = dict.fromkeys(("runs", "sessions", "cells", "study_rows", "peaks"), 0)
+        c = self.conn
+        for run in src_runs:
+            run_id = run[0]
+            if c.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+                c.execute("INSERT INTO runs (run_id, created_at, kind, command, config_json) VALUES "
+                          "(?,?,?,?,?)", run)
+                added["runs"] += 1
+            for row in src.execute("SELECT position, cell_key, spec_json FROM run_plan WHERE run_id = ?",
+                                   (run_id,)):
+                c.execute("INSERT OR IGNORE INTO run_plan (run_id, position, cell_key, spec_json) "
+                          "VALUES (?,?,?,?)", (run_id, *row))
+            sessions = {}
+            for sid, started, env_json in src.execute(
+                    "SELECT session_id, started_at, env_json FROM sessions WHERE run_id = ?", (run_id,)):
+                found = c.execute("SELECT session_id FROM sessions WHERE run_id = ? AND started_at = ? AND "
+                                  "env_json = ?", (run_id, started, env_json)).fetchone()
+                if found is None:
+                    found = (c.execute("INSERT INTO sessions (run_id, started_at, env_json) VALUES (?,?,?)",
+                                       (run_id, started, env_json)).lastrowid,)
+                    added["sessions"] += 1
+                sessions[sid] = found[0]
+            for row in src.execute(
+                    "SELECT session_id, cell_key, created_at, workload, preset, phase, backend, framework, "
+                    "device, dtype, status, first_call_s, second_call_s, steady_median_s, compile_s, "
+                    "peak_memory_bytes, parity_max_rel_err, record_json FROM cells WHERE run_id = ? "
+                    "ORDER BY id", (run_id,)):
+                if c.execute("SELECT 1 FROM cells WHERE run_id = ? AND cell_key = ? AND created_at = ? AND "
+                             "record_json = ?", (run_id, row[1], row[2], row[-1])).fetchone():
+                    continue
+                c.execute("INSERT INTO cells (run_id, session_id, cell_key, created_at, workload, preset, "
+                          "phase, backend, framework, device, dtype, status, first_call_s, second_call_s, "
+                          "steady_median_s, compile_s, peak_memory_bytes, parity_max_rel_err, record_json) "
+                          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                          (run_id, sessions[row[0]], *row[1:]))
+                added["cells"] += 1
+            for sid, study, item, created, row_json in (src.execute(
+                    "SELECT session_id, study, item_key, created_at, row_json FROM study_rows WHERE run_id = ? "
+                    "ORDER BY id", (run_id,)) if "study_rows" in tables else ()):
+                if c.execute("SELECT 1 FROM study_rows WHERE run_id = ? AND item_key = ? AND created_at = ? "
+                             "AND row_json = ?", (run_id, item, created, row_json)).fetchone():
+                    continue
+                c.execute("INSERT INTO study_rows (run_id, session_id, study, item_key, created_at, row_json) "
+                          "VALUES (?,?,?,?,?,?)", (run_id, sessions[sid], study, item, created, row_json))
+                added["study_rows"] += 1
+        for row in src.execute("SELECT created_at, device_key, dtype, matmul_precision, flops_per_s, "
+                               "bytes_per_s, record_json, env_json FROM peaks ORDER BY id"):
+            if c.execute("SELECT 1 FROM peaks WHERE created_at = ? AND device_key = ? AND dtype = ? AND "
+                         "matmul_precision = ? AND record_json = ?",
+                         (row[0], row[1], row[2], row[3], row[6])).fetchone():
+                continue
+            c.execute("INSERT INTO peaks (created_at, device_key, dtype, matmul_precision, flops_per_s, "
+                      "bytes_per_s, record_json, env_json) VALUES (?,?,?,?,?,?,?,?)", row)
+            added["peaks"] += 1
+        return added
 
     # ---- reading -------------------------------------------------------------------------
     def run_ids(self, kind: str | None = None) -> list[str]:
@@ -429,12 +520,16 @@ class Store:
         if row is None:
             known = ", ".join(self.run_ids()[-5:]) or "none"
             raise SpecError(f"no run {run_id!r} in {self.path}; latest runs: {known}")
-        plan = tuple(json.loads(r[0]) for r in self.conn.execute(
-            "SELECT spec_json FROM run_plan WHERE run_id = ? ORDER BY position", (run_id,)))
+        what = f"run {run_id} in {self.path}"  # a run that cannot be read is refused, naming it
+        plan = tuple(_loads(r[0], f"{what}, planned cell {r[1]}") for r in self.conn.execute(
+            "SELECT spec_json, cell_key FROM run_plan WHERE run_id = ? ORDER BY position", (run_id,)))
         env_row = self.conn.execute("SELECT env_json FROM sessions WHERE run_id = ? ORDER BY session_id LIMIT 1",
                                     (run_id,)).fetchone()
-        return RunInfo(row[0], row[1], row[2], row[3], json.loads(row[4]), plan,
-                       json.loads(env_row[0]) if env_row else {})
+        config = _loads(row[4], f"{what}, its configuration")
+        env = _loads(env_row[0], f"{what}, its first session's environment") if env_row else {}
+        if not isinstance(config, dict) or not isinstance(env, dict):
+            raise MalformedRecord(f"{what}: its configuration or environment is not a JSON object")
+        return RunInfo(row[0], row[1], row[2], row[3], config, plan, env)
 
     def cell_run(self, run_id: str, flag: str = "run") -> RunInfo:
         """A run of measured cells; a training or study run named where cells are expected is
@@ -462,21 +557,33 @@ class Store:
             else:
                 counts = {}
                 for (row,) in self.conn.execute("SELECT row_json FROM study_rows WHERE run_id = ?", (run_id,)):
-                    status = json.loads(row).get("status") or "ok"
+                    try:
+                        status = json.loads(row).get("status") or "ok"
+                    except (ValueError, AttributeError):
+                        status = "malformed"
                     counts[status] = counts.get(status, 0) + 1
             out.append({"run_id": run_id, "created_at": created, "kind": kind, "command": command,
                         "planned": planned, "done": sum(counts.values()), "statuses": counts})
         return out
 
     def cells(self, run_id: str | None = None) -> list[tuple[str, Measurement]]:
-        q = "SELECT id, run_id, record_json FROM cells"
+        """The run's cells (every run's), each once; a record that cannot be read is skipped and
+        named (``SKIPPED``), never a traceback for the command reading it."""
+        q = "SELECT id, run_id, cell_key, record_json FROM cells"
         args: tuple = ()
         if run_id is not None:
             q += " WHERE run_id = ?"
             args = (run_id,)
         hidden = self._superseded(run_id)  # a lost cell measured again: the new record only
-        return [(r[1], Measurement.from_dict(json.loads(r[2]))) for r in self.conn.execute(q + " ORDER BY id", args)
-                if r[0] not in hidden]
+        out = []
+        for i, rid, key, rec in self.conn.execute(q + " ORDER BY id", args):
+            if i in hidden:
+                continue
+            try:
+                out.append((rid, _measurement(rec, f"run {rid}, cell {key} (row {i} of {self.path})")))
+            except MalformedRecord as exc:
+                _skip(f"{exc}; skipped")
+        return out
 
     def missing(self, run_id: str) -> list[CellSpec]:
         """The planned cells not stored yet, and those whose worker was lost (measured again;
@@ -496,9 +603,19 @@ class Store:
             [(run_id, session_id, study, item_key, stamp, _dumps(r)) for r in rows_]))
 
     def study_rows(self, run_id: str, study: str | None = None) -> list[dict[str, Any]]:
-        q = "SELECT item_key, row_json FROM study_rows WHERE run_id = ?" + (" AND study = ?" if study else "")
+        q = "SELECT id, item_key, row_json FROM study_rows WHERE run_id = ?" + (" AND study = ?" if study else "")
         args = (run_id, study) if study else (run_id,)
-        return [{"item_key": k, **json.loads(r)} for k, r in self.conn.execute(q + " ORDER BY id", args)]
+        out = []
+        for i, k, r in self.conn.execute(q + " ORDER BY id", args):
+            try:
+                row = _loads(r, f"run {run_id}, study row {k} (row {i} of {self.path})")
+                if not isinstance(row, dict):
+                    raise MalformedRecord(f"run {run_id}, study row {k} (row {i} of {self.path}): not a JSON object")
+            except MalformedRecord as exc:
+                _skip(f"{exc}; skipped")
+                continue
+            out.append({"item_key": k, **row})
+        return out
 
     def latest_peak(self, device_key: str, dtype: str, matmul_precision: str) -> dict[str, Any] | None:
         row = self.conn.execute(
@@ -513,6 +630,43 @@ class Store:
     def peaks(self) -> list[dict[str, Any]]:
         cols = ("id", "created_at", "device_key", "dtype", "matmul_precision", "flops_per_s", "bytes_per_s")
         return [dict(zip(cols, r)) for r in self.conn.execute(f"SELECT {', '.join(cols)} FROM peaks ORDER BY id")]
+
+
+def check_source(src: sqlite3.Connection, source: Path) -> list[tuple]:
+    """A database to merge from, read whole before anything is written: every run's
+    configuration, plan, sessions, cells, study rows and peaks must be readable, and every cell
+    and study row must belong to a session of its run. The first record that is not is refused
+    (MalformedRecord: the source, the run, the record, what is wrong). Returns its runs."""
+    what = f"source {source}"
+    runs = src.execute("SELECT run_id, created_at, kind, command, config_json FROM runs").fetchall()
+    tables = {r[0] for r in src.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    sessions: dict[str, set[int]] = {}
+    for run_id, *_rest, config in runs:
+        _loads(config, f"{what}: run {run_id}'s configuration")
+    for run_id, key, spec in src.execute("SELECT run_id, cell_key, spec_json FROM run_plan"):
+        _loads(spec, f"{what}: run {run_id}, planned cell {key}")
+    for sid, run_id, env in src.execute("SELECT session_id, run_id, env_json FROM sessions"):
+        _loads(env, f"{what}: run {run_id}, session {sid}'s environment")
+        sessions.setdefault(run_id, set()).add(sid)
+    for i, run_id, sid, key, rec in src.execute("SELECT id, run_id, session_id, cell_key, record_json FROM cells"):
+        where = f"{what}: run {run_id}, cell {key} (row {i})"
+        if sid not in sessions.get(run_id, ()):
+            raise MalformedRecord(f"{where}: its session {sid} is not in the source; nothing was merged")
+        try:
+            _measurement(rec, where)
+        except MalformedRecord as exc:
+            raise MalformedRecord(f"{exc}; nothing was merged") from None
+    if "study_rows" in tables:
+        for i, run_id, sid, key, row in src.execute("SELECT id, run_id, session_id, item_key, row_json "
+                                                    "FROM study_rows"):
+            where = f"{what}: run {run_id}, study row {key} (row {i})"
+            if sid not in sessions.get(run_id, ()):
+                raise MalformedRecord(f"{where}: its session {sid} is not in the source; nothing was merged")
+            _loads(row, where)
+    for i, rec, env in src.execute("SELECT id, record_json, env_json FROM peaks"):
+        _loads(rec, f"{what}: device peak {i}")
+        _loads(env, f"{what}: device peak {i}'s environment")
+    return runs
 
 
 # ---- cells the database could not take -----------------------------------------------------------

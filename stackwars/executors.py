@@ -273,6 +273,29 @@ def _nvml_count() -> int:
         return 0
 
 
+GRPC_ANSWER_S = 3.0
+# HTTP/2's client preface and an empty SETTINGS frame: a gRPC server (Ray's GCS) answers with its own
+# SETTINGS frame (9-byte header, type 4) at once; anything else (a web server, a database, a silent
+# port) does not, and Ray would retry it without end
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def speaks_grpc(conn: socket.socket, timeout_s: float) -> bool:
+    """Whether the peer of ``conn`` answers an HTTP/2 preface as HTTP/2 does (within ``timeout_s``)."""
+    try:
+        conn.settimeout(timeout_s)
+        conn.sendall(_H2_PREFACE)
+        head = b""
+        while len(head) < 9:
+            chunk = conn.recv(9 - len(head))
+            if not chunk:
+                return False
+            head += chunk
+    except OSError:
+        return False
+    return head[3] == 0x04  # a SETTINGS frame
+
+
 class Ray(Executor):
     """Each cell a Ray task. ``address``: an existing cluster (``ray start --head`` on one node,
     ``ray start --address`` on the others; ``auto`` finds the local one); without it a private
@@ -323,10 +346,15 @@ class Ray(Executor):
             raise SpecError(f"--ray-address {self.address!r}: give HOST:PORT (the head node's GCS port, 6379 by "
                             f"default), or auto")
         try:
-            socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+            conn = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s)
         except OSError as exc:
             raise SpecError(f"--executor ray: nothing answers at {self.address} ({exc}); start the cluster first "
                             f"(`ray start --head --port {port}` on the head node)") from None
+        with conn:
+            if not speaks_grpc(conn, min(timeout_s, GRPC_ANSWER_S)):
+                raise SpecError(f"--executor ray: {self.address} accepts a connection but does not answer as a Ray "
+                                f"cluster (its GCS speaks gRPC; this port did not within {GRPC_ANSWER_S:g} s): give "
+                                f"the head node's GCS port (`ray start --head` prints it; 6379 by default)")
 
     def check(self, specs):
         """Reach the cluster before anything is written, and refuse cells it has no device for."""

@@ -76,6 +76,17 @@ def look_cost(extra: Sequence[CellSpec], done: Sequence[Measurement]) -> float:
     return sum(statistics.median(walls[base(s.key)]) if base(s.key) in walls else fallback for s in extra)
 
 
+PROCESS_FLOOR_S = 1.0  # a cell-process's least cost beyond its steady state: start, first call, warm-up
+LONG_PLAN_S = 1800.0  # a plan estimated longer than this says so before it starts
+
+
+def estimate_s(specs: Sequence[CellSpec], config: MeasureConfig) -> float:
+    """A floor on a plan's wall time: each cell-process's steady window plus the least a process
+    costs (the fork server's start and a tiny cell's first call, about a second on the 2-core CPU);
+    compiles and big models take longer, so the run takes at least this."""
+    return len(specs) * (PROCESS_FLOOR_S + config.min_time_s)
+
+
 def backend_options(**given: Any) -> dict[str, Any]:
     """The backend options the user set (None: left to each backend's default)."""
     return {k: v for k, v in given.items() if v is not None}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import sys
 import types
 from typing import Any
 
@@ -142,6 +143,36 @@ def _register_models(obj: Any, origin: str) -> None:
 _files: dict[str, types.ModuleType] = {}
 
 
+FILE_IMPORT_TIMEOUT_S = 120.0  # a model file's import, tried in a worker first
+
+
+def import_task(path: str) -> dict:
+    """Worker target: import the file at ``path``, nothing more."""
+    import importlib.util
+
+    sys.path.insert(0, os.path.dirname(path))
+    spec = importlib.util.spec_from_file_location("stackwars_user_import_check", path)
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    return {"status": "ok"}
+
+
+def _check_import(path: str, path_text: str) -> None:
+    """The command's process imports a user's file only after a worker did within
+    ``FILE_IMPORT_TIMEOUT_S`` (a loop or a wait at import would otherwise hang it, silently). A
+    worker (``STACKWARS_PARENT_PID`` set) imports directly: it is itself killed at its timeout.
+    An import that raises is left to the import here, whose message names the error."""
+    if os.environ.get("STACKWARS_PARENT_PID"):
+        return
+    from stackwars.harness.isolation import run_task
+
+    o = run_task({"target": "stackwars.registry:import_task", "kwargs": {"path": path},
+                  "process": {"device": "cpu"}}, FILE_IMPORT_TIMEOUT_S)
+    if o.status == "timeout":
+        raise SpecError(f"{path_text}: importing it did not finish within {FILE_IMPORT_TIMEOUT_S:g} s (tried in a "
+                        f"worker, killed then): a loop or a wait at import? A model file should define its Model "
+                        f"and return; build models inside its factories")
+
+
 def load_file(path_text: str) -> types.ModuleType:
     """A user's Python file, imported by path (nothing installed), its Models registered; the
     workers load it too (its path joins STACKWARS_PLUGINS). A file that cannot be imported is
@@ -165,6 +196,7 @@ def load_file(path_text: str) -> types.ModuleType:
     folder = os.path.dirname(path)
     if folder not in sys.path:
         sys.path.insert(0, folder)
+    _check_import(path, path_text)  # a file that hangs at import hangs a killable worker, not this process
     _importing = f"file {path}"
     try:
         spec.loader.exec_module(module)

@@ -75,17 +75,28 @@ def default_backends(probe: Mapping[str, Any], devices: str | Sequence[str]) -> 
 _verified: set[str] = set()
 
 
-def verify_user_model(name: str) -> None:
+CHECK_TIMEOUT_S = 600.0  # a user model's check, where the command has no --timeout of its own
+
+
+def verify_user_model(name: str, timeout_s: float = CHECK_TIMEOUT_S,
+                      on_note: Callable[[str], None] | None = None) -> None:
     """A user's model, built on each side and run forward once at its first preset, in a
-    worker (the parent imports no framework): a factory that raises, twins whose outputs
-    differ in shape or parameters that cannot be matched are bad input, named, before
-    anything is stored."""
+    worker (the parent imports no framework) killed after ``timeout_s`` (the cell's): a
+    factory that raises, twins whose outputs differ in shape or parameters that cannot be
+    matched, a check that does not finish, are bad input, named, before anything is stored."""
     if name in _verified:
         return
     from stackwars.harness.isolation import run_task
 
+    if on_note is not None:
+        on_note(f"checking model {name}: both sides built and run once at its first preset, in a worker "
+                f"(up to {timeout_s:g} s)")
     o = run_task({"target": "stackwars.model:verify_task", "kwargs": {"workload": name},
-                  "process": {"device": "cpu"}}, 600.0, default_memory_limit())
+                  "process": {"device": "cpu"}}, timeout_s, default_memory_limit())
+    if o.status == "timeout":
+        raise SpecError(f"model {name!r}: its check (each side built and run forward once) did not finish within "
+                        f"{timeout_s:g} s, and its worker was killed; nothing was run. A cell of it would take "
+                        f"longer still: give a longer --timeout, or look at what its forward waits for")
     if o.status != "ok":
         first = (o.error or o.status).strip().splitlines()[0]
         raise SpecError(f"model {name!r} could not be checked ({o.status}: {first})")
@@ -107,14 +118,15 @@ def backends_for(backends: Sequence[str], workloads: Sequence[str]) -> list[str]
 def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequence[str], backends: Sequence[str],
                devices: Sequence[str] = ("cpu",), dtypes: Sequence[str] = ("float32",),
                overrides: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None,
-               repeats: int = 1) -> list[CellSpec]:
+               repeats: int = 1, check_timeout_s: float = CHECK_TIMEOUT_S,
+               on_note: Callable[[str], None] | None = None) -> list[CellSpec]:
     """The cross product of the request, validated. ``overrides`` may sweep a parameter
     (``KEY: "V1,V2"``, see ``expand_overrides``). ``options`` go to the backends that
     accept them; an option no selected backend accepts is an error. With ``repeats`` > 1
     every cell is planned that many times, round after round, so that slow phases of the
     machine spread over all cells instead of landing on one."""
-    if repeats < 1:
-        raise SpecError(f"repeat must be >= 1, got {repeats}")
+    if not 1 <= repeats <= MAX_PROCESSES:
+        raise SpecError(f"--processes must be from 1 to {MAX_PROCESSES}, got {repeats}")
     # one rule for repeated choices, before anything runs: refused, naming the value
     workloads = [registry.resolve_workload(w) for w in workloads]  # a user's file.py:NAME loads here
     workloads, presets, phases = unique(workloads, "workload"), unique(presets, "--preset"), unique(phases, "--phase")
@@ -135,6 +147,10 @@ def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequenc
             takers = sorted(n for n, b in registry.backends().items() if opt in b.option_defaults)
             raise SpecError(f"option {opt!r} applies to {', '.join(takers) or 'no backend'}; "
                             f"none of the selected backends ({', '.join(backends)}) takes it")
+    planned = len(sweep) * len(workloads) * len(presets) * len(phases) * len(bspecs) * len(devices) * len(dtypes)
+    if planned * repeats > MAX_CELLS:
+        raise SpecError(f"this plan has {planned} cells x {repeats} processes = {planned * repeats} cell-processes, "
+                        f"more than the {MAX_CELLS} a run may plan; split it, or measure fewer processes")
     specs = []
     for over in sweep:
         for w in workloads:
@@ -144,7 +160,7 @@ def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequenc
             for phase in phases:
                 wl.check_phase(phase)
             if hasattr(wl, "verify"):  # a user's model: both sides built and run once, before anything is stored
-                verify_user_model(w)
+                verify_user_model(w, check_timeout_s, on_note)
             if over:
                 for preset, phase, device, dtype in itertools.product(presets, phases, devices, dtypes):
                     check_fits_machine(wl, wl.config(preset, over), preset, phase, device, dtype)
@@ -200,6 +216,13 @@ def check_fits_machine(wl: Any, cfg: Any, preset: str, phase: str, device: str, 
                         f"run (a preset that does not fit is measured as oom; sizes you set must fit)")
 
 
+# sizes bounded before anything is planned: beyond these a request is a typo (a pasted number,
+# $(seq ...)) that would plan for hours or fill the memory with cells, not an experiment
+MAX_PROCESSES = 1000  # processes of one cell
+MAX_CELLS = 20_000  # cell-processes in one plan
+MAX_CALLS = 10_000_000  # warm-up calls, steady-state samples
+
+
 def validate_config(config: MeasureConfig) -> None:
     if config.matmul_precision not in MATMUL_PRECISIONS:
         raise SpecError(f"unknown matmul precision {config.matmul_precision!r}; allowed: {', '.join(MATMUL_PRECISIONS)}")
@@ -218,7 +241,12 @@ def validate_config(config: MeasureConfig) -> None:
                + (f", --min-time spread over {config.processes} processes" if config.processes > 1 else "")
                + f") must be shorter than the per-cell timeout ({config.timeout_s:g} s): the steady state alone "
                "would outlast it"),
-              (config.processes >= 1, f"processes must be >= 1, got {config.processes}"),
+              (1 <= config.processes <= MAX_PROCESSES,
+               f"processes must be from 1 to {MAX_PROCESSES}, got {config.processes}"),
+              (config.max_processes is None or config.max_processes <= MAX_PROCESSES,
+               f"max-processes must be at most {MAX_PROCESSES}, got {config.max_processes}"),
+              (config.warmup <= MAX_CALLS, f"warmup must be at most {MAX_CALLS} calls, got {config.warmup}"),
+              (config.max_samples <= MAX_CALLS, f"max-samples must be at most {MAX_CALLS}, got {config.max_samples}"),
               (config.threads is None or config.threads >= 1, "threads must be >= 1"),
               (0 <= config.profile_steps <= 100, f"profile steps must be between 0 and 100, got {config.profile_steps}"),
               (not config.profile_steps or bool(config.profile_dir), "profiling needs a folder for the traces"),

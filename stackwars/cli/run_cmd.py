@@ -168,7 +168,8 @@ def run(
             processes=processes,
             min_block_s=min_block_time, timeout_s=timeout,
             max_processes=max_processes if max_processes is not None else
-            (BUDGET_LOOKS if budget is not None else 2) * processes, budget_s=budget,
+            min(runner.MAX_PROCESSES, max(processes, (BUDGET_LOOKS if budget is not None else 2) * processes)),
+            budget_s=budget,
             threads=threads, matmul_precision=matmul_precision, cache_dir=str(warm_cache) if warm_cache else None,
             cold_every_process=cold_every_process,
             seed=seed, memory_limit_bytes=int(memory_limit * 2**30) if memory_limit else runner.default_memory_limit(),
@@ -184,7 +185,8 @@ def run(
         # validate names, sizes and options before the (seconds-long) machine probe
         backend = backend_names(backend)
         planned = runner.plan_cells(workloads or [], preset, phase, backend or list(registry.backends()), device,
-                                    dtype, overrides, options, processes)
+                                    dtype, overrides, options, processes, config.timeout_s,
+                                    lambda text: err.print(text, highlight=False))
         if stablehlo is not None:
             _check_stablehlo(stablehlo, [s for s in planned if s.backend == "torch-mlir-xla"], config.matmul_precision)
     placer = make_executor(executor, gpus, ray_address, shared_dir, slurm_partition, max_jobs,
@@ -193,10 +195,15 @@ def run(
     if resume is None:
         backends = backend or runner.backends_for(runner.default_backends(probe, device), workloads or [])
         specs = runner.plan_cells(workloads or [], preset, phase, backends, device, dtype, overrides, options,
-                                  processes)
+                                  processes, config.timeout_s)
         if warm_cache is not None:
             warm_cache.mkdir(parents=True, exist_ok=True)
         placer.check(specs)
+        floor = orchestrate.estimate_s(specs, config)
+        if floor > orchestrate.LONG_PLAN_S:  # said before it starts: a typo costs a Ctrl-C, not an afternoon
+            err.print(f"[yellow]{len(specs)} cell-processes: at least {fmt.duration(floor)} at "
+                      f"{orchestrate.PROCESS_FLOOR_S + config.min_time_s:.2g} s each or more; Ctrl-C stops it and "
+                      f"keeps what is done[/]", highlight=False)
 
     # The request is valid; from here on the database is written.
     with Store(path, on_wait=waiting) as store:

@@ -15,6 +15,15 @@ def seconds(s: float | None) -> str:
     return f"{s:.2f} s"
 
 
+def duration(s: float) -> str:
+    """A long wall time: '2 h 47 min', '12 min', '45 s'."""
+    if s >= 3600:
+        return f"{int(s // 3600)} h {int(s % 3600 // 60)} min"
+    if s >= 60:
+        return f"{s / 60:.0f} min"
+    return f"{s:.0f} s"
+
+
 def nbytes(b: float | None) -> str:
     if b is None:
         return DASH

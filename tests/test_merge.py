@@ -70,7 +70,7 @@ def test_a_run_id_naming_two_different_runs_is_refused_and_nothing_is_written(tm
     before = hashlib.sha256(a.read_bytes()).hexdigest()
     r = runner.invoke(app, ["merge", str(b), "--db", str(a)])
     assert r.exit_code == 2
-    assert f"run {run_id} is in both databases but is not the same run" in " ".join(r.output.split())
+    assert f"run {run_id} is in {b} and in this database but is not the same run" in " ".join(r.output.split())
     assert hashlib.sha256(a.read_bytes()).hexdigest() == before
 
 

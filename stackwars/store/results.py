@@ -228,11 +228,26 @@ def remove_if_empty(path: Path) -> None:
             conn.close()
     except sqlite3.DatabaseError:
         held = 0  # no schema yet, or unreadable: made by this command and holding nothing of anyone's
-    if held:
+    if held or _open_elsewhere(path):  # another process just made it too, and is about to store its run
         return
     for suffix in ("", "-wal", "-shm", "-journal"):
         with contextlib.suppress(OSError):
             os.unlink(f"{path}{suffix}")
+
+
+def _open_elsewhere(path: Path) -> bool:
+    """Whether a process other than this one has the database open (Linux: its /proc fds)."""
+    target = os.path.realpath(path)
+    me = os.getpid()
+    for pid in filter(str.isdigit, os.listdir("/proc") if os.path.isdir("/proc") else ()):
+        if int(pid) == me:
+            continue
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                        return True
+    return False
 
 
 class StoreWriteError(StackwarsError):

@@ -275,8 +275,8 @@ def test_refused_and_every_file_unchanged(case, tmp_path, monkeypatch):
         values = {**_values(work, setup), "NOT_RAY": not_ray}
         before, digests = _snapshot(work), _hashes(work)
         start = time.monotonic()
-        result = runner.invoke(app, [a.format(**values) for a in args],
-                               env={k: v.format(**values) for k, v in env.items()})
+        result = runner.invoke(app, [a.format(**values) for a in args],  # wide: no path broken over lines
+                               env={"COLUMNS": "2000", **{k: v.format(**values) for k, v in env.items()}})
     text = " ".join(result.output.split())
     assert result.exit_code == 2, (name, result.exit_code, result.output)
     assert message.format(**values) in text, (name, text)
@@ -430,7 +430,7 @@ def test_a_malformed_record_is_named_and_skipped_by_readers(args, tmp_path):
     values = _results_db(tmp_path)
     _edited(tmp_path / "r.db", "UPDATE cells SET record_json = '{\"spec\": 1' WHERE id = 1")
     result = runner.invoke(app, [a.format(TMP=tmp_path, **values) for a in args] + ["--db", values["DB"]],
-                           env={"COLUMNS": "300"})
+                           env={"COLUMNS": "2000"})
     text = " ".join(result.output.split())
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output
@@ -448,7 +448,7 @@ def test_a_record_that_is_json_but_not_a_cell_is_skipped_and_a_malformed_run_ref
         assert "not a cell record" in next(iter(results.SKIPPED))
     results.SKIPPED.clear()
     _edited(tmp_path / "r.db", "UPDATE runs SET config_json = '{oops'")
-    r = runner.invoke(app, ["show", values["RUN"], "--db", values["DB"]])
+    r = runner.invoke(app, ["show", values["RUN"], "--db", values["DB"]], env={"COLUMNS": "2000"})
     assert r.exit_code == 2, r.output
     assert f"run {values['RUN']} in {values['DB']}, its configuration: its JSON is malformed" in " ".join(
         r.output.split())
@@ -461,12 +461,12 @@ def test_a_record_that_is_json_but_not_a_cell_is_skipped_and_a_malformed_run_ref
 def test_a_merge_of_two_sources_adds_both_and_again_adds_nothing(tmp_path):
     values = _two_dbs(tmp_path)
     target = tmp_path / "t.db"
-    r = runner.invoke(app, ["merge", values["DB"], values["OTHER"], "--db", str(target)])
+    r = runner.invoke(app, ["merge", values["DB"], values["OTHER"], "--db", str(target)], env={"COLUMNS": "2000"})
     assert r.exit_code == 0, r.output
     with Store(target) as store:
         assert set(store.run_ids()) == {values["RUN"], values["OTHER_RUN"]}
         assert len(store.cells()) == 4
-    again = runner.invoke(app, ["merge", values["DB"], values["OTHER"], "--db", str(target)])
+    again = runner.invoke(app, ["merge", values["DB"], values["OTHER"], "--db", str(target)], env={"COLUMNS": "2000"})
     assert again.exit_code == 0 and again.output.count("added 0 runs, 0 sessions, 0 cells") == 2, again.output
 
 
@@ -509,7 +509,7 @@ def test_a_database_that_cannot_be_created_leaves_nothing_behind(args, tmp_path)
         before = sorted(p.name for p in folder.iterdir())
         r = subprocess.run([sys.executable, "-m", "stackwars", *[a.format(SRC=source) for a in args], "--db",
                             str(folder / "new.db")], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                           preexec_fn=_limited(mounted), env={**os.environ, "COLUMNS": "300"})
+                           preexec_fn=_limited(mounted), env={**os.environ, "COLUMNS": "2000"})
         after = sorted(p.name for p in folder.iterdir())
     assert r.returncode in (1, 2), (r.returncode, r.stderr[-2000:])
     assert "Traceback" not in r.stderr, r.stderr[-3000:]
@@ -541,7 +541,7 @@ def test_reproduce_exits_1_naming_the_failed_step_and_keeps_a_corrupt_state_asid
     out = tmp_path / "out"
     out.mkdir()
     (out / "reproduce-state.json").write_text("{not json")
-    r = runner.invoke(app, ["reproduce", "--out", str(out)], env={"COLUMNS": "300"})
+    r = runner.invoke(app, ["reproduce", "--out", str(out)], env={"COLUMNS": "2000"})
     text = " ".join(r.output.split())
     assert r.exit_code == 1, r.output
     assert "1 step(s) did not end with exit 0: broken (exit 2)" in text

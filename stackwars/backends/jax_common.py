@@ -123,6 +123,18 @@ def xla_flags_in_effect(flags: str) -> dict[str, dict[str, str]]:
             for name, default in XLA_GPU_DEFAULTS.items()}
 
 
+def _reset_compilation_cache() -> None:
+    """JAX opens its persistent cache once per process, at the first compile, and keeps writing
+    to that folder whatever the option says later: a process that measures several cells
+    (``--inline``) must reset it for the next cell's folder to take effect."""
+    try:
+        from jax._src import compilation_cache
+    except ImportError:  # a JAX without it: a new folder is read at its first use anyway
+        return
+    if compilation_cache.is_initialized():
+        compilation_cache.reset_cache()
+
+
 def configure_jax(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Matmul precision and the persistent compile cache, applied and reported."""
     precision = settings.get("matmul_precision", "float32")
@@ -131,7 +143,10 @@ def configure_jax(settings: Mapping[str, Any]) -> dict[str, Any]:
     jax.config.update("jax_default_matmul_precision", "float32" if precision == "float32" else "tensorfloat32")
     cache = settings.get("cache_dir")
     if cache:
-        jax.config.update("jax_compilation_cache_dir", os.path.join(cache, "jax"))
+        folder = os.path.join(cache, "jax")
+        if jax.config.jax_compilation_cache_dir not in (None, folder):
+            _reset_compilation_cache()  # --inline: one process, many cells, each with its own folder
+        jax.config.update("jax_compilation_cache_dir", folder)
         # cache every executable, however small or fast to compile, so warm means warm
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)

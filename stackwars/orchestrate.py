@@ -87,6 +87,34 @@ def estimate_s(specs: Sequence[CellSpec], config: MeasureConfig) -> float:
     return len(specs) * (PROCESS_FLOOR_S + config.min_time_s)
 
 
+def spent(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What a run's cell-processes cost: their workers' wall time in all, that time on each
+    kind of device (a CUDA cell holds its GPU for its worker's life: device-hours), and the
+    energy its energy windows measured (joules; the windows only, not the whole run)."""
+    wall = [float(r["wall_s"]) for r in rows if r.get("wall_s")]
+    by_device: dict[str, float] = {}
+    for r in rows:
+        if r.get("wall_s"):
+            by_device[r["device"]] = by_device.get(r["device"], 0.0) + float(r["wall_s"])
+    windows = [r for r in rows if r.get("energy_j_per_call") and r.get("energy_power_w") and r.get("energy_window_s")]
+    return {"processes": len(rows), "worker_s": sum(wall),
+            "device_hours": {d: s / 3600 for d, s in by_device.items()},
+            "energy_windows": len(windows),
+            "energy_windows_j": sum(r["energy_power_w"] * r["energy_window_s"] for r in windows) if windows else None,
+            "energy_windows_s": sum(r["energy_window_s"] for r in windows) if windows else None}
+
+
+def spent_text(s: Mapping[str, Any]) -> str:
+    hours = ", ".join(f"{h:.3g} {d}-hours" for d, h in s["device_hours"].items())
+    text = f"spent: {s['processes']} cell-process(es), {s['worker_s'] / 60:.1f} min of worker time ({hours})"
+    if s["energy_windows"]:
+        text += (f"; energy measured in {s['energy_windows']} window(s) of {s['energy_windows_s']:.1f} s in all: "
+                 f"{s['energy_windows_j']:.3g} J")
+    else:
+        text += "; no energy measured (no counter on this device: the records say why)"
+    return text
+
+
 def backend_options(**given: Any) -> dict[str, Any]:
     """The backend options the user set (None: left to each backend's default)."""
     return {k: v for k, v in given.items() if v is not None}

@@ -108,6 +108,7 @@ class MeasureConfig:
     processes: int = 1  # fresh worker processes per cell (run --processes); the verdict needs several
     max_processes: int | None = None  # a verdict that cannot decide (busy, noisy) may add processes up to this
     budget_s: float | None = None  # wall seconds a run may take: no look of more processes starts past it
+    energy: bool = True  # after the steady state, a window on the device's energy counter where it has one
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -244,13 +245,13 @@ class Measurement:
     @property
     def measured_s(self) -> float | None:
         """Seconds inside the measured windows: first and second call, warm-up, steady state,
-        and on CUDA the calls timed on the device's clock after it."""
+        and after it the calls timed on the device's clock (CUDA) and the energy window."""
         if self.first_call_s is None:
             return None
         t = self.timeline or {}
         steady = t.get("steady_s", sum(self.samples) * self.number)
         return (self.first_call_s + (self.second_call_s or 0.0) + sum(self.warmup_s) + steady
-                + t.get("device_time_s", 0.0))
+                + t.get("device_time_s", 0.0) + t.get("energy_s", 0.0))
 
     @property
     def overhead_s(self) -> float | None:
@@ -352,9 +353,21 @@ class Measurement:
             "program_sha": ((self.compile.extra or {}).get("program_sha") if self.compile else None),
             "cpu_steal_s": (self.settings or {}).get("cpu_steal_s"),
             "device_time_median_s": _median(((self.settings or {}).get("device_time") or {}).get("samples")),
+            # joules per call from the device's energy counter (harness/energy.py), None where there is none
+            # (why: energy_why) or where another process on the GPU voided it (energy_voided)
+            **_energy_row((self.settings or {}).get("energy")),
         }
         row.update(roofline(self.flops, self.bytes_moved, median, self.peak))
         return row
+
+
+def _energy_row(e: Mapping[str, Any] | None) -> dict[str, Any]:
+    e = e or {}
+    voided = e.get("voided")
+    return {"energy_j_per_call": None if voided else e.get("joules_per_call"),
+            "energy_power_w": None if voided else e.get("mean_power_w"),
+            "energy_window_s": e.get("window_s"), "energy_source": e.get("source"),
+            "energy_why": voided or e.get("why") or (None if e else "not measured (--no-energy, or an older record)")}
 
 
 def _median(samples: Sequence[float] | None) -> float | None:

@@ -111,6 +111,10 @@ def run(
     flush_l2: bool = typer.Option(False, "--flush-l2",
                                   help="write a buffer larger than the last-level cache (GPU: 256 MiB; CPU: twice "
                                        "the LLC) before every timed call, outside the clock; one call per sample"),
+    energy: bool = typer.Option(True, "--energy/--no-energy",
+                                help="after the steady state, a window of calls on the device's energy counter "
+                                     "(NVML's total energy on CUDA, RAPL where readable on a CPU): joules per call "
+                                     "and the verdict's energy ratio"),
     cuda_graph_replay: bool = typer.Option(False, "--cuda-graph-replay",
                                            help="CUDA: time warm-up and steady state as replays of one forward call "
                                                 "captured into a CUDA graph (PyTorch backends; XLA uses its own)"),
@@ -173,7 +177,8 @@ def run(
             threads=threads, matmul_precision=matmul_precision, cache_dir=str(warm_cache) if warm_cache else None,
             cold_every_process=cold_every_process,
             seed=seed, memory_limit_bytes=int(memory_limit * 2**30) if memory_limit else runner.default_memory_limit(),
-            parity_mode=parity, flush_cache=flush_l2, cuda_graph_replay=cuda_graph_replay, **profiling)
+            parity_mode=parity, flush_cache=flush_l2, cuda_graph_replay=cuda_graph_replay, energy=energy,
+            **profiling)
         if cuda_graph_replay and set(device) != {"cuda"}:
             raise SpecError(f"--cuda-graph-replay replays CUDA graphs: it needs --device cuda alone, got "
                             f"{', '.join(device)}")
@@ -268,6 +273,7 @@ def run(
     if json_out is not None:
         outputs.write(json_out, json.dumps(result_rows, indent=1, default=str), "--json")
         err.print(f"wrote {len(result_rows)} cells to {json_out}")
+    err.print(orchestrate.spent_text(orchestrate.spent(result_rows)), highlight=False)
     mixed = vd.mixed_machines(result_rows)
     if mixed:
         err.print(f"[yellow]{mixed}[/]", highlight=False)

@@ -45,7 +45,7 @@ import psutil
 from stackwars import canary, registry
 from stackwars.backends.base import Prepared
 from stackwars.errors import Unsupported
-from stackwars.harness import progress
+from stackwars.harness import energy, progress
 from stackwars.harness import reference as refmod
 from stackwars.harness.contention import ForeignLoad
 from stackwars.harness.memory import PeakRSS, current_rss
@@ -259,6 +259,12 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
             cell.device, replay or prepared.call, prepared.sync,
             min(len(steady.samples), DEVICE_TIME_SAMPLES), steady.number, between)
         timeline["device_time_s"] = time.perf_counter() - t0
+    if cfg_m.energy:
+        # a window of its own after the steady state, on the device's energy counter (harness/energy.py)
+        stage("energy window")
+        t0 = time.perf_counter()
+        settings["energy"] = energy.cell_energy(cell.device, replay or prepared.call, prepared.sync, steady.number)
+        timeline["energy_s"] = time.perf_counter() - t0
     compile_stats = prepared.compile_stats()
     not_as_named = prepared.not_as_named()
     memory_analysis = prepared.memory_analysis()

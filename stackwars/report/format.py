@@ -24,6 +24,15 @@ def duration(s: float) -> str:
     return f"{s:.0f} s"
 
 
+def joules(j: float | None) -> str:
+    if j is None:
+        return DASH
+    for unit, scale in (("kJ", 1e3), ("J", 1.0), ("mJ", 1e-3), ("µJ", 1e-6)):
+        if abs(j) >= scale:
+            return f"{j / scale:.3g} {unit}"
+    return f"{j * 1e9:.3g} nJ"
+
+
 def nbytes(b: float | None) -> str:
     if b is None:
         return DASH

@@ -162,7 +162,8 @@ EAGER_OF = {"jax-jit": "jax-eager", "torch-compile": "torch-eager", "torch-compi
 # every figure a combined row derives from its processes: none of them for a cell measured only while busy
 FIGURES = ("steady_median_s", "first_call_s", "second_call_s", "first_call_cache", "first_call_processes",
            "device_time_s", "memory_added_bytes", "steady_ci_low_s", "steady_ci_high_s", "steady_iqr_s", "noisy",
-           "process_medians", "achieved_flops_per_s", "roofline_fraction")
+           "process_medians", "achieved_flops_per_s", "roofline_fraction", "energy_j", "energy_power_w",
+           "process_energy_j")
 
 
 def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = stats.NOISE_THRESHOLD) -> list[Mapping[str, Any]]:
@@ -222,6 +223,10 @@ def _figures(used: list[Mapping[str, Any]], noise_threshold: float) -> dict[str,
         # on CUDA: a call's time on the device's own clock (CUDA events), median over the processes
         "device_time_s": _median_of(r.get("device_time_median_s") for r in used),
         "memory_added_bytes": _median_of([added_memory(r) for r in used]),
+        # joules per call from each process's energy window (harness/energy.py): the verdict's energy CI
+        "process_energy_j": [r["energy_j_per_call"] for r in used if r.get("energy_j_per_call")],
+        "energy_j": _median_of(r.get("energy_j_per_call") for r in used),
+        "energy_power_w": _median_of(r.get("energy_power_w") for r in used),
     }
     if not gate.timed(used):
         return out

@@ -44,6 +44,7 @@ from stackwars.report import gate, tables
 FRAMEWORKS = (("torch", "PyTorch"), ("jax", "JAX"))
 VERDICTS = ("JAX faster", "PyTorch faster", "tie", "cannot say")
 DECISION = {"lower": "JAX faster", "higher": "PyTorch faster", "tie": "tie", "noisy": "cannot say"}
+ENERGY_DECISION = {"lower": "JAX uses less", "higher": "PyTorch uses less", "tie": "tie", "noisy": "cannot say"}
 
 
 def cell_id(row: Mapping[str, Any]) -> str:
@@ -305,8 +306,32 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
                     row.get("why"))))
         for fw, _ in FRAMEWORKS:  # where a best cell's processes disagree, why (report/spread.py)
             row[f"{fw}_spread_why"] = best[fw].get("spread_why")
+        row.update(energy(best["torch"], best["jax"], confidence, min_processes))
         row.update(verdict=verdict, reason=reason, reason_tag=tag)
         out.append(row)
+    return out
+
+
+def energy(torch_best: Mapping[str, Any], jax_best: Mapping[str, Any], confidence: float,
+           min_processes: int = stats.MIN_PROCESSES) -> dict[str, Any]:
+    """The two bests' energy per call (joules, each process's window on its device's counter)
+    and the ratio JAX/PyTorch with its CI over processes, as the time ratio's: each process
+    one figure, resampled by the same bootstrap. None, with why, where a side has fewer
+    processes with a figure than a verdict needs (no counter, a voided window)."""
+    et, ej = list(torch_best.get("process_energy_j") or ()), list(jax_best.get("process_energy_j") or ())
+    out: dict[str, Any] = {"torch_energy_j": torch_best.get("energy_j"), "jax_energy_j": jax_best.get("energy_j"),
+                           "torch_power_w": torch_best.get("energy_power_w"),
+                           "jax_power_w": jax_best.get("energy_power_w"),
+                           "energy_ratio": None, "energy_ci_low": None, "energy_ci_high": None}
+    if min(len(et), len(ej)) < min_processes:
+        why = {fw: b.get("energy_why") for fw, b in (("PyTorch", torch_best), ("JAX", jax_best))}
+        out["energy_why"] = (f"{len(et)} PyTorch / {len(ej)} JAX process(es) with an energy figure; the ratio needs "
+                             f"{min_processes} a side"
+                             + "".join(f"; {fw}: {w}" for fw, w in why.items() if w))
+        return out
+    c = stats.compare([[e] for e in et], [[e] for e in ej], confidence)
+    out.update(energy_ratio=c.ratio, energy_ci_low=c.ci_low, energy_ci_high=c.ci_high,
+               energy_verdict=ENERGY_DECISION[stats.decide(c)])
     return out
 
 
@@ -393,7 +418,7 @@ def _reason(decision: str, c: stats.Comparison, threshold: float, confidence: fl
 
 # ---- presentation ----------------------------------------------------------------------------
 COLUMNS = ("workload", "best PyTorch", "best JAX", "JAX/PyTorch (CI)", "verdict", "procs", "compile pays "
-           "(PyTorch / JAX)", "memory JAX/PyTorch", "parity (PyTorch / JAX)", "why")
+           "(PyTorch / JAX)", "memory JAX/PyTorch", "parity (PyTorch / JAX)", "why", "energy JAX/PyTorch (CI)")
 STYLE = {"JAX faster": "bold cyan", "PyTorch faster": "bold magenta", "tie": "green", "cannot say": "yellow"}
 LEGEND = ("every figure from clean processes only: a process is busy, and decides nothing, when others took over "
           "{c:.0%} of its CPUs or the machine's canary read off its run's by more than its noise (at least {f:.0%}); "
@@ -453,7 +478,16 @@ def cells(r: Mapping[str, Any]) -> list[str]:
     procs = str(r["processes"]) + (f" ({r['processes_busy']} busy left out)" if r.get("processes_busy") else "")
     return [_title(r), _side(r, "torch"), _side(r, "jax"), ratio, verdict, procs,
             " / ".join(fmt.DASH if r.get(f"{fw}_one_sided") else _pays_text(r[f"{fw}_pays"]) for fw, _ in FRAMEWORKS),
-            mem, parity, r.get("why") or fmt.DASH]
+            mem, parity, r.get("why") or fmt.DASH, energy_text(r)]
+
+
+def energy_text(r: Mapping[str, Any]) -> str:
+    """'0.912 (0.880-0.945, 96%): 1.21 mJ / 1.10 mJ a call', or a dash (the JSON says why)."""
+    if r.get("energy_ratio") is None:
+        return fmt.DASH
+    joules = " / ".join(fmt.joules(r.get(f"{fw}_energy_j")) for fw, _ in FRAMEWORKS)
+    return (f"{r['energy_ratio']:.3f} ({r['energy_ci_low']:.3f}-{r['energy_ci_high']:.3f}, "
+            f"{level(r.get('confidence') or 0.95)}): {joules} a call")
 
 
 def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -541,7 +575,8 @@ def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshol
                 parts.append(line)
                 parts.append(Text(f"      PyTorch {c[1]} | JAX {c[2]} | JAX/PyTorch {c[3]} | procs {c[5]}"))
                 parts.append(Text(f"      {r.get('reason') or ''}", style="dim"))
-                parts.append(Text(f"      compile pays {c[6]} | memory {c[7]} | parity {c[8]}", style="dim"))
+                parts.append(Text(f"      compile pays {c[6]} | memory {c[7]} | parity {c[8]}"
+                                  + (f" | energy {c[10]}" if r.get("energy_ratio") is not None else ""), style="dim"))
                 if r.get("why"):
                     parts.append(Text(f"      why: {r['why']}", style="dim"))
                 if r.get("command"):
@@ -606,6 +641,13 @@ def forest_png(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_T
         decided = r["processes"] >= stats.MIN_PROCESSES and r.get("reason_tag") != "busy machine"
         ax.errorbar(r["ratio"], i, xerr=[[r["ratio"] - r["ci_low"]], [r["ci_high"] - r["ratio"]]], fmt="o", color=c,
                     ms=4, capsize=2, lw=1.2, mfc=c if decided else "white")
+    energy_shown = False
+    for i, r in enumerate(shown):  # where measured: the energy ratio of the same two bests, a diamond below
+        if r.get("energy_ratio") is not None:
+            e = r["energy_ratio"]
+            ax.errorbar(e, i + 0.25, xerr=[[e - r["energy_ci_low"]], [r["energy_ci_high"] - e]], fmt="D",
+                        color="tab:orange", ms=3, capsize=2, lw=0.8)
+            energy_shown = True
     for j, r in enumerate(apart):
         ax.text(1.0, len(shown) + j, f"not drawn: {r['verdict']} ({r.get('reason_tag') or 'no ratio'})",
                 ha="center", va="center", fontsize=7, color="tab:gray")
@@ -614,8 +656,10 @@ def forest_png(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_T
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.set_xscale("log")
-    lo = min([r["ci_low"] for r in shown] + [1 / (1 + threshold)])
-    hi = max([r["ci_high"] for r in shown] + [1 + threshold])
+    lo = min([r["ci_low"] for r in shown] + [r["energy_ci_low"] for r in shown if r.get("energy_ratio")]
+             + [1 / (1 + threshold)])
+    hi = max([r["ci_high"] for r in shown] + [r["energy_ci_high"] for r in shown if r.get("energy_ratio")]
+             + [1 + threshold])
     pad = math.exp(0.08 * (math.log(hi) - math.log(lo)) + 0.02)
     ax.set_xlim(lo / pad, hi * pad)
     ax.set_xlabel("JAX time / PyTorch time, best backend of each (log; < 1: JAX faster); CI over processes")
@@ -623,6 +667,8 @@ def forest_png(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_T
         ax.plot([], [], "o", color=c, label=v)
     ax.plot([], [], "o", color="tab:gray", mfc="white",
             label=f"fewer than {stats.MIN_PROCESSES} clean processes, or a busy machine")
+    if energy_shown:
+        ax.plot([], [], "D", color="tab:orange", ms=3, label="energy JAX/PyTorch (J a call), CI over processes")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax.grid(alpha=0.3, axis="x", which="both")
     fig.tight_layout()

@@ -1,0 +1,192 @@
+"""Energy per call: a cumulative energy counter read at the ends of a synchronised window.
+
+On CUDA the counter is NVML's total energy (``nvmlDeviceGetTotalEnergyConsumption``,
+millijoules since the driver loaded, Volta and newer); on a CPU host, RAPL's powercap files
+(``/sys/class/powercap/intel-rapl:N/energy_uj``, microjoules, per package) where they can be
+read. Either covers the whole device (every SM of the GPU, every core of the package), not
+our process: the record says so, and on a GPU another process seen in NVML's process list
+voids the figure (``voided``), as contention voids a CPU time.
+
+The counter moves in steps: NVML's every 20-100 ms, RAPL's about every millisecond. A window
+that began and ended between steps would read the step, not the calls. So the window:
+
+1. calls until the counter steps (its start lies on a step), and again until it steps once
+   more: the time between the two is the counter's update period, measured;
+2. is at least ``WINDOW_PERIODS`` update periods long and at least the asked-for length
+   (lengthened, and the record says so, where the asked-for one was shorter);
+3. ends on a step too: after the length is reached it calls until the counter moves.
+
+Joules per call = the energy between the two steps / the calls made between them; the mean
+power = that energy / the window's time. A counter that does not step within
+``STEP_WAIT_S`` gives no figure and says why. This runs after the steady state, apart from it
+(like the CUDA-event window): its calls are not timed samples.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+WINDOW_PERIODS = 10  # the window spans at least this many counter updates: a step is <= 1/10 of it
+MIN_WINDOW_S = {"cuda": 1.0, "cpu": 0.25}  # the least window asked for, by device (NVML steps slowly)
+# a counter that does not move for this long while the device works is stuck or too coarse: no
+# figure (so a window is never lengthened past WINDOW_PERIODS of this: 10 s)
+STEP_WAIT_S = 1.0
+
+
+@dataclass
+class Counter:
+    """A cumulative energy counter: ``read()`` in joules (monotonic, wrap-around handled by the
+    reader), what it covers and where it comes from."""
+
+    read: Callable[[], float]
+    source: str  # "nvml" or "rapl"
+    scope: str  # what the energy is of, in words
+    close: Callable[[], None] = lambda: None
+
+
+def nvml_counter(gpu: str | None = None) -> tuple[Counter | None, str | None]:
+    """NVML's total-energy counter of the cell's GPU (``gpu``: an index as NVML numbers them, or
+    a UUID; default: the first of ``CUDA_VISIBLE_DEVICES``, else 0), or why there is none."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - no library, no driver
+        return None, f"NVML cannot be initialised ({type(exc).__name__}: {exc})"
+    try:
+        gpu = gpu or (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
+        handle = (pynvml.nvmlDeviceGetHandleByIndex(int(gpu)) if gpu.isdigit()
+                  else pynvml.nvmlDeviceGetHandleByUUID(gpu))
+        pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)  # NotSupported before Volta
+    except Exception as exc:  # noqa: BLE001
+        pynvml.nvmlShutdown()
+        return None, (f"this GPU has no total-energy counter in NVML ({type(exc).__name__}: {exc}); Volta and "
+                      f"newer have one")
+    return Counter(lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(handle) / 1e3, "nvml",
+                   "the whole GPU (NVML's total-energy counter), not this process alone",
+                   pynvml.nvmlShutdown), None
+
+
+def foreign_gpu_processes(gpu: str | None = None, ours: set[int] | None = None) -> list[int] | None:
+    """PIDs of other processes NVML sees on the GPU (compute and graphics), or None where NVML
+    cannot list them. ``ours``: this process and its family, never foreign."""
+    try:
+        import psutil
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001
+        return None
+    try:
+        gpu = gpu or (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
+        handle = (pynvml.nvmlDeviceGetHandleByIndex(int(gpu)) if gpu.isdigit()
+                  else pynvml.nvmlDeviceGetHandleByUUID(gpu))
+        procs = list(pynvml.nvmlDeviceGetComputeRunningProcesses(handle))
+        procs += list(pynvml.nvmlDeviceGetGraphicsRunningProcesses(handle))
+    except Exception:  # noqa: BLE001 - a driver that does not say: unknown, not "none"
+        return None
+    finally:
+        pynvml.nvmlShutdown()
+    if ours is None:
+        me = psutil.Process()
+        ours = {me.pid, *(p.pid for p in me.parents()), *(p.pid for p in me.children(recursive=True))}
+    return sorted({int(p.pid) for p in procs} - ours)
+
+
+RAPL_GLOB = "/sys/class/powercap/intel-rapl:[0-9]*"  # packages (their subzones, core and uncore, are inside)
+
+
+def rapl_counter(root: str = RAPL_GLOB) -> tuple[Counter | None, str | None]:
+    """The CPU packages' RAPL counter (the sum over packages), or why there is none."""
+    zones = [z for z in sorted(glob.glob(root)) if ":" not in os.path.basename(z).split("intel-rapl:", 1)[1]]
+    if not zones:
+        return None, "no RAPL powercap zone on this host (/sys/class/powercap/intel-rapl:N): a VM or a CPU without it"
+    files, ranges = [], []
+    for z in zones:
+        try:
+            with open(os.path.join(z, "energy_uj")) as f:
+                int(f.read())
+            with open(os.path.join(z, "max_energy_range_uj")) as f:
+                ranges.append(int(f.read()))
+        except (OSError, ValueError) as exc:
+            return None, (f"RAPL's {z}/energy_uj cannot be read ({exc.strerror if isinstance(exc, OSError) else exc}); "
+                          f"since Linux 5.10 only root may read it")
+        files.append(os.path.join(z, "energy_uj"))
+    last = [None] * len(files)
+    total = [0.0]
+
+    def read() -> float:
+        for i, path in enumerate(files):
+            with open(path) as f:
+                now = int(f.read())
+            if last[i] is not None:
+                total[0] += (now - last[i]) % (ranges[i] + 1)  # the counter wraps at its range
+            last[i] = now
+        return total[0] / 1e6
+
+    read()
+    return Counter(read, "rapl", f"the CPU package(s) ({len(files)} RAPL zone(s)): every core, not this process "
+                                 f"alone"), None
+
+
+def measure(call: Callable[[], Any], sync: Callable[[Any], Any], counter: Counter, number: int = 1,
+            min_window_s: float = 1.0, clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
+    """The energy window (see the module docstring): ``number`` calls a step, each synced.
+    Returns the record: ``joules_per_call``, ``mean_power_w``, the window, the counter's
+    measured update period and whether the window was lengthened; or ``why`` there is none."""
+    def step() -> int:
+        sync([call() for _ in range(number)])  # as the timer syncs a block: every output of it
+        return number
+
+    def until_moved(since: float) -> tuple[float, float, int] | None:
+        """Call until the counter leaves ``since``: (its new value, when, calls made)."""
+        start, calls = clock(), 0
+        while True:
+            calls += step()
+            value = counter.read()
+            if value != since:
+                return value, clock(), calls
+            if clock() - start > STEP_WAIT_S:
+                return None
+
+    base = {"source": counter.source, "scope": counter.scope}
+    first = until_moved(counter.read())
+    second = until_moved(first[0]) if first else None
+    if second is None:
+        return {**base, "why": f"the {counter.source} counter did not move in {STEP_WAIT_S:g} s of calls"}
+    period = second[1] - first[1]
+    window = max(min_window_s, WINDOW_PERIODS * period)
+    e0, t0, calls = second[0], second[1], 0
+    while clock() - t0 < window:
+        calls += step()
+    last = counter.read()
+    end = until_moved(last)
+    if end is None:
+        return {**base, "why": f"the {counter.source} counter stopped moving during the window"}
+    e1, t1, more = end
+    calls += more
+    joules = e1 - e0
+    return {**base, "joules_per_call": joules / calls, "mean_power_w": joules / (t1 - t0), "joules": joules,
+            "calls": calls, "window_s": t1 - t0, "asked_window_s": min_window_s, "update_period_s": period,
+            "lengthened": window > min_window_s}
+
+
+def cell_energy(device: str, call: Callable[[], Any], sync: Callable[[Any], Any], number: int) -> dict[str, Any]:
+    """The energy record of a cell on ``device``: a window on its device's counter, or why none."""
+    counter, why = nvml_counter() if device == "cuda" else rapl_counter()
+    if counter is None:
+        return {"source": "nvml" if device == "cuda" else "rapl", "why": why}
+    try:
+        record = measure(call, sync, counter, number, MIN_WINDOW_S.get(device, 1.0))
+    finally:
+        counter.close()
+    if device == "cuda" and "joules_per_call" in record:
+        others = foreign_gpu_processes()
+        record["foreign_processes"] = others
+        if others:  # the counter is the whole GPU's: another process's work is in it
+            record["voided"] = f"{len(others)} other process(es) on the GPU (pids {', '.join(map(str, others[:5]))})"
+    return record

@@ -1,0 +1,218 @@
+"""Energy per call (issue 36): the window on a cumulative counter, with NVML and RAPL replaced
+by fakes whose counters step the way the real ones do; the verdict's energy ratio and CI; the
+report's column; a real CPU cell's record of why it has (or has no) figure."""
+
+import dataclasses
+import sys
+import types
+
+import pytest
+
+from stackwars.harness import energy
+from stackwars.report import verdict as vd
+from tests.test_verdict import _cell, _store
+
+
+class Device:
+    """A device drawing ``watts`` while it works: each call takes ``call_s`` of a fake clock;
+    its counter (joules) shows the energy only at its updates, every ``period_s``."""
+
+    def __init__(self, watts=300.0, call_s=2e-3, period_s=0.05, idle_w=0.0):
+        self.t, self.e = 0.0, 0.0
+        self.watts, self.call_s, self.period_s = watts, call_s, period_s
+        self.shown, self.next_update = 0.0, period_s
+        self.calls = 0
+
+    def clock(self):
+        return self.t
+
+    def call(self):
+        self.t += self.call_s
+        self.e += self.watts * self.call_s
+        self.calls += 1
+        while self.t >= self.next_update:  # the counter publishes the energy at its update times
+            self.shown = self.e - self.watts * (self.t - self.next_update)
+            self.next_update += self.period_s
+        return self.calls
+
+    def counter(self):
+        return energy.Counter(lambda: self.shown, "nvml", "the whole GPU (fake)")
+
+
+def test_joules_per_call_and_power_come_from_the_counter():
+    d = Device(watts=300.0, call_s=2e-3, period_s=0.05)
+    r = energy.measure(d.call, lambda outs: None, d.counter(), number=1, min_window_s=1.0, clock=d.clock)
+    assert r["joules_per_call"] == pytest.approx(300.0 * 2e-3, rel=0.01)
+    assert r["mean_power_w"] == pytest.approx(300.0, rel=0.01)
+    assert r["update_period_s"] == pytest.approx(0.05, abs=2 * d.call_s)
+    assert r["window_s"] >= 1.0 and not r["lengthened"]
+    assert r["calls"] * d.call_s == pytest.approx(r["window_s"], rel=0.01)  # the calls between two updates
+    assert r["scope"].startswith("the whole GPU")
+
+
+def test_a_block_of_calls_a_step_counts_every_call():
+    d = Device(watts=120.0, call_s=1e-4, period_s=0.02)
+    synced = []
+    r = energy.measure(d.call, synced.append, d.counter(), number=10, min_window_s=0.5, clock=d.clock)
+    assert r["joules_per_call"] == pytest.approx(120.0 * 1e-4, rel=0.01)
+    assert all(len(outs) == 10 for outs in synced)  # a block synced whole, as the timer does
+
+
+def test_a_window_too_short_for_the_counter_is_lengthened_and_says_so():
+    d = Device(watts=200.0, call_s=5e-3, period_s=0.1)
+    r = energy.measure(d.call, lambda outs: None, d.counter(), min_window_s=0.2, clock=d.clock)
+    assert r["lengthened"] and r["asked_window_s"] == 0.2
+    assert r["window_s"] >= energy.WINDOW_PERIODS * 0.1 * 0.95  # ten updates at least
+    assert r["joules_per_call"] == pytest.approx(1.0, rel=0.02)
+
+
+def test_a_counter_too_coarse_or_stuck_gives_no_figure_and_says_why():
+    slow = Device(period_s=1.5, call_s=0.01)
+    r = energy.measure(slow.call, lambda outs: None, slow.counter(), min_window_s=1.0, clock=slow.clock)
+    assert "joules_per_call" not in r and "did not move in 1 s of calls" in r["why"]
+    stuck = Device(period_s=1e9, call_s=0.01)
+    r = energy.measure(stuck.call, lambda outs: None, stuck.counter(), min_window_s=1.0, clock=stuck.clock)
+    assert "joules_per_call" not in r and "did not move" in r["why"]
+
+
+class FakeNVML(types.ModuleType):
+    """pynvml with one GPU: its energy counter (millijoules) and its process list."""
+
+    class NVMLError_NotSupported(Exception):
+        pass
+
+    def __init__(self, supported=True, pids=()):
+        super().__init__("pynvml")
+        self.supported, self.pids, self.mj = supported, list(pids), 0
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlShutdown(self):
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return ("gpu", i)
+
+    def nvmlDeviceGetHandleByUUID(self, u):
+        return ("gpu", u)
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        if not self.supported:
+            raise self.NVMLError_NotSupported("Not Supported")
+        self.mj += 7
+        return self.mj
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle):
+        return [types.SimpleNamespace(pid=p) for p in self.pids]
+
+    def nvmlDeviceGetGraphicsRunningProcesses(self, handle):
+        return []
+
+
+def test_a_gpu_without_the_counter_records_why(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNVML(supported=False))
+    counter, why = energy.nvml_counter("0")
+    assert counter is None and "no total-energy counter in NVML" in why and "Volta" in why
+    r = energy.cell_energy("cuda", lambda: 1, lambda outs: None, 1)
+    assert r == {"source": "nvml", "why": why}
+
+
+def test_nvml_reads_millijoules_as_joules_and_another_process_voids_the_figure(monkeypatch):
+    import os
+
+    fake = FakeNVML(pids=[os.getpid(), 424242])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    counter, why = energy.nvml_counter("0")
+    assert why is None and counter.read() == pytest.approx(fake.mj / 1e3)
+    assert energy.foreign_gpu_processes("0") == [424242]  # ours is not foreign
+    monkeypatch.setattr(energy, "measure", lambda *a, **k: {"source": "nvml", "scope": "x", "joules_per_call": 0.5,
+                                                             "mean_power_w": 250.0, "window_s": 1.0})
+    r = energy.cell_energy("cuda", lambda: 1, lambda outs: None, 1)
+    assert r["voided"].startswith("1 other process(es) on the GPU (pids 424242)")
+    from stackwars.records import _energy_row
+
+    row = _energy_row(r)
+    assert row["energy_j_per_call"] is None and row["energy_why"] == r["voided"]  # voided: decides nothing
+
+
+def test_a_cpu_cell_without_rapl_records_why_and_with_rapl_reads_it_across_a_wrap(tmp_path):
+    counter, why = energy.rapl_counter(str(tmp_path / "intel-rapl:[0-9]*"))
+    assert counter is None and "no RAPL powercap zone" in why
+    zone = tmp_path / "intel-rapl:0"
+    zone.mkdir()
+    (zone / "energy_uj").write_text("999000000\n")
+    (zone / "max_energy_range_uj").write_text("999999999\n")
+    (tmp_path / "intel-rapl:0:0").mkdir()  # a subzone (core): inside the package, not added again
+    counter, why = energy.rapl_counter(str(tmp_path / "intel-rapl:[0-9]*"))
+    assert why is None and "1 RAPL zone(s)" in counter.scope
+    (zone / "energy_uj").write_text("500000\n")  # wrapped past its range: 999999999 -> 500000
+    assert counter.read() == pytest.approx((999_999_999 + 1 - 999_000_000 + 500_000) / 1e6)
+
+
+def test_a_real_cpu_cell_records_its_energy_or_why_not(plugins_env):
+    from stackwars import runner
+    from stackwars.records import CellSpec, MeasureConfig
+
+    config = MeasureConfig(warmup=1, min_samples=3, min_time_s=0.05, timeout_s=120)
+    m = runner.measure_one(CellSpec("gemm", "tiny", "forward", "torch-eager"), config, {"torch": {"importable": True}},
+                           None)
+    assert m.status == "ok", m.error
+    e = m.settings["energy"]
+    assert e["source"] == "rapl"
+    row = m.to_row()
+    if e.get("joules_per_call"):  # a host whose RAPL this process may read
+        assert row["energy_j_per_call"] > 0 and e["window_s"] >= energy.MIN_WINDOW_S["cpu"]
+    else:
+        assert row["energy_j_per_call"] is None and row["energy_why"] == e["why"] and e["why"]
+    off = runner.measure_one(CellSpec("gemm", "tiny", "forward", "torch-eager"),
+                             dataclasses.replace(config, energy=False), {"torch": {"importable": True}}, None)
+    assert "energy" not in off.settings and off.to_row()["energy_why"].startswith("not measured")
+
+
+def _with_energy(m, joules):
+    settings = dict(m.settings or {})
+    settings["energy"] = {"source": "nvml", "scope": "x", "joules_per_call": joules, "mean_power_w": 300.0,
+                          "window_s": 1.0}
+    return dataclasses.replace(m, settings=settings)
+
+
+def test_the_verdict_gives_the_energy_ratio_with_its_ci_and_the_report_a_column(tmp_path):
+    cells = [_with_energy(_cell("torch-compile", 1.0, p), 0.010 * (1 + 0.01 * p)) for p in range(3)]
+    cells += [_with_energy(_cell("jax-jit", 1.2, p), 0.008 * (1 + 0.01 * p)) for p in range(3)]
+    _, found = _store(tmp_path / "e.db", cells)
+    (v,) = vd.verdicts(found)
+    assert v["verdict"] == "PyTorch faster"  # slower, yet it uses less energy a call
+    assert v["energy_ratio"] == pytest.approx(0.8, rel=0.01)
+    assert v["energy_ci_low"] < v["energy_ratio"] < v["energy_ci_high"] < 1.0
+    assert v["energy_verdict"] == "JAX uses less"
+    assert v["torch_energy_j"] == pytest.approx(0.0101) and v["jax_energy_j"] == pytest.approx(0.00808)
+    column = vd.cells(v)[vd.COLUMNS.index("energy JAX/PyTorch (CI)")]
+    assert column.startswith("0.800 (") and column.endswith("10.1 mJ / 8.08 mJ a call")
+    assert "energy JAX/PyTorch (CI)" in vd.markdown([v])
+    assert vd.forest_png([v])[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_too_few_processes_with_a_figure_give_no_energy_ratio_and_say_why(tmp_path):
+    cells = [_with_energy(_cell("torch-compile", 1.0, p), 0.01) for p in range(3)]
+    cells += [_cell("jax-jit", 1.2, p) for p in range(3)]  # no energy figure on the JAX side
+    _, found = _store(tmp_path / "e.db", cells)
+    (v,) = vd.verdicts(found)
+    assert v["energy_ratio"] is None and v["verdict"] == "PyTorch faster"  # the time verdict stands
+    assert v["energy_why"].startswith("3 PyTorch / 0 JAX process(es) with an energy figure; the ratio needs 3")
+    assert vd.cells(v)[vd.COLUMNS.index("energy JAX/PyTorch (CI)")] == "—"
+
+
+def test_a_runs_summary_says_what_it_spent(tmp_path):
+    from stackwars import orchestrate
+
+    rows = [{"device": "cuda", "wall_s": 1800.0, "energy_j_per_call": 0.01, "energy_power_w": 300.0,
+             "energy_window_s": 1.5},
+            {"device": "cuda", "wall_s": 1800.0, "energy_j_per_call": None, "energy_power_w": None},
+            {"device": "cpu", "wall_s": 36.0}]
+    s = orchestrate.spent(rows)
+    assert s["device_hours"] == {"cuda": pytest.approx(1.0), "cpu": pytest.approx(0.01)}
+    assert s["energy_windows"] == 1 and s["energy_windows_j"] == pytest.approx(450.0)
+    text = orchestrate.spent_text(s)
+    assert "3 cell-process(es), 60.6 min of worker time (1 cuda-hours, 0.01 cpu-hours)" in text
+    assert "energy measured in 1 window(s) of 1.5 s in all: 450 J" in text

@@ -136,6 +136,67 @@ def _verdict_speed(d: Path) -> list[str]:
             "--budget", "300", "--timeout", "240", "--db", str(d / "stackwars.db"), "--json", str(d / "cells.json")]
 
 
+ENERGY_ARGS = ("run", "gpt2", "--preset", "paper", "--device", "cuda", "--dtype", "bfloat16", "--phase", "forward",
+               "-b", "torch-compile", "-b", "jax-jit", "--processes", "3", "--max-processes", "3", "--timeout", "240")
+POWER_QUERY = ("nvidia-smi", "--query-gpu=timestamp,power.draw", "--format=csv,noheader,nounits", "-lms", "100")
+
+
+def _energy(d: Path) -> list[str]:
+    """The energy of gpt2 paper forward bf16, torch-compile against jax-jit, 3 processes, with
+    nvidia-smi's power.draw sampled every 100 ms beside it (``energy_stage``)."""
+    return [sys.executable, "-c", "import sys; from stackwars.gpucheck import energy_stage; "
+                                  "sys.exit(energy_stage(sys.argv[1:]))",
+            *ENERGY_ARGS, "--db", str(d / "stackwars.db"), "--json", str(d / "cells.json")]
+
+
+def energy_stage(args: list[str]) -> int:
+    """Run ``stackwars ARGS`` while nvidia-smi samples the GPU's power beside its --db; then
+    line each cell's energy window up with the samples inside it (``power_check``) into
+    power-check.json there."""
+    d = Path(args[args.index("--db") + 1]).parent
+    with open(d / "power.csv", "w") as samples:
+        meter = subprocess.Popen(POWER_QUERY, stdout=samples, stderr=subprocess.DEVNULL)
+        try:
+            code = subprocess.run([sys.executable, "-m", "stackwars", *args], cwd=ROOT).returncode
+        finally:
+            meter.terminate()
+            meter.wait(timeout=10)
+    cells = json.loads((d / "cells.json").read_text()) if (d / "cells.json").exists() else []
+    checked = power_check(cells, (d / "power.csv").read_text())
+    (d / "power-check.json").write_text(json.dumps(checked, indent=1))
+    for c in checked:
+        print(f"{c['cell']}: energy window {c.get('counter_w')} W (NVML counter) against nvidia-smi power.draw "
+              f"{c.get('smi_w')} W over {c.get('smi_samples')} samples: ratio {c.get('ratio')}")
+    return code
+
+
+def power_check(cells: Sequence[dict], power_csv: str) -> list[dict]:
+    """For each cell with an energy window: the window's mean power from the energy counter
+    against the mean of nvidia-smi's power.draw samples taken inside the window."""
+    from datetime import datetime
+
+    samples = []
+    for line in power_csv.splitlines():
+        stamp, _, watts = line.partition(",")
+        try:
+            t = datetime.strptime(stamp.strip(), "%Y/%m/%d %H:%M:%S.%f").timestamp()  # local time, as time.time()
+            samples.append((t, float(watts)))
+        except ValueError:
+            continue  # a header, "[N/A]", a line cut short
+    out = []
+    for c in cells:
+        start, end = c.get("energy_started_unix"), c.get("energy_ended_unix")
+        row = {"cell": c.get("cell_key"), "counter_w": c.get("energy_power_w")}
+        inside = [w for t, w in samples if start and end and start <= t <= end]
+        if row["counter_w"] and inside:
+            smi = sum(inside) / len(inside)
+            row.update(smi_w=round(smi, 1), smi_samples=len(inside), ratio=round(row["counter_w"] / smi, 3))
+        else:
+            row["why"] = "no energy window in this cell" if not row["counter_w"] else "no nvidia-smi sample inside it"
+        out.append(row)
+    return out
+
+
 def _llama(d: Path) -> list[str]:
     """llama3-8b's two cells in one command: one process each, a cell timeout that lets the
     jax-jit cell (16 GB of weights put on the device, XLA's compile) finish."""
@@ -200,6 +261,9 @@ STAGES: tuple[Stage, ...] = (
     Stage("verdict-speed", "the resnet50 + gpt2 paper bf16 forward verdict, torch-compile against jax-jit, "
           "3 processes and more looks while undecided (364 s at 3fbd31d; the aim: 120 s, harness 3 s a process)",
           ((12, "verdict-model"),), _verdict_speed, proof=False),
+    Stage("energy", "energy per call of gpt2 paper forward bf16, torch-compile against jax-jit, 3 processes, with "
+          "the verdict's energy ratio; each window's power checked against nvidia-smi's power.draw sampled beside it",
+          ((6, "verdict-model"),), _energy, proof=False),
     Stage("why", "GPT-2 paper train step, bfloat16, profiled with its memory anatomy (jax-jit's 14.6 GB vs "
           "torch-compile's 6.3 GB explained part by part)", ((3, "train-gpt2"),), _why),
     Stage("kernels", "softmax and layernorm: Triton and Pallas kernels compiled, beside the framework operators",

@@ -367,6 +367,7 @@ def _energy_row(e: Mapping[str, Any] | None) -> dict[str, Any]:
     return {"energy_j_per_call": None if voided else e.get("joules_per_call"),
             "energy_power_w": None if voided else e.get("mean_power_w"),
             "energy_window_s": e.get("window_s"), "energy_source": e.get("source"),
+            "energy_started_unix": e.get("started_unix"), "energy_ended_unix": e.get("ended_unix"),
             "energy_why": voided or e.get("why") or (None if e else "not measured (--no-energy, or an older record)")}
 
 

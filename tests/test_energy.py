@@ -216,3 +216,22 @@ def test_a_runs_summary_says_what_it_spent(tmp_path):
     text = orchestrate.spent_text(s)
     assert "3 cell-process(es), 60.6 min of worker time (1 cuda-hours, 0.01 cpu-hours)" in text
     assert "energy measured in 1 window(s) of 1.5 s in all: 450 J" in text
+
+
+def test_the_gpu_checks_power_comparison_lines_windows_up_with_nvidia_smi_samples():
+    from datetime import datetime
+
+    from stackwars import gpucheck
+
+    def stamp(t):
+        return datetime.fromtimestamp(t).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+
+    csv = "\n".join([f"{stamp(1000.0 + 0.1 * i)}, {250.0 if i < 20 else 400.0:.2f}" for i in range(40)]
+                    + ["[N/A], [N/A]"])
+    cells = [{"cell_key": "a", "energy_power_w": 255.0, "energy_started_unix": 1000.05, "energy_ended_unix": 1001.5},
+             {"cell_key": "b", "energy_power_w": None},
+             {"cell_key": "c", "energy_power_w": 300.0, "energy_started_unix": 5000.0, "energy_ended_unix": 5001.0}]
+    a, b, c = gpucheck.power_check(cells, csv)
+    assert a["smi_samples"] == 15 and a["smi_w"] == 250.0  # the samples at 1000.1 ... 1001.5 and a["ratio"] == pytest.approx(1.02)
+    assert b["why"] == "no energy window in this cell" and c["why"] == "no nvidia-smi sample inside it"
+    assert "energy" in gpucheck.BY_NAME and not gpucheck.BY_NAME["energy"].proof

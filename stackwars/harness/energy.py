@@ -161,6 +161,7 @@ def measure(call: Callable[[], Any], sync: Callable[[Any], Any], counter: Counte
     period = second[1] - first[1]
     window = max(min_window_s, WINDOW_PERIODS * period)
     e0, t0, calls = second[0], second[1], 0
+    started_unix = time.time()  # the wall clock too: a power meter sampled beside it can be lined up
     while clock() - t0 < window:
         calls += step()
     last = counter.read()
@@ -172,7 +173,7 @@ def measure(call: Callable[[], Any], sync: Callable[[Any], Any], counter: Counte
     joules = e1 - e0
     return {**base, "joules_per_call": joules / calls, "mean_power_w": joules / (t1 - t0), "joules": joules,
             "calls": calls, "window_s": t1 - t0, "asked_window_s": min_window_s, "update_period_s": period,
-            "lengthened": window > min_window_s}
+            "lengthened": window > min_window_s, "started_unix": started_unix, "ended_unix": time.time()}
 
 
 def cell_energy(device: str, call: Callable[[], Any], sync: Callable[[Any], Any], number: int) -> dict[str, Any]:

@@ -140,9 +140,9 @@ class Run:
 
     @classmethod
     def start(cls, store: Store, specs: Sequence[CellSpec], config: MeasureConfig, probe: Mapping[str, Any],
-              executor: Executor, inline: bool = False, command: str | None = None) -> "Run":
+              executor: Executor, inline: bool = False, command: str | None = None, kind: str = "cells") -> "Run":
         env = envmod.fingerprint(config.threads, probe)
-        run_id = runner.new_run(store, specs, config, command)
+        run_id = runner.new_run(store, specs, config, command, kind)
         lock = RunLock(store.path, run_id).acquire()
         return cls(store, run_id, list(specs), config, env, executor, inline, budget=Budget(config.budget_s),
                    lock=lock)

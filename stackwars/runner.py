@@ -560,8 +560,9 @@ def more_rounds(plan: Sequence[CellSpec], wanted: Mapping[str, int]) -> list[Cel
     return out
 
 
-def new_run(store: Store, specs: Sequence[CellSpec], config: MeasureConfig, command: str | None = None) -> str:
-    return store.create_run(specs, {"measure": config.to_dict()}, kind="cells", command=command)
+def new_run(store: Store, specs: Sequence[CellSpec], config: MeasureConfig, command: str | None = None,
+            kind: str = "cells") -> str:
+    return store.create_run(specs, {"measure": config.to_dict()}, kind=kind, command=command)
 
 
 def check_resumable(run_env: Mapping[str, Any], env: Mapping[str, Any]) -> None:

@@ -53,6 +53,14 @@ def verdict(
     aa: bool = typer.Option(False, "--aa", help="self-check instead: each cell's processes split into even and odd "
                                                "rounds, the same program set against itself; counts ties, false "
                                                "verdicts and undecided (needs 6+ processes a cell)"),
+    sensitivity: bool = typer.Option(False, "--sensitivity",
+                                     help="re-measure each verdict row's two bests with one knob changed at a time "
+                                          "(new runs in the database, the same processes and statistics) and say "
+                                          "which knobs flip it; the cost is printed before it starts"),
+    knob: Optional[list[str]] = typer.Option(None, "--knob", "-k",
+                                             help="with --sensitivity: only these knobs (default: all): "
+                                                  "tf32, cuda-graphs, attention, optimizer, compile-mode, batch-x2, "
+                                                  "batch-half, dtype"),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """JAX or PyTorch: per workload x preset x phase x dtype x device and machine, the best
@@ -61,6 +69,11 @@ def verdict(
     if format not in FORMATS:
         raise SpecError(f"unknown format {format!r}; allowed: {', '.join(FORMATS)}")
     number(threshold, "--threshold", low=0, high=0.5, low_inclusive=True)
+    if knob and not sensitivity:
+        raise SpecError("--knob chooses the knobs of --sensitivity; give --sensitivity too")
+    if sensitivity:
+        _sensitivity(run_ids, sensitivity_knobs(knob or []), format, db)
+        return
     path = check_db(db, create=False)
     with Store(path, create=False) as store:
         ids, found, profiles, anatomy = load(store, run_ids)
@@ -80,6 +93,76 @@ def verdict(
             out.print(f"runs {', '.join(ids)} hold no cells to decide on", highlight=False)
             return
         out.print(vd.render(result, table_width(), threshold), width=table_width())
+
+
+def sensitivity_knobs(names: list[str]) -> list[str]:
+    from stackwars import sensitivity as sens
+
+    return sens.check_knobs(names)
+
+
+def _sensitivity(run_ids: list[str] | None, knobs: list[str], format: str, db: Optional[Path]) -> None:
+    """Which knob flips which verdict (stackwars/sensitivity.py): the plan and its cost first,
+    then one run a knob, then the rows x knobs table and a sentence a row."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from stackwars import orchestrate, registry, runner, sensitivity as sens
+    from stackwars.cli.common import command_line, exit_code, interruptible, interruption, waiting
+    from stackwars.executors import Serial
+    from stackwars.harness import env as envmod
+    from stackwars.report import studies
+
+    if run_ids and len(run_ids) > 1:
+        raise SpecError("--sensitivity tests the verdict of one run; name one")
+    path = check_db(db)  # it writes: the knobs' runs and the study's rows
+    with Store(path, create=False, on_wait=waiting) as store:
+        ids, found, _, _ = load(store, run_ids)
+        info = store.cell_run(ids[0])
+        base = vd.verdicts(found)
+        if not base:
+            raise SpecError(f"run {ids[0]} holds no verdict row to test")
+
+        def params(spec):
+            return registry.workload(spec.workload).config(spec.preset, dict(spec.overrides)).as_dict()
+
+        plan = {i: sens.variants(r, info.plan, info.measure_config, knobs, params) for i, r in enumerate(base)}
+        variants, cells = sens.cost(plan, info.measure_config.processes)
+        floor = orchestrate.estimate_s(range(cells), info.measure_config)
+        err.print(f"sensitivity of run {ids[0]}: {len(base)} verdict row(s) x {len(knobs)} knob(s): {variants} "
+                  f"changed row(s) to measure, {cells} cell-processes ({info.measure_config.processes} a side), at "
+                  f"least {floor / 60:.1f} min", highlight=False)
+        probe = runner.probe_machine(False)
+        try:
+            with interruptible(), Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                           MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+                                           transient=True) as progress:
+                task = progress.add_task("knobs", total=cells)
+                hooks = orchestrate.Hooks(
+                    on_start=lambda spec: progress.update(task, description=spec.key),
+                    on_done=lambda m: progress.advance(task),
+                    on_note=lambda text: progress.console.print(f"[yellow]{text}[/]", highlight=False),
+                    on_more=lambda n: progress.update(task, total=progress.tasks[task].total + n))
+                results, measured = sens.run(store, ids[0], knobs, probe, Serial(), hooks, command_line())
+        except KeyboardInterrupt as exc:
+            err.print(f"\n{interruption(exc)}: the knobs' finished cells are stored in their runs")
+            raise typer.Exit(exit_code(exc))
+        study = sens.save(store, ids[0], knobs, results, measured, envmod.fingerprint(None, probe), command_line())
+    err.print(f"stored as run {study} (`stackwars show {study}`); the knobs' cells: runs {', '.join(measured)}",
+              highlight=False)
+    if format == "json":
+        outputs.emit(json.dumps({"run": ids[0], "knobs": knobs, "study": study, "runs": measured,
+                                 "rows": results}, indent=1, default=str) + "\n")
+        return
+    body = studies.sensitivity_table(results, f"Which knob flips the verdict of run {ids[0]}")
+    if format == "markdown":
+        knob_names = list(knobs)
+        lines = ["| row | " + " | ".join(knob_names) + " |", "|---|" + "---|" * len(knob_names)]
+        lines += ["| " + " | ".join([f"{r['row']}: {r['verdict']}",
+                                     *(studies.sensitivity_cell(r["knobs"][k]) for k in knob_names)]) + " |"
+                  for r in results]
+        outputs.emit("\n".join(lines) + "\n\n" + "\n".join(f"- {r['sentence']}" for r in results) + "\n")
+        return
+    out.print(body, width=table_width())
 
 
 def _self_check(found: list[dict[str, Any]], ids: list[str], threshold: float, format: str) -> None:

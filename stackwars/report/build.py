@@ -57,6 +57,8 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
                 why[m.spec.key] = (prof[0] if prof else None, anat[0] if anat else None)
         if r["kind"] == "cells":
             cells += [cell_row(rid, m, info.env) for rid, m in measured]
+        elif r["kind"] == "sensitivity-cells":
+            continue  # a knob's cells: the sensitivity study's table holds what they decided
         else:  # the latest run of each study on each workload and size
             key = " ".join(str(info.config.get(k)) for k in ("workload", "preset", "op") if info.config.get(k))
             studies.pop(f"{r['kind']}|{key}", None)
@@ -318,6 +320,9 @@ def _study_figures(kind: str, rows: list[dict[str, Any]], config: Mapping[str, A
             paths = [plots.stream(served, d, str(config.get("workload", "stream")))] if served else []
         elif kind == "study:scaling":
             paths = [plots.scaling(rows, d, f"{config.get('workload')}-{config.get('preset')}")]
+        elif kind == "study:sensitivity":
+            png = plots.sensitivity(rows)
+            return [("sensitivity", png)] if png else []
         elif kind.startswith("train:"):
             path = d / "curves.png"
             paths = [path] if training.plot(rows, path, "MNIST training: loss and accuracy per epoch") else []

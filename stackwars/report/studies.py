@@ -298,6 +298,45 @@ def scaling_tables(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequenc
     return _with_findings(parts, notes)
 
 
+SENSITIVITY_STYLE = {"JAX faster": "bold cyan", "PyTorch faster": "bold magenta", "tie": "green",
+                     "cannot say": "yellow"}
+
+
+def sensitivity_cell(k: Mapping[str, Any]) -> str:
+    """One row x knob: 'flips: 1.04 tie (+19%)', 'stands: 0.81 JAX faster (-3%)', 'not here'."""
+    if k["outcome"] == "not here":
+        return "not here"
+    if k.get("ratio") is None:
+        return k["outcome"]
+    moves = f" ({k['moves']:+.0%})" if k.get("moves") is not None else ""
+    one = f" [{'/'.join(k.get('changed_sides') or [])} only]" if len(k.get("changed_sides") or []) == 1 else ""
+    return f"{k['outcome']}: {k['ratio']:.3f} {k['verdict']}{moves}{one}"
+
+
+def sensitivity_table(rows: Sequence[Mapping[str, Any]], title: str) -> Group:
+    """Rows x knobs: each changed row's ratio JAX/PyTorch and verdict, coloured by verdict, and
+    whether it flips or stands against the stored one; the sentences under it."""
+    knobs = list(dict.fromkeys(k for r in rows for k in r["knobs"]))
+    table = Table(title=title, title_justify="left")
+    table.add_column("row (stored verdict)")
+    for k in knobs:
+        table.add_column(k, overflow="fold")
+    for r in rows:
+        cells = [Text(f"{r['row']}: {r['ratio']:.3f} {r['verdict']}" if r.get("ratio") else
+                      f"{r['row']}: {r['verdict']}", style=SENSITIVITY_STYLE.get(r["verdict"], ""))]
+        for k in knobs:
+            c = r["knobs"].get(k) or {"outcome": "not asked"}
+            cells.append(Text(sensitivity_cell(c), style="dim" if c["outcome"] == "not here" else
+                              SENSITIVITY_STYLE.get(c.get("verdict"), "")))
+        table.add_row(*cells)
+    notes = [r["sentence"] for r in rows]
+    absent = sorted({f"{k}: {c['why']}" for r in rows for k, c in r["knobs"].items() if c["outcome"] == "not here"})
+    parts: list[Any] = [table]
+    if absent:
+        parts.append(Text("Not here: " + "; ".join(absent), style="dim"))
+    return _with_findings(parts, notes)
+
+
 def study_view(kind: str, rows: list[dict[str, Any]], config: Mapping[str, Any], env: Mapping[str, Any],
                title: str) -> tuple[Any, list[str]]:
     """What `stackwars show` prints for a study or training run, and its findings (generated
@@ -326,6 +365,8 @@ def study_view(kind: str, rows: list[dict[str, Any]], config: Mapping[str, Any],
         from stackwars.studies import autotune
         notes = autotune.findings(rows, config.get("device", "cpu"))
         return autotune_table(rows, title, notes), notes
+    if kind == "study:sensitivity":
+        return sensitivity_table(rows, title), [r["sentence"] for r in rows]
     if kind == "study:scaling":
         from stackwars.studies import scaling
         notes = scaling.findings(rows, bool(config.get("simulated_devices")), env.get("cpus_available"))

@@ -29,7 +29,8 @@ from stackwars.records import CellSpec, Env, Measurement, MeasureConfig, _json_d
 from stackwars.store import db
 
 DEFAULT_DB = "stackwars.db"
-CELL_KINDS = ("cells", "study:control-flow")  # runs whose results are measured cells
+# runs whose results are measured cells (a sensitivity study's knob runs: its cells, one run a knob)
+CELL_KINDS = ("cells", "study:control-flow", "sensitivity-cells")
 
 
 def db_path(option: str | os.PathLike | None = None) -> Path:

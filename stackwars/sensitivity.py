@@ -1,0 +1,296 @@
+"""Which setting flips the verdict: each verdict row re-measured with one fairness knob changed.
+
+    stackwars verdict RUN --sensitivity                # every knob this device has
+    stackwars verdict RUN --sensitivity -k dtype -k batch-x2
+
+For each verdict row of a stored run, the two cells that decided it (the best PyTorch and the
+best JAX backend) are measured again with one knob changed at a time, on both sides where the
+knob exists on both, as new runs of the same processes, configuration and statistics (one run
+per knob, ``orchestrate.Run``, its own verdict and A/A guard). Each changed row's verdict is
+set beside the stored one:
+
+* ``flips``: the verdict changes class (JAX faster, PyTorch faster, tie), e.g. PyTorch faster
+  becomes a tie;
+* ``stands``: it keeps its class;
+* ``cannot say``: the changed row (or the stored one) does not decide;
+* ``not here``: the knob does not exist for this row on this device (both sides), named with
+  why; a knob that exists on one side only changes that side, and the row says so.
+
+The modes are held fixed: a knob that changes the program (dtype, batch) measures the same two
+backends, not a new search for each side's best. The stored verdict is the baseline: it was
+measured with the same processes and statistics, but not interleaved with the changed cells.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from stackwars.errors import SpecError
+from stackwars.records import CellSpec, MeasureConfig
+
+FRAMEWORKS = (("torch", "PyTorch"), ("jax", "JAX"))
+BATCH_PARAM = {"gemm": "m"}  # the leading dimension where a workload has no `batch`
+
+
+@dataclass
+class Variant:
+    """One row with one knob changed: each side's spec (None: the side is not measured) and
+    the run configuration; ``changed`` the sides the knob changed; ``missing`` why a side has
+    no such knob."""
+
+    torch: CellSpec | None
+    jax: CellSpec | None
+    config: MeasureConfig
+    changed: tuple[str, ...]
+    missing: dict[str, str] = field(default_factory=dict)
+    what: str = ""  # "both use TF32", in the row's sentence
+
+
+class NotHere(Exception):
+    """The knob does not exist for this row on this device: why."""
+
+
+def _opts(spec: CellSpec, **kw: Any) -> CellSpec:
+    return dataclasses.replace(spec, options=tuple({**dict(spec.options), **kw}.items()))
+
+
+def _over(spec: CellSpec, **kw: Any) -> CellSpec:
+    return dataclasses.replace(spec, overrides=tuple({**dict(spec.overrides), **kw}.items()))
+
+
+def _tf32(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str, Any]) -> Variant:
+    if t.device != "cuda":
+        raise NotHere("TF32 is a GPU matmul mode: no effect on a CPU")
+    new = "float32" if config.matmul_precision == "tf32" else "tf32"
+    return Variant(t, j, dataclasses.replace(config, matmul_precision=new), ("torch", "jax"),
+                   what="both use TF32" if new == "tf32" else "both use exact float32 matmuls")
+
+
+def _graphs(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str, Any]) -> Variant:
+    if t.device != "cuda":
+        raise NotHere("CUDA graphs and XLA's command buffers exist on CUDA only")
+    swap = {"torch-compile": "torch-cudagraphs", "torch-cudagraphs": "torch-compile"}
+    if t.backend not in swap:
+        raise NotHere(f"PyTorch's best is {t.backend}: no graph-replay twin; and XLA's command buffers are not a "
+                      f"per-cell option yet")
+    on = swap[t.backend] == "torch-cudagraphs"
+    return Variant(dataclasses.replace(t, backend=swap[t.backend]), j, config, ("torch",),
+                   {"jax": "XLA's command buffers are set by XLA_FLAGS for the whole process, not per cell"},
+                   "PyTorch replays CUDA graphs" if on else "PyTorch does not replay CUDA graphs")
+
+
+def _attention(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str, Any]) -> Variant:
+    if "attention" not in params:
+        raise NotHere(f"{t.workload} has no attention")
+    plain = params["attention"] != "naive"
+    value = "naive" if plain else "best"
+    return Variant(_over(t, attention=value), _over(j, attention=value), config, ("torch", "jax"),
+                   what="both use their plain attention" if plain else "both use their fused attention")
+
+
+def _optimizer(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str, Any]) -> Variant:
+    if t.phase != "train-step":
+        raise NotHere("a forward has no optimizer")
+    current = dict(t.options).get("optimizer_impl", "fast")
+    new = "for-loop" if current != "for-loop" else "fast"
+    return Variant(_opts(t, optimizer_impl=new), j, config, ("torch",),
+                   {"jax": "optax's update is one traced program: no fused or for-loop variant"},
+                   f"PyTorch's optimizer is the {new} one")
+
+
+def _compile_mode(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str, Any]) -> Variant:
+    missing = {}
+    new_t = t
+    if t.backend == "torch-compile":
+        new_t = dataclasses.replace(t, backend="torch-compile-max-autotune")
+    elif t.backend == "torch-compile-max-autotune":
+        new_t = dataclasses.replace(t, backend="torch-compile")
+    else:
+        missing["torch"] = f"PyTorch's best is {t.backend}, which Inductor's modes do not apply to"
+    new_j = j
+    if j.device == "cuda" and j.backend == "jax-jit":
+        level = dict(j.options).get("xla_autotune_level")
+        new_j = _opts(j, xla_autotune_level=0 if level in (None, 4) else 4)
+    else:
+        missing["jax"] = ("XLA's autotuning is a GPU pass: no level to change on a CPU" if j.device != "cuda"
+                          else f"JAX's best is {j.backend}, not compiled by XLA whole")
+    changed = tuple(fw for fw, new, old in (("torch", new_t, t), ("jax", new_j, j)) if new != old)
+    if not changed:
+        raise NotHere("; ".join(missing.values()))
+    return Variant(new_t, new_j, config, changed, missing, "the other compile mode (Inductor max-autotune; XLA "
+                                                           "autotune level)")
+
+
+def _batch(factor: float) -> Callable[..., Variant]:
+    def knob(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str, Any]) -> Variant:
+        name = BATCH_PARAM.get(t.workload, "batch")
+        if name not in params:
+            raise NotHere(f"{t.workload} has no batch size")
+        value = int(params[name] * factor)
+        if value < 1:
+            raise NotHere(f"{name} {params[name]} cannot be halved")
+        return Variant(_over(t, **{name: value}), _over(j, **{name: value}), config, ("torch", "jax"),
+                       what=f"{name} is {value}")
+    return knob
+
+
+def _dtype(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str, Any]) -> Variant:
+    new = "bfloat16" if t.dtype == "float32" else "float32"
+    return Variant(dataclasses.replace(t, dtype=new), dataclasses.replace(j, dtype=new), config, ("torch", "jax"),
+                   what=f"both run in {new}")
+
+
+KNOBS: dict[str, Callable[..., Variant]] = {
+    "tf32": _tf32, "cuda-graphs": _graphs, "attention": _attention, "optimizer": _optimizer,
+    "compile-mode": _compile_mode, "batch-x2": _batch(2), "batch-half": _batch(0.5), "dtype": _dtype,
+}
+
+
+def variants(row: Mapping[str, Any], plan: Sequence[CellSpec], config: MeasureConfig, knobs: Sequence[str],
+             params: Callable[[CellSpec], Mapping[str, Any]]) -> dict[str, Variant | str]:
+    """The row's variant for each knob, or why the knob is not here. ``plan``: the stored run's
+    cells (the row's two bests are found there); ``params``: a spec's workload parameters."""
+    specs = {s.key: s for s in plan if s.repeat == 0}
+    t, j = specs.get(str(row.get("torch_cell"))), specs.get(str(row.get("jax_cell")))
+    out: dict[str, Variant | str] = {}
+    for name in knobs:
+        if t is None or j is None:
+            out[name] = "the stored verdict has no best on one side: nothing to change"
+            continue
+        try:
+            v = KNOBS[name](t, j, config, params(t))
+        except NotHere as why:
+            out[name] = str(why)
+            continue
+        out[name] = v
+    return out
+
+
+def processes_of(v: Variant, n: int) -> list[CellSpec]:
+    """Both sides' specs, ``n`` processes each, interleaved round by round as a run plans them."""
+    sides = [s for s in (v.torch, v.jax) if s is not None]
+    return [dataclasses.replace(s, repeat=r) for r in range(n) for s in sides]
+
+
+CLASS = {"JAX faster": "JAX faster", "PyTorch faster": "PyTorch faster", "tie": "tie"}
+
+
+def outcome(base: str, changed: str) -> str:
+    """flips / stands / cannot say, between the stored verdict and the changed row's."""
+    if base not in CLASS or changed not in CLASS:
+        return "cannot say"
+    return "stands" if base == changed else "flips"
+
+
+def compare(base: Mapping[str, Any], changed: Mapping[str, Any] | None, v: Variant | str) -> dict[str, Any]:
+    """One row x knob cell of the sensitivity table."""
+    if isinstance(v, str):
+        return {"outcome": "not here", "why": v}
+    if changed is None:
+        return {"outcome": "cannot say", "why": "no verdict from the changed cells (a side failed: see its run)",
+                "changed_sides": list(v.changed), "missing": v.missing, "what": v.what}
+    out = {"outcome": outcome(base["verdict"], changed["verdict"]), "verdict": changed["verdict"],
+           "ratio": changed.get("ratio"), "ci_low": changed.get("ci_low"), "ci_high": changed.get("ci_high"),
+           "reason": changed.get("reason"), "changed_sides": list(v.changed), "missing": v.missing, "what": v.what}
+    if base.get("ratio") and changed.get("ratio"):
+        out["moves"] = changed["ratio"] / base["ratio"] - 1  # +0.2: the JAX/PyTorch ratio 20% higher
+    return out
+
+
+def sentence(base: Mapping[str, Any], knobs: Mapping[str, Mapping[str, Any]]) -> str:
+    """'PyTorch faster; unless both use TF32 (then a tie); stands with: dtype, batch-x2; not here: ...'"""
+    flips = [f"{k['what']} (then {'a tie' if k['verdict'] == 'tie' else k['verdict']})"
+             for k in knobs.values() if k["outcome"] == "flips"]
+    stands = [name for name, k in knobs.items() if k["outcome"] == "stands"]
+    unsure = [name for name, k in knobs.items() if k["outcome"] == "cannot say"]
+    absent = [name for name, k in knobs.items() if k["outcome"] == "not here"]
+    text = base["verdict"]
+    if flips:
+        text += ", unless " + "; or unless ".join(flips)
+    if stands:
+        text += f"; stands when changing {', '.join(stands)}"
+    if unsure:
+        text += f"; undecided after changing {', '.join(unsure)}"
+    if absent:
+        text += f"; not on this device or workload: {', '.join(absent)}"
+    return text
+
+
+def cost(plan: Mapping[str, Mapping[str, Variant | str]], processes: int) -> tuple[int, int]:
+    """(variants measured, cell-processes) of a sensitivity plan."""
+    measured = [v for row in plan.values() for v in row.values() if not isinstance(v, str)]
+    return len(measured), sum(len(processes_of(v, processes)) for v in measured)
+
+
+def check_knobs(names: Sequence[str]) -> list[str]:
+    for n in names:
+        if n not in KNOBS:
+            raise SpecError(f"unknown knob {n!r}; allowed: {', '.join(KNOBS)}")
+    return list(names) or list(KNOBS)
+
+
+def row_title(row: Mapping[str, Any]) -> str:
+    over = ",".join(f"{k}={v}" for k, v in (row.get("overrides") or ()))
+    return "/".join(str(x) for x in (row["workload"], row["preset"], row["phase"], row["device"], row["dtype"])) + \
+        (f" [{over}]" if over else "")
+
+
+def run(store, run_id: str, knobs: Sequence[str], probe: Mapping[str, Any], executor, hooks=None,
+        command: str | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Measure the run's verdict rows with each knob changed; one run per knob (its cells'
+    processes interleaved as every run's are). Returns one result per verdict row (its stored
+    verdict, each knob's outcome, the sentence) and the ids of the runs it measured."""
+    from stackwars import orchestrate, registry
+    from stackwars.report import verdict as vd
+    from stackwars.store.results import rows
+
+    info = store.cell_run(run_id)
+    config = info.measure_config
+    base = vd.verdicts(rows(store, run_id))
+    if not base:
+        raise SpecError(f"run {run_id} holds no verdict row to test")
+
+    def params(spec: CellSpec) -> Mapping[str, Any]:
+        return registry.workload(spec.workload).config(spec.preset, dict(spec.overrides)).as_dict()
+
+    plan = {i: variants(r, info.plan, config, knobs, params) for i, r in enumerate(base)}
+    changed: dict[tuple[int, str], Mapping[str, Any] | None] = {}
+    measured_runs = []
+    for knob in knobs:
+        todo = {i: v for i, row in plan.items() for k, v in row.items() if k == knob and not isinstance(v, str)}
+        if not todo:
+            continue
+        specs = [s for v in todo.values() for s in processes_of(v, config.processes)]
+        specs = sorted(dict.fromkeys(specs), key=lambda s: s.repeat)  # round by round, as a run plans them
+        knob_config = next(iter(todo.values())).config
+        the_run = orchestrate.Run.start(store, specs, knob_config, probe, executor, False,
+                                        f"{command or 'stackwars verdict ' + run_id + ' --sensitivity'} (knob {knob})",
+                                        kind="sensitivity-cells")
+        measured_runs.append(the_run.run_id)
+        the_run.measure(hooks)
+        found = rows(store, the_run.run_id)
+        for i, v in todo.items():
+            ids = {s.key for s in (v.torch, v.jax) if s is not None}
+            mine = [r for r in found if vd.cell_id(r) in ids]
+            verdicts = vd.verdicts(mine)
+            changed[(i, knob)] = verdicts[0] if verdicts else None
+    results = []
+    for i, r in enumerate(base):
+        per_knob = {k: compare(r, changed.get((i, k)), plan[i][k]) for k in knobs}
+        results.append({"row": row_title(r), "machine": r["machine"], "verdict": r["verdict"], "ratio": r.get("ratio"),
+                        "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "best_torch": r.get("best_torch"),
+                        "best_jax": r.get("best_jax"), "knobs": per_knob, "sentence": sentence(r, per_knob)})
+    return results, measured_runs
+
+
+def save(store, run_id: str, knobs: Sequence[str], results: Sequence[Mapping[str, Any]], measured: Sequence[str],
+         env: Mapping[str, Any], command: str | None = None) -> str:
+    """The results as a study run (``study:sensitivity``, one row per verdict row): `show`, the
+    report and `export` read it like any study."""
+    study = store.create_run([], {"study": "sensitivity", "of": run_id, "knobs": list(knobs), "runs": list(measured)},
+                             kind="study:sensitivity", command=command)
+    session = store.start_session(study, env)
+    store.add_study_rows(study, session, "sensitivity", run_id, results)
+    return study

@@ -1,0 +1,152 @@
+"""Which knob flips the verdict (issue 37): the real loop (stackwars.sensitivity.run: one
+orchestrate.Run a knob, the verdict and its statistics) driven by a synthetic executor whose
+programs take the same time on both sides unless a knob says otherwise."""
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from stackwars import sensitivity as sens
+from stackwars.cli import app
+from stackwars.records import CellSpec, MeasureConfig, Parity
+from stackwars.report import studies
+from stackwars.store.results import Store
+from tests.factories import measurement
+from tests.test_verdict import MACHINE, _processes
+
+
+class KnobMachine:
+    """Each cell-process draws its samples around 1 ms, times ``effect(spec)`` (1.0: no effect),
+    with 1% spread between processes: the same program on both sides unless the knob says."""
+
+    name, local, shared_dir = "synthetic", True, None
+
+    def __init__(self, effect=lambda spec: 1.0, seed=0):
+        self.effect, self.seed, self.seen = effect, seed, []
+
+    def check(self, specs):
+        pass
+
+    def scratch(self, kind):
+        return None
+
+    def run(self, specs, measure, on_start=None):
+        for spec in specs:
+            self.seen.append(spec)
+            rng = np.random.default_rng([self.seed, hash(spec.key) % 2**31])
+            samples = _processes(rng, 1e-3 * self.effect(spec), 1, samples=20, between=0.01)[0]
+            m = measurement(spec.backend, samples=tuple(samples))
+            yield dataclasses.replace(m, spec=spec, parity=Parity(max_rel_err=1e-7, tolerance=2e-4), wall_s=1.0)
+
+
+def _base_run(store, phase="forward", backends=("torch-eager", "jax-jit"), workload="mha"):
+    config = MeasureConfig(processes=3, max_processes=3)
+    specs = [CellSpec(workload, "small", phase, b, repeat=r) for r in range(3) for b in backends]
+    run_id = store.create_run(specs, {"measure": config.to_dict()}, command="base")
+    session = store.start_session(run_id, MACHINE)
+    for m in KnobMachine(seed=99).run(specs, None):
+        store.add_cell(run_id, session, m)
+    return run_id
+
+
+def test_a_knob_that_changes_nothing_stands(tmp_path):
+    with Store(tmp_path / "s.db") as store:
+        run_id = _base_run(store)
+        results, runs = sens.run(store, run_id, ["dtype", "batch-x2", "batch-half", "attention"], {}, KnobMachine())
+    (r,) = results
+    assert r["verdict"] == "tie"
+    assert {k: v["outcome"] for k, v in r["knobs"].items()} == dict.fromkeys(
+        ("dtype", "batch-x2", "batch-half", "attention"), "stands")
+    assert all(abs(v["moves"]) < 0.05 for v in r["knobs"].values())
+    assert len(runs) == 4  # one run a knob
+    assert r["sentence"].startswith("tie; stands when changing dtype, batch-x2, batch-half, attention")
+
+
+def test_a_knob_that_shifts_one_side_by_20_percent_flips_the_verdict(tmp_path):
+    def effect(spec):  # JAX 20% slower in bfloat16; everything else the same on both sides
+        return 1.2 if spec.backend == "jax-jit" and spec.dtype == "bfloat16" else 1.0
+
+    machine = KnobMachine(effect)
+    with Store(tmp_path / "s.db") as store:
+        run_id = _base_run(store)
+        results, _ = sens.run(store, run_id, ["dtype", "batch-x2"], {}, machine)
+    (r,) = results
+    dtype, batch = r["knobs"]["dtype"], r["knobs"]["batch-x2"]
+    assert dtype["outcome"] == "flips" and dtype["verdict"] == "PyTorch faster"
+    assert dtype["ratio"] == pytest.approx(1.2, rel=0.03) and dtype["moves"] == pytest.approx(0.2, abs=0.04)
+    assert batch["outcome"] == "stands" and batch["what"] == "batch is 8"
+    assert r["sentence"] == ("tie, unless both run in bfloat16 (then PyTorch faster); stands when changing batch-x2")
+    # both sides measured again, the changed program on each: 3 processes a side
+    bf16 = [s for s in machine.seen if s.dtype == "bfloat16"]
+    assert sorted({s.backend for s in bf16}) == ["jax-jit", "torch-eager"] and len(bf16) == 6
+    assert {dict(s.overrides).get("batch") for s in machine.seen if s.overrides} == {8}
+
+
+def test_knobs_a_device_or_workload_lacks_are_named_not_skipped(tmp_path):
+    with Store(tmp_path / "s.db") as store:
+        run_id = _base_run(store, workload="gemm")
+        results, runs = sens.run(store, run_id, ["tf32", "cuda-graphs", "attention", "optimizer", "compile-mode",
+                                                 "batch-half"], {}, KnobMachine())
+    (r,) = results
+    k = r["knobs"]
+    assert k["tf32"] == {"outcome": "not here", "why": "TF32 is a GPU matmul mode: no effect on a CPU"}
+    assert k["cuda-graphs"]["why"] == "CUDA graphs and XLA's command buffers exist on CUDA only"
+    assert k["attention"]["why"] == "gemm has no attention"
+    assert k["optimizer"]["why"] == "a forward has no optimizer"
+    assert "which Inductor's modes do not apply to" in k["compile-mode"]["why"] and "a GPU pass" in \
+        k["compile-mode"]["why"]
+    assert k["batch-half"]["outcome"] == "stands" and k["batch-half"]["what"] == "m is 512"  # gemm's batch: m
+    assert len(runs) == 1  # only the knob that exists here was measured
+    assert "not on this device or workload: tf32, cuda-graphs, attention, optimizer, compile-mode" in r["sentence"]
+
+
+def test_a_one_sided_knob_changes_its_side_and_says_so(tmp_path):
+    def effect(spec):  # PyTorch's for-loop optimizer 25% slower
+        return 1.25 if dict(spec.options).get("optimizer_impl") == "for-loop" else 1.0
+
+    machine = KnobMachine(effect)
+    with Store(tmp_path / "s.db") as store:
+        run_id = _base_run(store, phase="train-step", backends=("torch-compile", "jax-jit"))
+        results, _ = sens.run(store, run_id, ["optimizer", "compile-mode"], {}, machine)
+    (r,) = results
+    opt = r["knobs"]["optimizer"]
+    assert opt["outcome"] == "flips" and opt["verdict"] == "JAX faster" and opt["changed_sides"] == ["torch"]
+    assert "optax" in opt["missing"]["jax"]
+    assert studies.sensitivity_cell(opt).startswith("flips: 0.8") and studies.sensitivity_cell(opt).endswith(
+        "[torch only]")
+    cm = r["knobs"]["compile-mode"]
+    assert cm["outcome"] == "stands" and cm["changed_sides"] == ["torch"]
+    assert any(s.backend == "torch-compile-max-autotune" for s in machine.seen)
+
+
+def test_the_cli_says_the_cost_first_and_stores_a_study_the_report_reads(tmp_path, monkeypatch):
+    from stackwars import runner
+    from stackwars.executors import Serial
+    from stackwars.report import build
+
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        run_id = _base_run(store)
+    monkeypatch.setattr(runner, "probe_machine", lambda inline: {})
+    monkeypatch.setattr(Serial, "run", lambda self, specs, measure, on_start=None: KnobMachine().run(specs, measure))
+    r = CliRunner().invoke(app, ["verdict", run_id, "--sensitivity", "-k", "dtype", "-k", "tf32", "--db", str(db)],
+                           env={"COLUMNS": "250"})
+    text = " ".join(r.output.split())
+    assert r.exit_code == 0, r.output
+    assert (f"sensitivity of run {run_id}: 1 verdict row(s) x 2 knob(s): 1 changed row(s) to measure, 6 "
+            "cell-processes (3 a side)") in text
+    assert text.index("cell-processes") < text.index("Which knob flips the verdict")  # the cost before the work
+    assert "TF32 is a GPU matmul mode" in text and re.search(r"stands: [01]\.\d{3} tie \([+-]\d+%\)", text)
+    bad = CliRunner().invoke(app, ["verdict", run_id, "--sensitivity", "-k", "colour", "--db", str(db)])
+    assert bad.exit_code == 2 and "unknown knob 'colour'; allowed: tf32, cuda-graphs" in " ".join(bad.output.split())
+    with Store(db, create=False) as store:
+        kinds = [r["kind"] for r in store.runs()]
+        assert kinds == ["cells", "sensitivity-cells", "study:sensitivity"]
+        data = build.collect(store)
+    doc = build.document(data, "now")
+    titles = [s.title for s in doc.sections]
+    assert any(t.startswith("Study: sensitivity") for t in titles)
+    assert len(data["cells"]) == 6  # the knob's cells stay out of the main verdict

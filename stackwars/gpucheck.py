@@ -197,6 +197,34 @@ def power_check(cells: Sequence[dict], power_csv: str) -> list[dict]:
     return out
 
 
+SENSITIVITY_BASE = ("run", "gpt2", "--preset", "paper", "--device", "cuda", "--dtype", "bfloat16", "--phase",
+                    "forward", "-b", "torch-compile", "-b", "jax-jit", "--processes", "3", "--max-processes", "3",
+                    "--timeout", "240", "--no-energy")
+
+
+def _sensitivity(knob: str) -> Callable[[Path], list[str]]:
+    """gpt2 paper bf16 forward's verdict (torch-compile against jax-jit, 3 processes), then its
+    sensitivity to one knob: a stage starts from nothing, so each knob is a stage of its own."""
+    def argv(d: Path) -> list[str]:
+        return [sys.executable, "-c", "import sys; from stackwars.gpucheck import sensitivity_stage; "
+                                      "sys.exit(sensitivity_stage(sys.argv[1:]))",
+                knob, *SENSITIVITY_BASE, "--db", str(d / "stackwars.db"), "--json", str(d / "cells.json")]
+    return argv
+
+
+def sensitivity_stage(args: list[str]) -> int:
+    """``KNOB stackwars-run-args``: the run, then `verdict --sensitivity -k KNOB` on it, its JSON
+    beside the database (sensitivity.json)."""
+    knob, run_args = args[0], args[1:]
+    db = run_args[run_args.index("--db") + 1]
+    code = subprocess.run([sys.executable, "-m", "stackwars", *run_args], cwd=ROOT).returncode
+    if code not in (0, 1):
+        return code
+    with open(Path(db).parent / "sensitivity.json", "w") as out:
+        return subprocess.run([sys.executable, "-m", "stackwars", "verdict", "--sensitivity", "-k", knob, "-f", "json",
+                               "--db", db], cwd=ROOT, stdout=out).returncode
+
+
 def _llama(d: Path) -> list[str]:
     """llama3-8b's two cells in one command: one process each, a cell timeout that lets the
     jax-jit cell (16 GB of weights put on the device, XLA's compile) finish."""
@@ -264,6 +292,9 @@ STAGES: tuple[Stage, ...] = (
     Stage("energy", "energy per call of gpt2 paper forward bf16, torch-compile against jax-jit, 3 processes, with "
           "the verdict's energy ratio; each window's power checked against nvidia-smi's power.draw sampled beside it",
           ((6, "verdict-model"),), _energy, proof=False),
+    *(Stage(f"sensitivity-{knob}", f"which setting flips gpt2 paper bf16 forward's verdict: {knob} (the verdict, "
+            f"then `verdict --sensitivity -k {knob}`)", ((12, "verdict-model"),), _sensitivity(knob), proof=False)
+      for knob in ("tf32", "cuda-graphs", "attention")),
     Stage("why", "GPT-2 paper train step, bfloat16, profiled with its memory anatomy (jax-jit's 14.6 GB vs "
           "torch-compile's 6.3 GB explained part by part)", ((3, "train-gpt2"),), _why),
     Stage("kernels", "softmax and layernorm: Triton and Pallas kernels compiled, beside the framework operators",

@@ -4,6 +4,7 @@ programs take the same time on both sides unless a knob says otherwise."""
 
 import dataclasses
 import re
+import zlib
 
 import numpy as np
 import pytest
@@ -36,7 +37,7 @@ class KnobMachine:
     def run(self, specs, measure, on_start=None):
         for spec in specs:
             self.seen.append(spec)
-            rng = np.random.default_rng([self.seed, hash(spec.key) % 2**31])
+            rng = np.random.default_rng([self.seed, zlib.crc32(spec.key.encode())])  # the same draws every run
             samples = _processes(rng, 1e-3 * self.effect(spec), 1, samples=20, between=0.01)[0]
             m = measurement(spec.backend, samples=tuple(samples))
             yield dataclasses.replace(m, spec=spec, parity=Parity(max_rel_err=1e-7, tolerance=2e-4), wall_s=1.0)
@@ -115,8 +116,8 @@ def test_a_one_sided_knob_changes_its_side_and_says_so(tmp_path):
     opt = r["knobs"]["optimizer"]
     assert opt["outcome"] == "flips" and opt["verdict"] == "JAX faster" and opt["changed_sides"] == ["torch"]
     assert "optax" in opt["missing"]["jax"]
-    assert studies.sensitivity_cell(opt).startswith("flips: 0.8") and studies.sensitivity_cell(opt).endswith(
-        "[torch only]")
+    assert opt["ratio"] == pytest.approx(0.8, rel=0.04)
+    assert re.fullmatch(r"flips: 0\.[78]\d\d JAX faster \(-\d+%\) \[torch only\]", studies.sensitivity_cell(opt))
     cm = r["knobs"]["compile-mode"]
     assert cm["outcome"] == "stands" and cm["changed_sides"] == ["torch"]
     assert any(s.backend == "torch-compile-max-autotune" for s in machine.seen)

@@ -52,8 +52,12 @@ def _git(root: Path | None = None) -> tuple[str | None, bool | None]:
             return None, None
         rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        # --no-optional-locks: `git status` otherwise refreshes the index under .git/index.lock, and a
+        # process killed meanwhile (a cell's timeout, a test's SIGKILL) leaves the lock behind, which
+        # then refuses the user's next `git commit`
+        dirty = subprocess.run(["git", "--no-optional-locks", "-C", str(root), "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True, timeout=10,
+                               check=True).stdout.strip()
         return rev, bool(dirty)
     except (OSError, subprocess.SubprocessError):
         return None, None

@@ -237,17 +237,27 @@ def row_title(row: Mapping[str, Any]) -> str:
         (f" [{over}]" if over else "")
 
 
-def run(store, run_id: str, knobs: Sequence[str], probe: Mapping[str, Any], executor, hooks=None,
-        command: str | None = None) -> tuple[list[dict[str, Any]], list[str]]:
-    """Measure the run's verdict rows with each knob changed; one run per knob (its cells'
-    processes interleaved as every run's are). Returns one result per verdict row (its stored
-    verdict, each knob's outcome, the sentence) and the ids of the runs it measured."""
-    from stackwars import orchestrate, registry
+@dataclass
+class Plan:
+    """What a sensitivity study of a stored run will measure: its verdict rows and each row's
+    variant (or why not) for each knob."""
+
+    run_id: str
+    config: MeasureConfig
+    base: list[dict[str, Any]]
+    variants: dict[int, dict[str, Variant | str]]
+
+    def cost(self) -> tuple[int, int]:
+        return cost(self.variants, self.config.processes)
+
+
+def plan(store, run_id: str, knobs: Sequence[str]) -> Plan:
+    """The stored run's verdict rows and their variants, nothing measured yet."""
+    from stackwars import registry
     from stackwars.report import verdict as vd
     from stackwars.store.results import rows
 
     info = store.cell_run(run_id)
-    config = info.measure_config
     base = vd.verdicts(rows(store, run_id))
     if not base:
         raise SpecError(f"run {run_id} holds no verdict row to test")
@@ -255,11 +265,26 @@ def run(store, run_id: str, knobs: Sequence[str], probe: Mapping[str, Any], exec
     def params(spec: CellSpec) -> Mapping[str, Any]:
         return registry.workload(spec.workload).config(spec.preset, dict(spec.overrides)).as_dict()
 
-    plan = {i: variants(r, info.plan, config, knobs, params) for i, r in enumerate(base)}
+    return Plan(run_id, info.measure_config, base,
+                {i: variants(r, info.plan, info.measure_config, knobs, params) for i, r in enumerate(base)})
+
+
+def run(store, run_id: str, knobs: Sequence[str], probe: Mapping[str, Any], executor, hooks=None,
+        command: str | None = None, planned: Plan | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Measure the run's verdict rows with each knob changed (``planned``: from ``plan``, else
+    planned here); one run per knob (its cells' processes interleaved as every run's are).
+    Returns one result per verdict row (its stored verdict, each knob's outcome, the sentence)
+    and the ids of the runs it measured."""
+    from stackwars import orchestrate
+    from stackwars.report import verdict as vd
+    from stackwars.store.results import rows
+
+    planned = planned or plan(store, run_id, knobs)
+    config, base, plan_ = planned.config, planned.base, planned.variants
     changed: dict[tuple[int, str], Mapping[str, Any] | None] = {}
     measured_runs = []
     for knob in knobs:
-        todo = {i: v for i, row in plan.items() for k, v in row.items() if k == knob and not isinstance(v, str)}
+        todo = {i: v for i, row in plan_.items() for k, v in row.items() if k == knob and not isinstance(v, str)}
         if not todo:
             continue
         specs = [s for v in todo.values() for s in processes_of(v, config.processes)]
@@ -278,7 +303,7 @@ def run(store, run_id: str, knobs: Sequence[str], probe: Mapping[str, Any], exec
             changed[(i, knob)] = verdicts[0] if verdicts else None
     results = []
     for i, r in enumerate(base):
-        per_knob = {k: compare(r, changed.get((i, k)), plan[i][k]) for k in knobs}
+        per_knob = {k: compare(r, changed.get((i, k)), plan_[i][k]) for k in knobs}
         results.append({"row": row_title(r), "machine": r["machine"], "verdict": r["verdict"], "ratio": r.get("ratio"),
                         "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "best_torch": r.get("best_torch"),
                         "best_jax": r.get("best_jax"), "knobs": per_knob, "sentence": sentence(r, per_knob)})

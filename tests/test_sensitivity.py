@@ -16,29 +16,22 @@ from stackwars.records import CellSpec, MeasureConfig, Parity
 from stackwars.report import studies
 from stackwars.store.results import Store
 from tests.factories import measurement
-from tests.test_verdict import MACHINE, _processes
+from tests.test_verdict import MACHINE, SyntheticExecutor, _processes
 
 
-class KnobMachine:
+class KnobMachine(SyntheticExecutor):
     """Each cell-process draws its samples around 1 ms, times ``effect(spec)`` (1.0: no effect),
     with 1% spread between processes: the same program on both sides unless the knob says."""
 
-    name, local, shared_dir = "synthetic", True, None
-
     def __init__(self, effect=lambda spec: 1.0, seed=0):
-        self.effect, self.seed, self.seen = effect, seed, []
-
-    def check(self, specs):
-        pass
-
-    def scratch(self, kind):
-        return None
+        super().__init__(seed, between=0.01)
+        self.effect, self.seen = effect, []
 
     def run(self, specs, measure, on_start=None):
         for spec in specs:
             self.seen.append(spec)
             rng = np.random.default_rng([self.seed, zlib.crc32(spec.key.encode())])  # the same draws every run
-            samples = _processes(rng, 1e-3 * self.effect(spec), 1, samples=20, between=0.01)[0]
+            samples = _processes(rng, 1e-3 * self.effect(spec), 1, samples=20, between=self.between)[0]
             m = measurement(spec.backend, samples=tuple(samples))
             yield dataclasses.replace(m, spec=spec, parity=Parity(max_rel_err=1e-7, tolerance=2e-4), wall_s=1.0)
 
@@ -151,3 +144,14 @@ def test_the_cli_says_the_cost_first_and_stores_a_study_the_report_reads(tmp_pat
     titles = [s.title for s in doc.sections]
     assert any(t.startswith("Study: sensitivity") for t in titles)
     assert len(data["cells"]) == 6  # the knob's cells stay out of the main verdict
+
+
+def test_the_markdown_has_a_column_a_knob_and_the_sentences():
+    rows = [{"row": "gemm/small/forward/cpu/float32", "verdict": "tie", "sentence": "tie; stands when changing dtype",
+             "knobs": {"dtype": {"outcome": "stands", "verdict": "tie", "ratio": 1.01, "moves": 0.01,
+                                 "changed_sides": ["torch", "jax"]},
+                       "tf32": {"outcome": "not here", "why": "TF32 is a GPU matmul mode: no effect on a CPU"}}}]
+    text = studies.sensitivity_markdown(rows)
+    assert text.splitlines()[:3] == ["| row | dtype | tf32 |", "|---|---|---|",
+                                     "| gemm/small/forward/cpu/float32: tie | stands: 1.010 tie (+1%) | not here |"]
+    assert text.endswith("- tie; stands when changing dtype\n")

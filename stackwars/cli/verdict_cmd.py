@@ -106,7 +106,7 @@ def _sensitivity(run_ids: list[str] | None, knobs: list[str], format: str, db: O
     then one run a knob, then the rows x knobs table and a sentence a row."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from stackwars import orchestrate, registry, runner, sensitivity as sens
+    from stackwars import orchestrate, runner, sensitivity as sens
     from stackwars.cli.common import command_line, exit_code, interruptible, interruption, waiting
     from stackwars.executors import Serial
     from stackwars.harness import env as envmod
@@ -116,21 +116,13 @@ def _sensitivity(run_ids: list[str] | None, knobs: list[str], format: str, db: O
         raise SpecError("--sensitivity tests the verdict of one run; name one")
     path = check_db(db)  # it writes: the knobs' runs and the study's rows
     with Store(path, create=False, on_wait=waiting) as store:
-        ids, found, _, _ = load(store, run_ids)
-        info = store.cell_run(ids[0])
-        base = vd.verdicts(found)
-        if not base:
-            raise SpecError(f"run {ids[0]} holds no verdict row to test")
-
-        def params(spec):
-            return registry.workload(spec.workload).config(spec.preset, dict(spec.overrides)).as_dict()
-
-        plan = {i: sens.variants(r, info.plan, info.measure_config, knobs, params) for i, r in enumerate(base)}
-        variants, cells = sens.cost(plan, info.measure_config.processes)
-        floor = orchestrate.estimate_s(range(cells), info.measure_config)
-        err.print(f"sensitivity of run {ids[0]}: {len(base)} verdict row(s) x {len(knobs)} knob(s): {variants} "
-                  f"changed row(s) to measure, {cells} cell-processes ({info.measure_config.processes} a side), at "
-                  f"least {floor / 60:.1f} min", highlight=False)
+        ids = load(store, run_ids)[0]
+        planned = sens.plan(store, ids[0], knobs)
+        variants, cells = planned.cost()
+        floor = orchestrate.estimate_s(range(cells), planned.config)
+        err.print(f"sensitivity of run {ids[0]}: {len(planned.base)} verdict row(s) x {len(knobs)} knob(s): "
+                  f"{variants} changed row(s) to measure, {cells} cell-processes ({planned.config.processes} a "
+                  f"side), at least {floor / 60:.1f} min", highlight=False)
         probe = runner.probe_machine(False)
         try:
             with interruptible(), Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
@@ -142,7 +134,7 @@ def _sensitivity(run_ids: list[str] | None, knobs: list[str], format: str, db: O
                     on_done=lambda m: progress.advance(task),
                     on_note=lambda text: progress.console.print(f"[yellow]{text}[/]", highlight=False),
                     on_more=lambda n: progress.update(task, total=progress.tasks[task].total + n))
-                results, measured = sens.run(store, ids[0], knobs, probe, Serial(), hooks, command_line())
+                results, measured = sens.run(store, ids[0], knobs, probe, Serial(), hooks, command_line(), planned)
         except KeyboardInterrupt as exc:
             err.print(f"\n{interruption(exc)}: the knobs' finished cells are stored in their runs")
             raise typer.Exit(exit_code(exc))
@@ -153,16 +145,10 @@ def _sensitivity(run_ids: list[str] | None, knobs: list[str], format: str, db: O
         outputs.emit(json.dumps({"run": ids[0], "knobs": knobs, "study": study, "runs": measured,
                                  "rows": results}, indent=1, default=str) + "\n")
         return
-    body = studies.sensitivity_table(results, f"Which knob flips the verdict of run {ids[0]}")
     if format == "markdown":
-        knob_names = list(knobs)
-        lines = ["| row | " + " | ".join(knob_names) + " |", "|---|" + "---|" * len(knob_names)]
-        lines += ["| " + " | ".join([f"{r['row']}: {r['verdict']}",
-                                     *(studies.sensitivity_cell(r["knobs"][k]) for k in knob_names)]) + " |"
-                  for r in results]
-        outputs.emit("\n".join(lines) + "\n\n" + "\n".join(f"- {r['sentence']}" for r in results) + "\n")
+        outputs.emit(studies.sensitivity_markdown(results))
         return
-    out.print(body, width=table_width())
+    out.print(studies.sensitivity_table(results, f"Which knob flips the verdict of run {ids[0]}"), width=table_width())
 
 
 def _self_check(found: list[dict[str, Any]], ids: list[str], threshold: float, format: str) -> None:

@@ -337,6 +337,16 @@ def sensitivity_table(rows: Sequence[Mapping[str, Any]], title: str) -> Group:
     return _with_findings(parts, notes)
 
 
+def sensitivity_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The same table and sentences as Markdown."""
+    knobs = list(dict.fromkeys(k for r in rows for k in r["knobs"]))
+    lines = ["| row | " + " | ".join(knobs) + " |", "|---|" + "---|" * len(knobs)]
+    lines += ["| " + " | ".join([f"{r['row']}: {r['verdict']}",
+                                 *(sensitivity_cell(r["knobs"].get(k) or {"outcome": "not asked"}) for k in knobs)])
+              + " |" for r in rows]
+    return "\n".join(lines) + "\n\n" + "\n".join(f"- {r['sentence']}" for r in rows) + "\n"
+
+
 def study_view(kind: str, rows: list[dict[str, Any]], config: Mapping[str, Any], env: Mapping[str, Any],
                title: str) -> tuple[Any, list[str]]:
     """What `stackwars show` prints for a study or training run, and its findings (generated

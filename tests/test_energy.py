@@ -235,3 +235,13 @@ def test_the_gpu_checks_power_comparison_lines_windows_up_with_nvidia_smi_sample
     assert a["smi_samples"] == 15 and a["smi_w"] == 250.0  # the samples at 1000.1 ... 1001.5 and a["ratio"] == pytest.approx(1.02)
     assert b["why"] == "no energy window in this cell" and c["why"] == "no nvidia-smi sample inside it"
     assert "energy" in gpucheck.BY_NAME and not gpucheck.BY_NAME["energy"].proof
+
+
+def test_the_same_energy_on_both_sides_is_a_tie(tmp_path):
+    """A/A for the energy ratio: both bests drawing the same joules a call, with 1% spread
+    between processes, come out a tie with 1 inside the CI."""
+    cells = [_with_energy(_cell("torch-compile", 1.0, p), 0.010 * (1 + 0.01 * (p - 1))) for p in range(3)]
+    cells += [_with_energy(_cell("jax-jit", 1.0, p, seed=1), 0.010 * (1 - 0.01 * (p - 1))) for p in range(3)]
+    _, found = _store(tmp_path / "aa.db", cells)
+    (v,) = vd.verdicts(found)
+    assert v["energy_verdict"] == "tie" and v["energy_ci_low"] < 1.0 < v["energy_ci_high"]

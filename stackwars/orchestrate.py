@@ -185,8 +185,12 @@ class Run:
             if hooks.on_unsaved:
                 hooks.on_unsaved(m, where, exc)
 
+        def on_duplicate(m):
+            hooks.on_note(f"{m.spec.key}: another process stored this cell of the run first; "
+                          "this measurement of it is not stored")
+
         done = runner.execute(self.store, self.run_id, specs, self.config, self.env, hooks.on_start, hooks.on_done,
-                              self.inline, on_unsaved, self.executor, self.caches)
+                              self.inline, on_unsaved, self.executor, self.caches, on_duplicate)
         if unsaved:
             raise _Unsaved()
         return done

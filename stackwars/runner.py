@@ -500,11 +500,13 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
             on_start: Callable[[CellSpec], None] | None = None,
             on_done: Callable[[Measurement], None] | None = None, inline: bool = False,
             on_unsaved: Callable[[Measurement, Any, StoreWriteError], None] | None = None,
-            executor: Executor | None = None, caches: str | None = None) -> list[Measurement]:
+            executor: Executor | None = None, caches: str | None = None,
+            on_duplicate: Callable[[Measurement], None] | None = None) -> list[Measurement]:
     """Measure ``specs`` through ``executor`` (default: one at a time here), storing each cell
     as it finishes, in this thread. A cell the database refuses (locked too long, read-only,
     full) is kept in the run's pending file (``keep_pending``; ``--resume`` stores it) and
-    reported to ``on_unsaved``; the run goes on."""
+    reported to ``on_unsaved``; the run goes on. A cell whose key the run already holds
+    (another process stored it first) is not stored, not returned, and told to ``on_duplicate``."""
     executor = executor or Serial()
     if inline and not isinstance(executor, Serial):
         raise SpecError(f"--inline runs cells in this process; --executor {executor.name} runs them in workers")
@@ -526,14 +528,18 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
                               os.environ.get("STACKWARS_PLUGINS"),
                               {k: env.get(k) for k in ("cpu_model", "cpu_count_logical", "gpus")}, caches)
         for m in executor.run(specs, measure, on_start):
+            stored = True
             try:
-                store.add_cell(run_id, session, m)
+                stored = store.add_cell(run_id, session, m)
             except StoreWriteError as exc:
                 where = keep_pending(store.path, run_id, m)
                 if on_unsaved is None:
                     raise
                 on_unsaved(m, where, exc)
-            done.append(m)
+            if stored:
+                done.append(m)
+            elif on_duplicate:
+                on_duplicate(m)
             if on_done:
                 on_done(m)
     finally:

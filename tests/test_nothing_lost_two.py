@@ -576,3 +576,36 @@ def test_ctrl_c_of_a_submitit_local_sweep_prints_no_child_traceback(tmp_path):
     assert proc.returncode == 130, err[-3000:]
     assert "interrupted: finished cells are stored; continue with" in err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+
+
+def test_a_cell_another_process_stored_first_is_not_stored_again_and_the_run_says_so(tmp_path):
+    """Two processes measuring one run (lock files kept in different places): the record that
+    arrives second is not stored, is not counted as measured, and the run names it."""
+    from stackwars import orchestrate
+    from stackwars.records import CellSpec, MeasureConfig
+    from tests.test_verdict import MACHINE, SyntheticExecutor
+
+    class Beaten(SyntheticExecutor):
+        """The other process stores each cell's second process just before this one does."""
+
+        def run(self, specs, measure, on_start=None):
+            for m in super().run(specs, measure, on_start):
+                if m.spec.repeat == 1:
+                    self.store.add_cell(self.run_id, self.session, m)
+                yield m
+
+    config = MeasureConfig(processes=3, max_processes=3)
+    specs = [CellSpec("gemm", "small", "forward", b, repeat=r) for r in range(3) for b in ("torch-eager", "jax-jit")]
+    notes = []
+    with Store(tmp_path / "r.db") as store:
+        run_id = store.create_run(specs, {"measure": config.to_dict()}, command="two at once")
+        ex = Beaten(seed=1, between=0.0)
+        ex.store, ex.run_id, ex.session = store, run_id, store.start_session(run_id, {})
+        run = orchestrate.Run(store, run_id, specs, config, MACHINE, ex)
+        measured = []
+        run.measure(orchestrate.Hooks(on_note=notes.append, on_done=measured.append))
+        keys = [k for (k,) in store.conn.execute("SELECT cell_key FROM cells WHERE run_id = ?", (run_id,))]
+    assert sorted(keys) == sorted(s.key for s in specs)  # every cell once
+    beaten = sorted(n.split(":")[0] for n in notes if "another process stored this cell of the run first" in n)
+    assert beaten == sorted(s.key for s in specs if s.repeat == 1), notes
+    assert len(measured) == len(specs)  # the progress still counts each measured cell once

@@ -166,7 +166,8 @@ def test_runs_show_and_export_of_a_training_run(tmp_path):
     listed = runner.invoke(app, ["runs", "--db", str(db)], env={"COLUMNS": "120"})
     assert listed.exit_code == 0 and run_id in listed.output and "train:mnist" in listed.output
     assert "1 rows" in listed.output and "ok 1" in listed.output
-    shown = runner.invoke(app, ["show", "--db", str(db)])  # a database holding only a training run
+    # a database holding only a training run; wide enough that no column is cut, whatever the terminal
+    shown = runner.invoke(app, ["show", "--db", str(db)], env={"COLUMNS": "200"})
     assert shown.exit_code == 0 and "torch-eager" in shown.output and "91.00%" in shown.output
     exported = runner.invoke(app, ["export", "--run", run_id, "--db", str(db), "--format", "json"])
     assert exported.exit_code == 0 and json.loads(exported.output)[0]["epoch_s"] == 1.5
@@ -180,6 +181,7 @@ def test_list_is_a_short_overview_with_details_on_request():
     assert "stackwars list --all" in short.output and "d_model=768" in full.output
 
 
+@pytest.mark.quiet  # a quiet round must be stored: under pytest -n, no other test may run beside it
 def test_peaks_take_the_best_round_and_refuse_a_contended_measurement(tmp_path, monkeypatch):
     """Measured in-process (inline) so that the contention meter can be made to read a busy
     machine: the peak is then not stored, and a quiet measurement is."""

@@ -3,7 +3,8 @@
 #   ./scripts/setup.sh           stackwars, PyTorch (pinned CPU build) and the mlir extra (torch-mlir: the
 #                                main job's torch-mlir-xla rows)
 #   ./scripts/setup.sh --tests   that, and what only the tests need: the kernels (Triton), reference
-#                                (transformers), docs (mkdocs-material), ray and slurm (submitit) extras, pytest,
+#                                (transformers), docs (mkdocs-material), ray and slurm (submitit) extras, pytest
+#                                with pytest-xdist (the suite runs in two workers),
 #                                the GPU image's wheels read for API names (about 530 MB, once) and .gpu-site
 # PyTorch is pinned to the CPU build (an unpinned `torch` pulls several GB of CUDA packages); set
 # TORCH_SPEC to install another build, e.g. TORCH_SPEC=torch on a GPU box.
@@ -13,7 +14,7 @@ TESTS=0
 for arg in "$@"; do
     case "$arg" in
         --tests) TESTS=1 ;;
-        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
         *) echo "setup.sh: unknown argument '$arg'; allowed: --tests" >&2; exit 2 ;;
     esac
 done

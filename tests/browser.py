@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 from typing import Any
 
@@ -22,8 +24,10 @@ class Browser:
             os.dup2(a, 3)
             os.dup2(b, 4)
 
+        # a profile of its own: two browsers at once (pytest -n) never meet in one profile's lock
+        self.profile = tempfile.mkdtemp(prefix="stackwars-chromium-")
         self.proc = subprocess.Popen([exe, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
-                                      "about:blank"], preexec_fn=child_fds, close_fds=False,
+                                      f"--user-data-dir={self.profile}", "about:blank"], preexec_fn=child_fds, close_fds=False,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(r_in)
         os.close(w_out)
@@ -81,3 +85,4 @@ class Browser:
         self.proc.wait()
         os.close(self._w)
         os.close(self._r)
+        shutil.rmtree(self.profile, ignore_errors=True)

@@ -1,8 +1,11 @@
-"""Shared test setup: CPU only, compile caches in a session directory, helpers."""
+"""Shared test setup: CPU only, compile caches in a session directory, helpers; and, under
+``pytest -n N`` (pytest-xdist), a test marked ``quiet`` runs with nothing else running."""
 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import os
 import shutil
 import sys
@@ -56,3 +59,46 @@ def gpu_probe():
     if blind:
         pytest.fail("NVML sees a GPU but a framework does not: " + "; ".join(blind))
     return p
+
+
+# ``pytest -n N``: tests run N at a time, each in its own worker. A test marked ``quiet``
+# measures the machine itself (whether others take its CPUs, the canary, the peaks' refusal
+# of a contended round) and is false under a neighbour's load, so it takes the machine
+# alone: every test holds a shared lock on one file while it runs (setup and teardown of its
+# fixtures included, so a module fixture that measures counts too), a quiet test an
+# exclusive one. A second file is the turnstile: a test takes it before it asks for the
+# machine and lets it go once it has it, so a quiet test that waits is not overtaken by the
+# next test of the other worker. Without -n this is one process and nothing is locked.
+_LOCKS = "STACKWARS_TEST_LOCKS"
+
+
+def pytest_configure(config):
+    if "PYTEST_XDIST_WORKER" not in os.environ and _LOCKS not in os.environ:
+        folder = tempfile.mkdtemp(prefix="stackwars-test-locks-")  # the workers inherit it
+        os.environ[_LOCKS] = folder
+        atexit.register(shutil.rmtree, folder, True)
+
+
+@contextlib.contextmanager
+def _machine(alone: bool):
+    folder = os.environ.get(_LOCKS)
+    if "PYTEST_XDIST_WORKER" not in os.environ or not folder:
+        yield
+        return
+    with open(os.path.join(folder, "turnstile"), "a") as turnstile, \
+            open(os.path.join(folder, "machine"), "a") as machine:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(machine, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    with _machine(item.get_closest_marker("quiet") is not None):
+        return (yield)

@@ -14,7 +14,8 @@ from stackwars.report.tables import to_text
 
 from tests.factories import measurement
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+pytestmark = [pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)"),
+              pytest.mark.quiet]  # what others take of the CPUs: under pytest -n, no other test may run
 
 SPIN = "import os, time; os.sched_setaffinity(0, {%d}); t = time.perf_counter()\nwhile time.perf_counter() - t < %f: pass"
 

@@ -1,0 +1,68 @@
+"""The suite's own lock (tests/conftest.py): under ``pytest -n`` a test marked ``quiet`` waits
+for the test running beside it to end, and no test starts beside it until it has ended."""
+
+import os
+import subprocess
+import sys
+import threading
+
+from tests.conftest import _LOCKS, _machine, ROOT
+
+NEIGHBOUR = """
+import os, sys, time
+from tests.conftest import _machine
+with _machine(False):
+    print("in", flush=True)
+    while not os.path.exists(sys.argv[1]):
+        time.sleep(0.01)
+print("out", flush=True)
+"""
+
+
+def _neighbour(go, env):
+    return subprocess.Popen([sys.executable, "-c", NEIGHBOUR, str(go)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            text=True)
+
+
+def test_a_quiet_test_waits_for_its_neighbour_and_runs_alone(tmp_path, monkeypatch):
+    env = {**os.environ, "PYTEST_XDIST_WORKER": "gw1", _LOCKS: str(tmp_path), "PYTHONPATH": str(ROOT)}
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    monkeypatch.setenv(_LOCKS, str(tmp_path))
+    first = _neighbour(tmp_path / "go-1", env)
+    assert first.stdout.readline() == "in\n"  # a plain test holds the machine
+
+    alone, leave = threading.Event(), threading.Event()
+
+    def quiet():
+        with _machine(True):
+            alone.set()
+            leave.wait(60)
+
+    t = threading.Thread(target=quiet)
+    t.start()
+    assert not alone.wait(0.5)  # the quiet test waits while its neighbour runs
+    (tmp_path / "go-1").touch()
+    assert first.stdout.readline() == "out\n" and alone.wait(30)  # ... and starts once it has ended
+    first.wait(30)
+
+    second = _neighbour(tmp_path / "go-2", env)  # the next plain test waits for the quiet one
+    line = []
+    reader = threading.Thread(target=lambda: line.append(second.stdout.readline()))
+    reader.start()
+    reader.join(0.5)
+    assert not line
+    leave.set()
+    t.join(30)
+    reader.join(30)
+    assert line == ["in\n"]
+    (tmp_path / "go-2").touch()
+    assert second.wait(30) == 0
+
+
+def test_without_workers_nothing_is_locked(tmp_path, monkeypatch):
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.setenv(_LOCKS, str(tmp_path))
+    with _machine(True):
+        with _machine(True):  # the same process twice: would wait forever if it locked
+            pass
+    assert not list(tmp_path.iterdir())

@@ -116,20 +116,22 @@ def _task(mode):
 
 
 def _kill(target: str, found: list) -> None:
-    """Kill the first forked child seen (``child``) or its server (``server``)."""
+    """Kill the first forked child seen (``child``) or its server (``server``), among this
+    process's own (never another test's, which may run beside this one under pytest -n)."""
     deadline = time.time() + 60
     while time.time() < deadline:
-        for p in psutil.process_iter(["cmdline"]):
-            if "stackwars.harness.forkserver" in " ".join(p.info["cmdline"] or []):
-                try:
-                    kids = p.children()
-                except psutil.NoSuchProcess:
+        for p in psutil.Process().children(recursive=True):
+            try:
+                if "stackwars.harness.forkserver" not in " ".join(p.cmdline()):
                     continue
-                if kids:
-                    victim = kids[0] if target == "child" else p
-                    found.append(victim.pid)
-                    victim.kill()
-                    return
+                kids = p.children()
+            except psutil.NoSuchProcess:
+                continue
+            if kids:
+                victim = kids[0] if target == "child" else p
+                found.append(victim.pid)
+                victim.kill()
+                return
         time.sleep(0.1)
 
 

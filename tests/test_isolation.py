@@ -21,11 +21,16 @@ from stackwars.store.results import Store
 pytestmark = pytest.mark.slow
 
 
-def _worker_pids():
-    """Workers: spawned ones, and the children forked from a fork server (the servers
-    themselves stay, for the next cells)."""
-    cmds = {p.pid: (" ".join(p.info["cmdline"] or []), p.info["ppid"])
-            for p in psutil.process_iter(["cmdline", "ppid"])}
+def _worker_pids(root: int | None = None):
+    """Workers below ``root`` (default: this process; never another test's, which may run
+    beside this one under pytest -n): spawned ones, and the children forked from a fork
+    server (the servers themselves stay, for the next cells)."""
+    cmds = {}
+    for p in psutil.Process(root).children(recursive=True):
+        try:
+            cmds[p.pid] = (" ".join(p.cmdline()), p.ppid())
+        except psutil.NoSuchProcess:
+            pass
     server = "stackwars.harness.forkserver"
     return {pid for pid, (cmd, ppid) in cmds.items()
             if "stackwars.harness.worker" in cmd or (server in cmd and server in cmds.get(ppid, ("", 0))[0])}
@@ -77,19 +82,18 @@ def test_orphaned_worker_exits(plugins_env, tmp_path):
             "s = CellSpec('fault', 'hang', 'forward', 'torch-eager').to_dict(); "
             "run_task({'target': 'stackwars.harness.measure:measure_cell', "
             "'kwargs': {'spec': s, 'config': MeasureConfig().to_dict()}, 'process': {'device': 'cpu'}}, 600)")
-    before = _worker_pids()
     parent = subprocess.Popen([sys.executable, "-c", code])
     deadline = time.time() + 60
-    while not (_worker_pids() - before) and time.time() < deadline:
+    while not _worker_pids(parent.pid) and time.time() < deadline:
         time.sleep(0.2)
-    orphans = _worker_pids() - before
+    orphans = {psutil.Process(pid) for pid in _worker_pids(parent.pid)}  # the parent's workers, before it dies
     assert orphans, "the worker never started"
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     deadline = time.time() + 15
-    while (_worker_pids() & orphans) and time.time() < deadline:
+    while any(p.is_running() for p in orphans) and time.time() < deadline:  # is_running: the same process
         time.sleep(0.2)
-    assert not (_worker_pids() & orphans)
+    assert not any(p.is_running() for p in orphans)
 
 
 def test_interrupted_run_keeps_finished_cells_and_resumes(plugins_env, tmp_path):

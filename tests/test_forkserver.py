@@ -96,6 +96,23 @@ def test_first_process_cold_later_ones_warm_and_first_call_from_cold(tmp_path):
     assert {m.settings["cache"]["mode"] for m in cells.values()} == {"cold"}
 
 
+def test_a_warm_process_runs_the_program_its_cold_process_compiled(tmp_path):
+    """The program fingerprint is the same whether XLA compiled the program or JAX read it back
+    from the cell's cache (a read-back executable numbers its source locations in another order,
+    which a fingerprint of the whole text called a different program), and so is Inductor's."""
+    specs = runner.plan_cells(["ffn"], ["tiny"], ["forward"], ["torch-compile", "jax-jit"], repeats=2)
+    cells, _ = _run(tmp_path, specs)
+    for b in ("torch-compile", "jax-jit"):
+        cold, warm = (cells[k] for k in sorted(cells) if f"/{b}/" in k)
+        assert (cold.settings["cache"]["mode"], warm.settings["cache"]["mode"]) == ("cold", "warm"), b
+        shas = [m.compile.extra["program_sha"] for m in (cold, warm)]
+        assert shas[0] and shas[0] == shas[1], (b, shas)
+    # and a different program has a different fingerprint
+    other = runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["jax-jit"])
+    gemm, _ = _run(tmp_path, other, name="gemm.db")
+    assert next(iter(gemm.values())).compile.extra["program_sha"] != shas[0]
+
+
 def test_servers_differ_by_what_their_children_read_at_import():
     base, _ = environment(None, "cpu", "/c1", {})
     other_cache, _ = environment(None, "cpu", "/c2", {})

@@ -118,6 +118,21 @@ def test_a_gpu_without_the_counter_records_why(monkeypatch):
     assert r == {"source": "nvml", "why": why}
 
 
+def test_a_mig_slice_records_that_the_counter_is_the_whole_gpus(monkeypatch):
+    """On a MIG slice NVML has no energy counter of its own: the reason says so, not "before Volta"."""
+    fake = FakeNVML(supported=False)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-5f3c1a9e-0000-4e2b-9d1c-1234567890ab")
+    counter, why = energy.nvml_counter()
+    assert counter is None and "MIG slice" in why and "whole GPU" in why and "Volta" not in why
+    # a MIG handle named by index, where NVML says what it is
+    fake.nvmlDeviceIsMigDeviceHandle = lambda handle: True
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert "MIG slice" in energy.nvml_counter()[1]
+    fake.nvmlDeviceIsMigDeviceHandle = lambda handle: False
+    assert "Volta" in energy.nvml_counter()[1]
+
+
 def test_nvml_reads_millijoules_as_joules_and_another_process_voids_the_figure(monkeypatch):
     import os
 

@@ -57,18 +57,33 @@ def nvml_counter(gpu: str | None = None) -> tuple[Counter | None, str | None]:
         pynvml.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - no library, no driver
         return None, f"NVML cannot be initialised ({type(exc).__name__}: {exc})"
+    gpu = gpu or (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
+    handle = None
     try:
-        gpu = gpu or (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
         handle = (pynvml.nvmlDeviceGetHandleByIndex(int(gpu)) if gpu.isdigit()
                   else pynvml.nvmlDeviceGetHandleByUUID(gpu))
-        pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)  # NotSupported before Volta
+        pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)  # NotSupported before Volta, and on a MIG slice
     except Exception as exc:  # noqa: BLE001
+        mig = _is_mig(pynvml, gpu, handle)
         pynvml.nvmlShutdown()
+        if mig:
+            return None, (f"the cell's GPU {gpu} is a MIG slice: NVML's energy counter is the whole GPU's, which "
+                          f"its other slices share, so no figure is one slice's ({type(exc).__name__}: {exc})")
         return None, (f"this GPU has no total-energy counter in NVML ({type(exc).__name__}: {exc}); Volta and "
                       f"newer have one")
     return Counter(lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(handle) / 1e3, "nvml",
                    "the whole GPU (NVML's total-energy counter), not this process alone",
                    pynvml.nvmlShutdown), None
+
+
+def _is_mig(pynvml: Any, gpu: str, handle: Any) -> bool:
+    """Whether the cell's GPU is a MIG slice (its UUID, or NVML's own word where it answers)."""
+    if str(gpu).startswith("MIG-"):
+        return True
+    try:
+        return handle is not None and bool(pynvml.nvmlDeviceIsMigDeviceHandle(handle))
+    except Exception:  # noqa: BLE001 - an NVML without MIG
+        return False
 
 
 def foreign_gpu_processes(gpu: str | None = None, ours: set[int] | None = None) -> list[int] | None:

@@ -17,8 +17,10 @@ set beside the stored one:
   why; a knob that exists on one side only changes that side, and the row says so.
 
 The modes are held fixed: a knob that changes the program (dtype, batch) measures the same two
-backends, not a new search for each side's best. The stored verdict is the baseline: it was
-measured with the same processes and statistics, but not interleaved with the changed cells.
+backends, not a new search for each side's best. The stored verdict is the baseline, measured
+with the same processes and statistics but at another time; the knob ``again`` (first, and in
+the default set) measures the row unchanged beside the knobs, so a row whose verdict does not
+repeat says its flips cannot be told from the machine having changed.
 """
 
 from __future__ import annotations
@@ -142,8 +144,16 @@ def _dtype(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str,
                    what=f"both run in {new}")
 
 
+def _again(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str, Any]) -> Variant:
+    """No knob: the row's two bests measured again as they were, in the same sitting as the
+    knobs. Where this does not repeat the stored verdict, a knob's flip cannot be told from the
+    machine having changed since the stored run."""
+    return Variant(t, j, config, (), what="nothing changed")
+
+
+AGAIN = "again"
 KNOBS: dict[str, Callable[..., Variant]] = {
-    "tf32": _tf32, "cuda-graphs": _graphs, "attention": _attention, "optimizer": _optimizer,
+    AGAIN: _again, "tf32": _tf32, "cuda-graphs": _graphs, "attention": _attention, "optimizer": _optimizer,
     "compile-mode": _compile_mode, "batch-x2": _batch(2), "batch-half": _batch(0.5), "dtype": _dtype,
 }
 
@@ -201,12 +211,20 @@ def compare(base: Mapping[str, Any], changed: Mapping[str, Any] | None, v: Varia
 
 def sentence(base: Mapping[str, Any], knobs: Mapping[str, Mapping[str, Any]]) -> str:
     """'PyTorch faster; unless both use TF32 (then a tie); stands with: dtype, batch-x2; not here: ...'"""
-    flips = [f"{k['what']} (then {'a tie' if k['verdict'] == 'tie' else k['verdict']})"
-             for k in knobs.values() if k["outcome"] == "flips"]
+    again = knobs.get(AGAIN)
+    knobs = {name: k for name, k in knobs.items() if name != AGAIN}
+    flips = [f"{k['what']} (then {_then(k['verdict'])})" for k in knobs.values() if k["outcome"] == "flips"]
     stands = [name for name, k in knobs.items() if k["outcome"] == "stands"]
     unsure = [name for name, k in knobs.items() if k["outcome"] == "cannot say"]
     absent = [name for name, k in knobs.items() if k["outcome"] == "not here"]
     text = base["verdict"]
+    if again and again["outcome"] == "flips":
+        text += (f" in the stored run, but measured again unchanged {_then(again['verdict'])}: the machine moved "
+                 f"between the two, so no knob's flip below is the knob's alone")
+    elif again and again["outcome"] == "cannot say":
+        text += " in the stored run; measured again unchanged, undecided"
+    elif again:
+        text += " (repeated when measured again)"
     if flips:
         text += ", unless " + "; or unless ".join(flips)
     if stands:
@@ -218,6 +236,10 @@ def sentence(base: Mapping[str, Any], knobs: Mapping[str, Mapping[str, Any]]) ->
     return text
 
 
+def _then(verdict: str) -> str:
+    return "a tie" if verdict == "tie" else verdict
+
+
 def cost(plan: Mapping[str, Mapping[str, Variant | str]], processes: int) -> tuple[int, int]:
     """(variants measured, cell-processes) of a sensitivity plan."""
     measured = [v for row in plan.values() for v in row.values() if not isinstance(v, str)]
@@ -225,10 +247,12 @@ def cost(plan: Mapping[str, Mapping[str, Variant | str]], processes: int) -> tup
 
 
 def check_knobs(names: Sequence[str]) -> list[str]:
+    """The knobs to measure: those named (default: all), always after ``again``, which tells a
+    knob's flip from the machine's drift."""
     for n in names:
         if n not in KNOBS:
             raise SpecError(f"unknown knob {n!r}; allowed: {', '.join(KNOBS)}")
-    return list(names) or list(KNOBS)
+    return [AGAIN, *dict.fromkeys(n for n in names if n != AGAIN)] if names else list(KNOBS)
 
 
 def row_title(row: Mapping[str, Any]) -> str:

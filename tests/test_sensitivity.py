@@ -49,14 +49,16 @@ def _base_run(store, phase="forward", backends=("torch-eager", "jax-jit"), workl
 def test_a_knob_that_changes_nothing_stands(tmp_path):
     with Store(tmp_path / "s.db") as store:
         run_id = _base_run(store)
-        results, runs = sens.run(store, run_id, ["dtype", "batch-x2", "batch-half", "attention"], {}, KnobMachine())
+        knobs = sens.check_knobs(["dtype", "batch-x2", "batch-half", "attention"])
+        results, runs = sens.run(store, run_id, knobs, {}, KnobMachine())
     (r,) = results
-    assert r["verdict"] == "tie"
+    assert r["verdict"] == "tie" and knobs[0] == "again"
     assert {k: v["outcome"] for k, v in r["knobs"].items()} == dict.fromkeys(
-        ("dtype", "batch-x2", "batch-half", "attention"), "stands")
+        ("again", "dtype", "batch-x2", "batch-half", "attention"), "stands")
     assert all(abs(v["moves"]) < 0.05 for v in r["knobs"].values())
-    assert len(runs) == 4  # one run a knob
-    assert r["sentence"].startswith("tie; stands when changing dtype, batch-x2, batch-half, attention")
+    assert len(runs) == 5  # one run a knob
+    assert r["sentence"].startswith("tie (repeated when measured again); stands when changing dtype, batch-x2, "
+                                    "batch-half, attention")
 
 
 def test_a_knob_that_shifts_one_side_by_20_percent_flips_the_verdict(tmp_path):
@@ -77,6 +79,26 @@ def test_a_knob_that_shifts_one_side_by_20_percent_flips_the_verdict(tmp_path):
     bf16 = [s for s in machine.seen if s.dtype == "bfloat16"]
     assert sorted({s.backend for s in bf16}) == ["jax-jit", "torch-eager"] and len(bf16) == 6
     assert {dict(s.overrides).get("batch") for s in machine.seen if s.overrides} == {8}
+
+
+def test_a_machine_that_moved_since_the_stored_run_is_told_from_a_knob(tmp_path):
+    """After the stored run, the machine slows JAX's side by 20% whatever the knob: every knob
+    'flips', and the row measured again unchanged flips too, so the sentence says no flip is
+    the knob's alone; the same knob on a steady machine stands."""
+    drift = KnobMachine(lambda spec: 1.2 if spec.backend == "jax-jit" else 1.0)
+    with Store(tmp_path / "s.db") as store:
+        run_id = _base_run(store)
+        results, _ = sens.run(store, run_id, sens.check_knobs(["dtype"]), {}, drift)
+    (r,) = results
+    assert r["knobs"]["again"]["outcome"] == "flips" and r["knobs"]["again"]["verdict"] == "PyTorch faster"
+    assert r["knobs"]["dtype"]["outcome"] == "flips"
+    assert r["sentence"].startswith("tie in the stored run, but measured again unchanged PyTorch faster: the machine "
+                                    "moved between the two, so no knob's flip below is the knob's alone")
+    with Store(tmp_path / "steady.db") as store:
+        run_id = _base_run(store)
+        (steady,), _ = sens.run(store, run_id, sens.check_knobs(["dtype"]), {}, KnobMachine())
+    assert steady["knobs"]["again"]["outcome"] == "stands" and steady["knobs"]["dtype"]["outcome"] == "stands"
+    assert "measured again" in steady["sentence"] and "moved" not in steady["sentence"]
 
 
 def test_knobs_a_device_or_workload_lacks_are_named_not_skipped(tmp_path):
@@ -130,15 +152,15 @@ def test_the_cli_says_the_cost_first_and_stores_a_study_the_report_reads(tmp_pat
                            env={"COLUMNS": "250"})
     text = " ".join(r.output.split())
     assert r.exit_code == 0, r.output
-    assert (f"sensitivity of run {run_id}: 1 verdict row(s) x 2 knob(s): 1 changed row(s) to measure, 6 "
-            "cell-processes (3 a side)") in text
+    assert (f"sensitivity of run {run_id}: 1 verdict row(s) x 3 knob(s): 2 changed row(s) to measure, 12 "
+            "cell-processes (3 a side)") in text  # 'again' comes with any knobs named
     assert text.index("cell-processes") < text.index("Which knob flips the verdict")  # the cost before the work
     assert "TF32 is a GPU matmul mode" in text and re.search(r"stands: [01]\.\d{3} tie \([+-]\d+%\)", text)
     bad = CliRunner().invoke(app, ["verdict", run_id, "--sensitivity", "-k", "colour", "--db", str(db)])
-    assert bad.exit_code == 2 and "unknown knob 'colour'; allowed: tf32, cuda-graphs" in " ".join(bad.output.split())
+    assert bad.exit_code == 2 and "unknown knob 'colour'; allowed: again, tf32, cuda-graphs" in " ".join(bad.output.split())
     with Store(db, create=False) as store:
         kinds = [r["kind"] for r in store.runs()]
-        assert kinds == ["cells", "sensitivity-cells", "study:sensitivity"]
+        assert kinds == ["cells", "sensitivity-cells", "sensitivity-cells", "study:sensitivity"]
         data = build.collect(store)
     doc = build.document(data, "now")
     titles = [s.title for s in doc.sections]

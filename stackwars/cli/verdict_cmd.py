@@ -60,7 +60,8 @@ def verdict(
     knob: Optional[list[str]] = typer.Option(None, "--knob", "-k",
                                              help="with --sensitivity: only these knobs (default: all): "
                                                   "tf32, cuda-graphs, attention, optimizer, compile-mode, batch-x2, "
-                                                  "batch-half, dtype"),
+                                                  "batch-half, dtype; 'again' (the row re-measured unchanged, "
+                                                  "which tells a flip from drift) always comes first"),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """JAX or PyTorch: per workload x preset x phase x dtype x device and machine, the best

@@ -67,6 +67,10 @@ def test_the_results_pages_are_one_per_machine_and_current():
     assert gen.nav_with(pages, mkdocs) == mkdocs
     epyc = next(pages[n] for n in machines if "epyc" in n)
     assert "| `verdict-cpu/main-job-verdict.json` | mha · small · train-step · cpu · float32 |" in epyc
+    # a subfolder with its own fingerprint is filed under its own machine, not its parent folder's
+    intel = next(pages[n] for n in machines if "xeon" in n)
+    assert "main-job-2026-11-25/verdict-after.json" in epyc and "main-job-2026-11-25" not in intel
+    assert "`results/harness-cost-cpu/forkserver/`" in epyc
 
 
 def test_the_cli_reference_lists_every_command_and_option_that_help_shows():

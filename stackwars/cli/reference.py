@@ -138,14 +138,18 @@ def result_entries(root) -> list[dict[str, Any]]:
     groups: dict[str, list[Path]] = {}
     for p in sorted(root.iterdir()):
         if p.is_dir():
-            groups[p.name + "/"] = sorted(q for q in p.rglob("*") if q.is_file())
+            # a subfolder with its own env.json is its own result (measured on its own machine)
+            own = sorted((e.parent for e in p.rglob("env.json") if e.parent != p), key=lambda d: -len(d.parts))
+            for q in sorted(q for q in p.rglob("*") if q.is_file()):
+                home = next((d for d in own if d in q.parents), p)
+                groups.setdefault(str(home.relative_to(root)) + "/", []).append(q)
         else:
             stem = p.name.split(".")[0]
             groups.setdefault(stem, []).append(p)
     entries = []
     for name, files in groups.items():
         env, dates, verdicts = None, set(), []
-        for f in files:
+        for f in sorted(files, key=lambda f: f.name != "env.json"):  # its own env.json names the machine first
             if f.suffix not in (".json", ".txt", ".csv", ".md"):
                 continue
             text = f.read_text(errors="replace") if f.stat().st_size < 20 * 2**20 else ""

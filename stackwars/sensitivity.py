@@ -223,7 +223,7 @@ def sentence(base: Mapping[str, Any], knobs: Mapping[str, Mapping[str, Any]]) ->
                  f"between the two, so no knob's flip below is the knob's alone")
     elif again and again["outcome"] == "cannot say":
         text += " in the stored run; measured again unchanged, undecided"
-    elif again:
+    elif again and again["outcome"] == "stands":
         text += " (repeated when measured again)"
     if flips:
         text += ", unless " + "; or unless ".join(flips)

@@ -17,7 +17,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 # a backend option (CellSpec.options) -> the `stackwars run` flag that sets it
 OPTION_FLAGS = {"mode": "--compile-mode", "xla_autotune_level": "--xla-autotune-level",
-                "optimizer_impl": "--torch-optimizer", "stablehlo": "--stablehlo"}
+                "xla_command_buffers": "--xla-command-buffers", "optimizer_impl": "--torch-optimizer",
+                "stablehlo": "--stablehlo"}
 
 
 def workload_argument(row: Mapping[str, Any]) -> str:

@@ -71,16 +71,38 @@ def _tf32(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str, 
 
 
 def _graphs(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str, Any]) -> Variant:
+    """Graph replay turned over on each side: PyTorch's best between torch-compile and
+    torch-cudagraphs, JAX's XLA command buffers between XLA's default (on) and off. Where the
+    stored row had graphs on one side and not the other, the knob turns both over all the same,
+    and the sentence says what each side then does."""
     if t.device != "cuda":
         raise NotHere("CUDA graphs and XLA's command buffers exist on CUDA only")
     swap = {"torch-compile": "torch-cudagraphs", "torch-cudagraphs": "torch-compile"}
-    if t.backend not in swap:
-        raise NotHere(f"PyTorch's best is {t.backend}: no graph-replay twin; and XLA's command buffers are not a "
-                      f"per-cell option yet")
-    on = swap[t.backend] == "torch-cudagraphs"
-    return Variant(dataclasses.replace(t, backend=swap[t.backend]), j, config, ("torch",),
-                   {"jax": "XLA's command buffers are set by XLA_FLAGS for the whole process, not per cell"},
-                   "PyTorch replays CUDA graphs" if on else "PyTorch does not replay CUDA graphs")
+    missing, what = {}, []
+    new_t = t
+    if t.backend in swap:
+        new_t = dataclasses.replace(t, backend=swap[t.backend])
+        what.append("PyTorch replays CUDA graphs" if new_t.backend == "torch-cudagraphs"
+                    else "PyTorch does not replay CUDA graphs")
+    else:
+        missing["torch"] = f"PyTorch's best is {t.backend}: no graph-replay twin"
+    new_j = j
+    if "xla_command_buffers" in _spec_of(j).option_defaults:
+        off = dict(j.options).get("xla_command_buffers") != "off"
+        new_j = _opts(j, xla_command_buffers="off" if off else "on")
+        what.append("XLA forms no command buffers" if off else "XLA forms its command buffers")
+    else:
+        missing["jax"] = f"JAX's best is {j.backend}, not run by XLA"
+    changed = tuple(fw for fw, new, old in (("torch", new_t, t), ("jax", new_j, j)) if new != old)
+    if not changed:
+        raise NotHere("; ".join(missing.values()))
+    return Variant(new_t, new_j, config, changed, missing, " and ".join(what))
+
+
+def _spec_of(spec: CellSpec) -> Any:
+    from stackwars import registry
+
+    return registry.backend(spec.backend)
 
 
 def _attention(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str, Any]) -> Variant:

@@ -41,6 +41,8 @@ runner = CliRunner()
     (["peaks", "--device", "tpu"], "unknown device"),
     (["run", "gemm", "--xla-autotune-level", "7"], "xla_autotune_level=7"),
     (["run", "gemm", "-b", "torch-eager", "--xla-autotune-level", "0"], "option 'xla_autotune_level' applies to"),
+    (["run", "gemm", "--xla-command-buffers", "maybe"], "xla_command_buffers='maybe'; allowed: on, off"),
+    (["run", "gemm", "-b", "torch-eager", "--xla-command-buffers", "off"], "option 'xla_command_buffers' applies to"),
     (["run", "gemm", "--parity", "eyeball"], "unknown parity mode 'eyeball'"),
     (["run", "mha", "--set", "attention=flash3"], "attention='flash3' is not allowed"),
     (["study", "autotune", "gemm", "-b", "jax-eager"], "the autotune study covers"),
@@ -126,3 +128,11 @@ def test_xla_autotune_level_reaches_the_worker_before_jax(tmp_path):
     assert flags["xla_gpu_autotune_level"] == {"value": "0", "source": "XLA_FLAGS"}
     assert flags["xla_gpu_enable_command_buffer"]["source"].startswith("XLA default as recorded from openxla")
     assert "not readable from jaxlib" in flags["xla_gpu_enable_command_buffer"]["source"]
+    # command buffers off for one cell: an empty list in XLA_FLAGS, read back as such (XLA parses it on a CPU too)
+    spec = CellSpec("gemm", "tiny", "forward", "jax-jit", options=(("xla_command_buffers", "off"),))
+    m = run_.measure_one(spec, MeasureConfig(warmup=0, min_samples=2, min_time_s=0, timeout_s=120),
+                         run_.probe_machine(), None)
+    assert m.status == "ok", m.error
+    flags = m.settings["applied"]["xla_gpu_flags"]
+    assert flags["xla_gpu_enable_command_buffer"] == {"value": "", "source": "XLA_FLAGS"}
+    assert flags["xla_gpu_autotune_level"]["source"] != "XLA_FLAGS"

@@ -122,6 +122,11 @@ def test_points3_5_7_jax_allocator_cap_command_buffers_and_the_same_warm_up(gpu_
     import jax
     if tuple(int(x) for x in jax.__version__.split(".")[:2]) >= (0, 11):
         assert src.startswith("kCommandBuffer thunks in XLA's thunk sequence"), src
+    # the same program with command buffers off for this cell (--xla-command-buffers off): none formed
+    off = _ok(CellSpec("gpt2", "tiny", "forward", "jax-jit", "cuda", options=(("xla_command_buffers", "off"),)),
+              gpu_probe)
+    assert off.compile.extra["xla_command_buffers"] == 0, off.compile.extra["xla_command_buffers_source"]
+    assert off.settings["applied"]["xla_gpu_flags"]["xla_gpu_enable_command_buffer"]["value"] == ""
     t = _ok(CellSpec("gpt2", "tiny", "forward", "torch-eager", "cuda"), gpu_probe)
     for m in (j, t):  # both frameworks warm cuBLAS (both dtypes) and cuDNN before the first call
         assert {"gemm_s", "gemm_bf16_s", "conv_s"} <= set(m.settings["device_init"]), m.settings["device_init"]

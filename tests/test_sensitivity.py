@@ -36,9 +36,9 @@ class KnobMachine(SyntheticExecutor):
             yield dataclasses.replace(m, spec=spec, parity=Parity(max_rel_err=1e-7, tolerance=2e-4), wall_s=1.0)
 
 
-def _base_run(store, phase="forward", backends=("torch-eager", "jax-jit"), workload="mha"):
+def _base_run(store, phase="forward", backends=("torch-eager", "jax-jit"), workload="mha", device="cpu"):
     config = MeasureConfig(processes=3, max_processes=3)
-    specs = [CellSpec(workload, "small", phase, b, repeat=r) for r in range(3) for b in backends]
+    specs = [CellSpec(workload, "small", phase, b, device, repeat=r) for r in range(3) for b in backends]
     run_id = store.create_run(specs, {"measure": config.to_dict()}, command="base")
     session = store.start_session(run_id, MACHINE)
     for m in KnobMachine(seed=99).run(specs, None):
@@ -136,6 +136,29 @@ def test_a_one_sided_knob_changes_its_side_and_says_so(tmp_path):
     cm = r["knobs"]["compile-mode"]
     assert cm["outcome"] == "stands" and cm["changed_sides"] == ["torch"]
     assert any(s.backend == "torch-compile-max-autotune" for s in machine.seen)
+
+
+def test_graph_replay_is_turned_over_on_both_sides_on_cuda(tmp_path):
+    """cuda-graphs: PyTorch's torch-compile becomes torch-cudagraphs and JAX's cell runs with
+    XLA's command buffers off (a per-cell option, XLA_FLAGS in its own process); where JAX
+    without them is 30% slower, the tie flips."""
+    def effect(spec):
+        return 1.3 if dict(spec.options).get("xla_command_buffers") == "off" else 1.0
+
+    machine = KnobMachine(effect)
+    with Store(tmp_path / "s.db") as store:
+        run_id = _base_run(store, backends=("torch-compile", "jax-jit"), device="cuda")
+        (r,), _ = sens.run(store, run_id, ["cuda-graphs"], {}, machine)
+        eager = _base_run(store, backends=("torch-eager", "jax-jit"), device="cuda")
+        (one,), _ = sens.run(store, eager, ["cuda-graphs"], {}, KnobMachine())
+    g = r["knobs"]["cuda-graphs"]
+    assert g["outcome"] == "flips" and g["verdict"] == "PyTorch faster" and g["changed_sides"] == ["torch", "jax"]
+    assert g["what"] == "PyTorch replays CUDA graphs and XLA forms no command buffers"
+    assert {s.backend for s in machine.seen} == {"torch-cudagraphs", "jax-jit"}
+    assert {dict(s.options).get("xla_command_buffers") for s in machine.seen if s.backend == "jax-jit"} == {"off"}
+    # PyTorch's best with no graph-replay twin: JAX's side alone, and the row says why not PyTorch's
+    h = one["knobs"]["cuda-graphs"]
+    assert h["changed_sides"] == ["jax"] and "no graph-replay twin" in h["missing"]["torch"]
 
 
 def test_the_cli_says_the_cost_first_and_stores_a_study_the_report_reads(tmp_path, monkeypatch):

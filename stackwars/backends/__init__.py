@@ -35,14 +35,15 @@ register_backend(BackendSpec(
     "torch.compile(mode='reduce-overhead'): Inductor + CUDA graphs (default on CUDA)", devices=("cuda",),
     option_defaults={"mode": "reduce-overhead", "fullgraph": False, **_OPT}, option_choices=_COMPILE_CHOICES,
     preload_extra=TORCH_COMPILER))
-_JAX_OPTIONS = {"xla_autotune_level": None}
+_JAX_OPTIONS = {"xla_autotune_level": None, "xla_command_buffers": None}
 register_backend(JaxSpec(
     "jax-eager", "jax", "stackwars.backends.jax_eager:JaxEager",
-    "JAX op by op (no jit); each primitive compiled on first use (option: xla_autotune_level)",
+    "JAX op by op (no jit); each primitive compiled on first use (options: xla_autotune_level, "
+    "xla_command_buffers)",
     option_defaults=_JAX_OPTIONS))
 register_backend(JaxSpec(
     "jax-jit", "jax", "stackwars.backends.jax_jit:JaxJit",
-    "jax.jit: the whole step compiled by XLA, AOT stages timed (option: xla_autotune_level)",
+    "jax.jit: the whole step compiled by XLA, AOT stages timed (options: xla_autotune_level, xla_command_buffers)",
     option_defaults=_JAX_OPTIONS))
 register_backend(TorchXlaSpec(
     "torch-mlir-xla", "torch", "stackwars.backends.torch_xla:TorchXla",

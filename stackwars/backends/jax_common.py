@@ -26,6 +26,7 @@ import numpy as np
 import optax
 
 from stackwars.backends.base import WARM_GEMM, Backend, Prepared
+from stackwars.backends.jax_spec import COMMAND_BUFFER_DEFAULT
 from stackwars.workloads import attention
 from stackwars.workloads.base import initial_values, param_dtype, update_of
 
@@ -103,7 +104,7 @@ def make_optimizer(spec: Any) -> optax.GradientTransformation:
 # from the compiled program where it can be: jax-jit counts the command buffers XLA formed.
 XLA_GPU_DEFAULTS = {
     "xla_gpu_autotune_level": "4",
-    "xla_gpu_enable_command_buffer": "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN",
+    "xla_gpu_enable_command_buffer": COMMAND_BUFFER_DEFAULT,
     "xla_gpu_graph_min_graph_size": "5",
     "xla_enable_command_buffers_during_profiling": "false",
 }
@@ -114,8 +115,8 @@ def xla_flags_in_effect(flags: str) -> dict[str, dict[str, str]]:
     in XLA_FLAGS or is XLA's default."""
     given = {}
     for item in flags.split():
-        name, _, value = item.lstrip("-").partition("=")
-        given[name] = value or "true"
+        name, eq, value = item.lstrip("-").partition("=")
+        given[name] = value if eq else "true"  # --flag= is an empty value (an empty list), not true
     import jaxlib
 
     assumed = f"XLA default as recorded from openxla's source (not readable from jaxlib {jaxlib.__version__})"

@@ -64,6 +64,9 @@ def run(
     xla_autotune_level: Optional[int] = typer.Option(None, "--xla-autotune-level",
                                                      help="JAX backends: XLA's GPU autotuning level 0-4 "
                                                           "(default: XLA's, 4; 0 = off)"),
+    xla_command_buffers: Optional[str] = typer.Option(None, "--xla-command-buffers",
+                                                      help="JAX backends on CUDA: on or off, XLA's command buffers "
+                                                           "(CUDA graphs) for the cell (default: XLA's, on)"),
     stablehlo: Optional[Path] = typer.Option(None, "--stablehlo",
                                              help="torch-mlir-xla: run this exported StableHLO file (from `stackwars ir "
                                                   "... --framework torch --stage stablehlo`) instead of exporting"),
@@ -185,6 +188,7 @@ def run(
         runner.validate_config(config)
         options = orchestrate.backend_options(mode=compile_mode, fullgraph=fullgraph,
                                               xla_autotune_level=xla_autotune_level, optimizer_impl=torch_optimizer,
+                                              xla_command_buffers=xla_command_buffers,
                                               stablehlo=str(stablehlo.resolve()) if stablehlo is not None else None)
         overrides = assignments(set_ or [], "--set")
         # validate names, sizes and options before the (seconds-long) machine probe

@@ -163,6 +163,21 @@ def test_a_cpu_cell_without_rapl_records_why_and_with_rapl_reads_it_across_a_wra
     assert why is None and "1 RAPL zone(s)" in counter.scope
     (zone / "energy_uj").write_text("500000\n")  # wrapped past its range: 999999999 -> 500000
     assert counter.read() == pytest.approx((999_999_999 + 1 - 999_000_000 + 500_000) / 1e6)
+    assert "no DRAM zone" in counter.scope
+    # a server's DRAM zone is beside the package's energy, not inside it: added; the core zone is not
+    (tmp_path / "intel-rapl:0:0" / "name").write_text("core\n")
+    (tmp_path / "intel-rapl:0:0" / "energy_uj").write_text("7\n")
+    dram = tmp_path / "intel-rapl:0:1"
+    dram.mkdir()
+    (dram / "name").write_text("dram\n")
+    (dram / "energy_uj").write_text("1000000\n")
+    (dram / "max_energy_range_uj").write_text("999999999\n")
+    counter, why = energy.rapl_counter(str(tmp_path / "intel-rapl:[0-9]*"))
+    assert why is None and "package(s) and DRAM (2 RAPL zone(s))" in counter.scope
+    (zone / "energy_uj").write_text("2500000\n")  # +2 J in the package
+    (dram / "energy_uj").write_text("1500000\n")  # +0.5 J in the memory
+    (tmp_path / "intel-rapl:0:0" / "energy_uj").write_text("999999\n")  # the core's, inside the package's
+    assert counter.read() == pytest.approx(2.5)
 
 
 def test_a_real_cpu_cell_records_its_energy_or_why_not(plugins_env):

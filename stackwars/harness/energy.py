@@ -2,8 +2,8 @@
 
 On CUDA the counter is NVML's total energy (``nvmlDeviceGetTotalEnergyConsumption``,
 millijoules since the driver loaded, Volta and newer); on a CPU host, RAPL's powercap files
-(``/sys/class/powercap/intel-rapl:N/energy_uj``, microjoules, per package) where they can be
-read. Either covers the whole device (every SM of the GPU, every core of the package), not
+(``/sys/class/powercap/intel-rapl:N/energy_uj``, microjoules, per package, with the package's
+DRAM zone where there is one) where they can be read. Either covers the whole device (every SM of the GPU, every core of the package), not
 our process: the record says so, and on a GPU another process seen in NVML's process list
 voids the figure (``voided``), as contention voids a CPU time.
 
@@ -112,12 +112,16 @@ def foreign_gpu_processes(gpu: str | None = None, ours: set[int] | None = None) 
     return sorted({int(p.pid) for p in procs} - ours)
 
 
-RAPL_GLOB = "/sys/class/powercap/intel-rapl:[0-9]*"  # packages (their subzones, core and uncore, are inside)
+RAPL_GLOB = "/sys/class/powercap/intel-rapl:[0-9]*"  # packages and their subzones (core, uncore, dram)
 
 
 def rapl_counter(root: str = RAPL_GLOB) -> tuple[Counter | None, str | None]:
-    """The CPU packages' RAPL counter (the sum over packages), or why there is none."""
-    zones = [z for z in sorted(glob.glob(root)) if ":" not in os.path.basename(z).split("intel-rapl:", 1)[1]]
+    """The CPU's RAPL counter: the sum over its packages and their DRAM zones (a package's
+    energy covers its cores and uncore, not the memory; its core and uncore subzones are inside
+    it and not added again), or why there is none."""
+    found = sorted(glob.glob(root))
+    packages = [z for z in found if ":" not in os.path.basename(z).split("intel-rapl:", 1)[1]]
+    zones = packages + [z for z in found if z not in packages and _zone_name(z) == "dram"] if packages else []
     if not zones:
         return None, "no RAPL powercap zone on this host (/sys/class/powercap/intel-rapl:N): a VM or a CPU without it"
     files, ranges = [], []
@@ -144,8 +148,17 @@ def rapl_counter(root: str = RAPL_GLOB) -> tuple[Counter | None, str | None]:
         return total[0] / 1e6
 
     read()
-    return Counter(read, "rapl", f"the CPU package(s) ({len(files)} RAPL zone(s)): every core, not this process "
-                                 f"alone"), None
+    dram = len(zones) - len(packages)
+    return Counter(read, "rapl", f"the CPU package(s){' and DRAM' if dram else ' (no DRAM zone: memory left out)'} "
+                                 f"({len(files)} RAPL zone(s)): every core, not this process alone"), None
+
+
+def _zone_name(zone: str) -> str:
+    try:
+        with open(os.path.join(zone, "name")) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 def measure(call: Callable[[], Any], sync: Callable[[Any], Any], counter: Counter, number: int = 1,

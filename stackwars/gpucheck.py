@@ -293,7 +293,8 @@ STAGES: tuple[Stage, ...] = (
           "the verdict's energy ratio; each window's power checked against nvidia-smi's power.draw sampled beside it",
           ((6, "verdict-model"),), _energy, proof=False),
     *(Stage(f"sensitivity-{knob}", f"which setting flips gpt2 paper bf16 forward's verdict: {knob} (the verdict, "
-            f"then `verdict --sensitivity -k {knob}`)", ((12, "verdict-model"),), _sensitivity(knob), proof=False)
+            f"then `verdict --sensitivity -k {knob}`, which measures the row unchanged too)",
+          ((18, "verdict-model"),), _sensitivity(knob), proof=False)
       for knob in ("tf32", "cuda-graphs", "attention")),
     Stage("why", "GPT-2 paper train step, bfloat16, profiled with its memory anatomy (jax-jit's 14.6 GB vs "
           "torch-compile's 6.3 GB explained part by part)", ((3, "train-gpt2"),), _why),

@@ -1,4 +1,4 @@
-"""Sweeps beyond one process: the same tiny sweep (gemm and mha, two backends, two phases)
+"""Sweeps beyond one process: the same tiny sweep (gemm, two backends, two phases: 4 cells)
 through Ray and through submitit's local executor gives the serial executor's cells, statuses
 and parity, each in one run of one database; a Ray worker killed mid-cell leaves that cell
 recorded as lost, the run goes on, and `--resume` measures it again without a duplicate.
@@ -39,7 +39,7 @@ def _need(module: str):
         pytest.skip(f"{module} is not installed (pip install 'stackwars[ray,slurm]')")
 
 
-SWEEP = ["run", "gemm", "mha", "-p", "tiny", "--phase", "forward", "--phase", "train-step", "-b", "torch-eager",
+SWEEP = ["run", "gemm", "-p", "tiny", "--phase", "forward", "--phase", "train-step", "-b", "torch-eager",
          "-b", "jax-jit", "--processes", "1", "--max-processes", "1", "--min-time", "0.05", "--warmup", "1",
          "--min-samples", "3"]
 
@@ -144,7 +144,7 @@ def test_ray_gives_the_serial_cells_and_a_killed_worker_is_lost_then_resumed(ser
                         "--shared-dir", str(shared)], extra_env=RAY_LOOPBACK)
     assert r.returncode == 0, r.stderr[-3000:]
     assert shared.is_dir() and not any(shared.iterdir())  # the reference cache went with the run
-    assert "1 of 8 cells still to measure" in r.stderr
+    assert "1 of 4 cells still to measure" in r.stderr
     _, after = _cells(db)
     assert Counter(x["cell"] for x in after) == Counter(x["cell"] for x in serial)  # nothing lost, nothing twice
     assert _outcome(after) == _outcome(serial)
@@ -282,12 +282,11 @@ def test_slurm_job_arrays_give_the_serial_cells(serial, tmp_path):
     env = {"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}", "FAKE_SLURM_DIR": str(state),
            "FAKE_SLURM_PYTHON": sys.executable}
     db, shared = tmp_path / "r.db", tmp_path / "shared"
-    gemm = [a for a in SWEEP if a != "mha"]
-    r = _stackwars([*gemm, "--db", str(db), "--executor", "slurm", "--shared-dir", str(shared), "--max-jobs", "2",
+    r = _stackwars([*SWEEP, "--db", str(db), "--executor", "slurm", "--shared-dir", str(shared), "--max-jobs", "2",
                     "--slurm-partition", "cpu"], extra_env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     _, got = _cells(db)
-    assert _outcome(got) == _outcome([c for c in serial if c["workload"] == "gemm"])
+    assert _outcome(got) == _outcome(serial)
     (job,) = json.loads((state / "jobs.json").read_text()).values()
     assert {"--exclusive", "--array=0-3%2", "--partition=cpu"} <= set(job["flags"])  # a whole node per CPU cell
     assert not any(f.startswith("--gpus") for f in job["flags"])

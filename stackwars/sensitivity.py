@@ -86,8 +86,10 @@ def _graphs(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str
                     else "PyTorch does not replay CUDA graphs")
     else:
         missing["torch"] = f"PyTorch's best is {t.backend}: no graph-replay twin"
+    from stackwars import registry
+
     new_j = j
-    if "xla_command_buffers" in _spec_of(j).option_defaults:
+    if "xla_command_buffers" in registry.backend(j.backend).option_defaults:
         off = dict(j.options).get("xla_command_buffers") != "off"
         new_j = _opts(j, xla_command_buffers="off" if off else "on")
         what.append("XLA forms no command buffers" if off else "XLA forms its command buffers")
@@ -97,12 +99,6 @@ def _graphs(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str
     if not changed:
         raise NotHere("; ".join(missing.values()))
     return Variant(new_t, new_j, config, changed, missing, " and ".join(what))
-
-
-def _spec_of(spec: CellSpec) -> Any:
-    from stackwars import registry
-
-    return registry.backend(spec.backend)
 
 
 def _attention(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str, Any]) -> Variant:
@@ -234,11 +230,11 @@ def compare(base: Mapping[str, Any], changed: Mapping[str, Any] | None, v: Varia
 def sentence(base: Mapping[str, Any], knobs: Mapping[str, Mapping[str, Any]]) -> str:
     """'PyTorch faster; unless both use TF32 (then a tie); stands with: dtype, batch-x2; not here: ...'"""
     again = knobs.get(AGAIN)
-    knobs = {name: k for name, k in knobs.items() if name != AGAIN}
-    flips = [f"{k['what']} (then {_then(k['verdict'])})" for k in knobs.values() if k["outcome"] == "flips"]
-    stands = [name for name, k in knobs.items() if k["outcome"] == "stands"]
-    unsure = [name for name, k in knobs.items() if k["outcome"] == "cannot say"]
-    absent = [name for name, k in knobs.items() if k["outcome"] == "not here"]
+    changed = {name: k for name, k in knobs.items() if name != AGAIN}
+    flips = [f"{k['what']} (then {_then(k['verdict'])})" for k in changed.values() if k["outcome"] == "flips"]
+    stands = [name for name, k in changed.items() if k["outcome"] == "stands"]
+    unsure = [name for name, k in changed.items() if k["outcome"] == "cannot say"]
+    absent = [name for name, k in changed.items() if k["outcome"] == "not here"]
     text = base["verdict"]
     if again and again["outcome"] == "flips":
         text += (f" in the stored run, but measured again unchanged {_then(again['verdict'])}: the machine moved "

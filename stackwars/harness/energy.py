@@ -3,9 +3,10 @@
 On CUDA the counter is NVML's total energy (``nvmlDeviceGetTotalEnergyConsumption``,
 millijoules since the driver loaded, Volta and newer); on a CPU host, RAPL's powercap files
 (``/sys/class/powercap/intel-rapl:N/energy_uj``, microjoules, per package, with the package's
-DRAM zone where there is one) where they can be read. Either covers the whole device (every SM of the GPU, every core of the package), not
-our process: the record says so, and on a GPU another process seen in NVML's process list
-voids the figure (``voided``), as contention voids a CPU time.
+DRAM zone where there is one) where they can be read. Either covers the whole device (every SM
+of the GPU, every core of the package), not our process: the record says so, and on a GPU
+another process seen in NVML's process list voids the figure (``voided``), as contention voids
+a CPU time.
 
 The counter moves in steps: NVML's every 20-100 ms, RAPL's about every millisecond. A window
 that began and ended between steps would read the step, not the calls. So the window:

@@ -353,12 +353,23 @@ class Measurement:
             "program_sha": ((self.compile.extra or {}).get("program_sha") if self.compile else None),
             "cpu_steal_s": (self.settings or {}).get("cpu_steal_s"),
             "device_time_median_s": _median(((self.settings or {}).get("device_time") or {}).get("samples")),
+            # the profiled steps' median (run --profile N), for why a cell's processes disagree (report/spread.py)
+            **_profile_row(((self.settings or {}).get("profile") or {}).get("summary")),
             # joules per call from the device's energy counter (harness/energy.py), None where there is none
             # (why: energy_why) or where another process on the GPU voided it (energy_voided)
             **_energy_row((self.settings or {}).get("energy")),
         }
         row.update(roofline(self.flops, self.bytes_moved, median, self.peak))
         return row
+
+
+def _profile_row(summary: Mapping[str, Any] | None) -> dict[str, Any]:
+    med = (summary or {}).get("median") or {}
+    return {"profile_wall_s": med.get("wall_s"), "profile_busy_s": med.get("busy_s"),
+            "profile_gap_s": med.get("gap_s"), "profile_kernels": med.get("kernels"),
+            "profile_distinct_kernels": (summary or {}).get("distinct_kernels"),
+            "profile_kernel_mix_sha": (summary or {}).get("kernel_mix_sha"),
+            "profile_kernel_mix": (summary or {}).get("kernel_mix")}
 
 
 def _energy_row(e: Mapping[str, Any] | None) -> dict[str, Any]:

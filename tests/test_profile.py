@@ -58,6 +58,24 @@ def test_jax_gpu_trace_kernels_come_from_the_stream_lines_and_copy_sizes_from_th
     assert s["copies"]["d2h"]["bytes_per_step"] == 64  # 128 bytes over two steps
 
 
+def test_the_kernel_mix_fingerprint_is_the_kernels_and_their_counts_not_their_times():
+    def trace(gemm_us, relus):
+        events = [_x("stackwars.step#0", 0, 100, cat="user_annotation"), _x("gemm", 10, gemm_us, cat="kernel", pid=0)]
+        return events + [_x("relu", 60 + 5 * i, 4, cat="kernel", pid=0) for i in range(relus)]
+
+    base = prof.summarize(trace(20, 1), "torch", "cuda")
+    assert {k: (n, pytest.approx(t)) for k, (n, t) in base["kernel_mix"].items()} == {"gemm": (1, 20e-6),
+                                                                                      "relu": (1, 4e-6)}
+    assert list(base["kernel_mix"]) == ["gemm", "relu"]  # longest first
+    assert prof.summarize(trace(35, 1), "torch", "cuda")["kernel_mix_sha"] == base["kernel_mix_sha"]  # slower, same
+    assert prof.summarize(trace(20, 2), "torch", "cuda")["kernel_mix_sha"] != base["kernel_mix_sha"]  # one more relu
+    many = {f"k{i}": 1 for i in range(prof.MIX + 5)}
+    cut = prof.kernel_mix(many, {k: float(i) for i, k in enumerate(many)}, 1)
+    assert len(cut["kernel_mix"]) == prof.MIX and "k0" not in cut["kernel_mix"]  # the shortest left out
+    fewer = dict(list(many.items())[1:])  # without k0, whose time put it outside the kept mix
+    assert cut["kernel_mix_sha"] != prof.kernel_mix(fewer, {k: 1.0 for k in fewer}, 1)["kernel_mix_sha"]
+
+
 def test_a_trace_without_step_annotations_is_refused():
     with pytest.raises(ValueError, match="stackwars.step"):
         prof.summarize([_x("aten::mm", 0, 1, cat="cpu_op")], "torch", "cpu")
@@ -94,6 +112,8 @@ def test_a_profiled_tiny_cell_has_its_known_operators_and_gap_equals_wall_minus_
         assert {k["name"]: k["count_per_step"] for k in s["top_kernels"]} == counts
         times = [k["time_per_step_s"] for k in s["top_kernels"]]
         assert times == sorted(times, reverse=True) and sum(k["share"] for k in s["top_kernels"]) == pytest.approx(1)
+        assert {k: v[0] for k, v in s["kernel_mix"].items()} == counts  # the whole mix, for the spread notes
+    assert m.to_row()["profile_kernel_mix_sha"] == s["kernel_mix_sha"] and m.to_row()["profile_kernels"] == kernels
     with gzip.open(p["trace"], "rt") as f:  # the kept trace is Chrome JSON that loads in Perfetto
         assert json.load(f)
     assert m.timeline["profile_s"] > 0

@@ -588,3 +588,44 @@ def test_a_spread_between_processes_is_explained_and_device_time_stands_beside_w
     _, found = _store(tmp_path / "s2.db", cells)
     (line,) = tables.spread_lines(found)
     assert "different compiled programs (p1 vs p2)" in line and "the device itself ran slower" in line
+
+
+def _profiled(proc, scale, kernels, busy_s, wall_s):
+    """A torch-compile process whose --profile summary ran ``kernels`` {name: count a step}."""
+    from stackwars.harness import profile as prof
+
+    m = _cell("torch-compile", scale, proc)
+    mix = prof.kernel_mix(kernels, {k: busy_s / len(kernels) for k in kernels}, 1)
+    summary = {"median": {"wall_s": wall_s, "busy_s": busy_s, "gap_s": wall_s - busy_s,
+                          "kernels": sum(kernels.values())}, "distinct_kernels": len(kernels), **mix}
+    return dataclasses.replace(m, settings={"profile": {"summary": summary}})
+
+
+def test_the_fastest_and_slowest_processes_profiles_say_whether_they_ran_the_same_kernels(tmp_path):
+    """Issue 34: a spread between processes is explained by a profile of the fastest and the
+    slowest: the same kernels and a longer gap between them (host time), or other kernels
+    (cuBLAS chose another GEMM), named; a run without profiles says how to get them."""
+    from stackwars.report import tables
+
+    same = {"cublas_gemm_a": 2, "triton_poi_fused_add_0": 1}
+    cells = [_profiled(0, 1.0, same, 40e-6, 60e-6), _profiled(1, 2.0, same, 41e-6, 130e-6),
+             _profiled(2, 1.5, same, 40e-6, 95e-6)]
+    (line,) = tables.spread_lines(_store(tmp_path / "a.db", cells)[1])
+    assert "the same kernels in both profiles (3 a step)" in line
+    assert "the difference is in the gaps between kernels (host time)" in line
+    other = {"cutlass_gemm_b": 2, "triton_poi_fused_add_0": 1, "triton_poi_fused_add_1": 1}
+    cells[1] = _profiled(1, 2.0, other, 90e-6, 110e-6)
+    (line,) = tables.spread_lines(_store(tmp_path / "b.db", cells)[1])
+    assert "different kernels in their profiles (3 vs 4 a step" in line
+    assert "only the fastest ran cublas_gemm_a" in line
+    assert "only the slowest ran cutlass_gemm_b, triton_poi_fused_add_1" in line
+    assert "the difference is in the kernels' own time" in line
+    cells[1] = _profiled(1, 2.0, {**same, "cublas_gemm_a": 3}, 60e-6, 80e-6)  # one GEMM more a step
+    (line,) = tables.spread_lines(_store(tmp_path / "d.db", cells)[1])
+    assert "a step ran cublas_gemm_a 2 vs 3)" in line and "only the" not in line
+    cells[1] = _profiled(1, 2.0, same, 40e-6, 55e-6)  # its profiled steps ran faster than the fastest's
+    (line,) = tables.spread_lines(_store(tmp_path / "e.db", cells)[1])
+    assert "the profiles cannot say where the difference lies" in line and "the difference is in" not in line
+    (line,) = tables.spread_lines(_store(tmp_path / "c.db", [_cell("torch-compile", s, p)
+                                                             for p, s in enumerate((1.0, 2.0, 1.5))])[1])
+    assert "no profile of #0 and #1 (run --profile 3 to compare the kernels they ran)" in line

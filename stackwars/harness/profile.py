@@ -19,7 +19,10 @@ Per step:
   between kernels and after the last;
 * kernels per step, the top kernels by time with their share (XLA's numbered instructions
   grouped by name), host<->device copies (bytes and time), the host's top operators by
-  self time, and the framework's named regions (PyTorch's ``Optimizer.step#...``).
+  self time, and the framework's named regions (PyTorch's ``Optimizer.step#...``);
+* the step's kernel mix: every kernel name with its count and time per step (the
+  ``MIX`` longest), and a fingerprint of the whole multiset of names and counts, so two
+  processes' profiles can say whether they ran the same kernels (report/spread.py).
 
 Pure Python: no framework is imported; the report and the tests read the same summary.
 """
@@ -27,6 +30,7 @@ Pure Python: no framework is imported; the report and the tests read the same su
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import re
 import statistics
@@ -35,6 +39,7 @@ from typing import Any, Iterable, Mapping
 
 STEP = re.compile(r"^stackwars\.step(#\d+)?$")
 TOP = 10
+MIX = 200  # kernels kept in a step's mix (by time); the fingerprint covers them all
 US = 1e-6
 HOST_ONLY = {"TorchDynamo Cache Lookup"}
 
@@ -248,7 +253,17 @@ def summarize(events: list[dict[str, Any]], framework: str, device: str, top: in
                for name, t in sorted(region_time.items(), key=lambda kv: (-kv[1], kv[0]))[:top]]
     return {"steps": n, "kernel_kind": parts["kernel_kind"], "median": median, "per_step": per_step,
             "distinct_kernels": len(kernel_time), "top_kernels": top_kernels, "top_host": top_host,
-            "copies": copies, "regions": regions}
+            "copies": copies, "regions": regions, **kernel_mix(kernel_count, kernel_time, n)}
+
+
+def kernel_mix(count: Mapping[str, int], time_s: Mapping[str, float], steps: int) -> dict[str, Any]:
+    """What a step ran: ``kernel_mix`` {name: [count per step, time per step]} for the ``MIX``
+    longest kernels, and ``kernel_mix_sha``, a fingerprint of every name with its count per
+    step (times left out: the same kernels run at another speed are the same mix)."""
+    names = sorted(count)
+    sha = hashlib.sha256("\n".join(f"{k}\t{count[k] / steps:g}" for k in names).encode()).hexdigest()[:16]
+    kept = sorted(names, key=lambda k: (-time_s[k], k))[:MIX]
+    return {"kernel_mix": {k: [count[k] / steps, time_s[k] / steps] for k in kept}, "kernel_mix_sha": sha}
 
 
 def summarize_file(path: str, framework: str, device: str) -> dict[str, Any]:

@@ -11,6 +11,10 @@ The evidence, each where the records hold it:
 * **host against device**: on CUDA, the calls' time on the device's own clock (CUDA events)
   beside the wall clock: the same device time under different wall times is host time
   (launches, Python, the driver);
+* **the kernels**: with ``run --profile N``, each process's profiled steps: the same kernel
+  mix or not (which kernels only one ran, which ran a different number of times), and
+  whether the difference lies in the device's busy time or in the gaps between kernels
+  (host time); without profiles the row says how to get them;
 * **caches**: a cold process beside a warm one;
 * **the machine**: others' share of the process's CPUs, the canary before and after, the
   hypervisor's steal;
@@ -55,6 +59,7 @@ def explain(procs: Sequence[Mapping[str, Any]], threshold: float = SPREAD_THRESH
         where = ("the device ran the same work; the difference is host time (launches, Python, the driver)"
                  if abs(device) < spread / 2 else "the device itself ran slower")
         why.append(f"device time a call {fmt.seconds(da)} vs {fmt.seconds(db)} ({_pct(device)}): {where}")
+    why.append(_kernels(fast, slow))
     if fast.get("cache") and slow.get("cache") and fast["cache"] != slow["cache"]:
         why.append(f"caches: fastest {fast['cache']}, slowest {slow['cache']}")
     machine = []
@@ -74,6 +79,47 @@ def explain(procs: Sequence[Mapping[str, Any]], threshold: float = SPREAD_THRESH
                    "part of it ran slowed")
     return {"spread": float(spread), "fastest": fast.get("repeat"), "slowest": slow.get("repeat"),
             "fastest_s": float(med[id(fast)]), "slowest_s": float(med[id(slow)]), "why": "; ".join(why)}
+
+
+def _kernels(fast: Mapping[str, Any], slow: Mapping[str, Any]) -> str:
+    """What the two processes' profiled steps say: the same kernels or not, and where the
+    step's time differs (device busy against the host's gaps)."""
+    pf, ps = fast.get("profile_wall_s"), slow.get("profile_wall_s")
+    if not pf or not ps:
+        missing = " and ".join(f"#{r.get('repeat')}" for r in (fast, slow) if not r.get("profile_wall_s"))
+        return f"no profile of {missing} (run --profile 3 to compare the kernels they ran)"
+    ma, mb = fast.get("profile_kernel_mix") or {}, slow.get("profile_kernel_mix") or {}
+    if fast.get("profile_kernel_mix_sha") == slow.get("profile_kernel_mix_sha"):
+        mix = f"the same kernels in both profiles ({fast.get('profile_kernels'):g} a step)"
+    else:
+        diff = []
+        # a name missing from a mix cut at its MIX longest kernels may still have run there
+        whole_a, whole_b = (len(m) == r.get("profile_distinct_kernels") for m, r in ((ma, fast), (mb, slow)))
+        only_a = sorted(set(ma) - set(mb)) if whole_b else []
+        only_b = sorted(set(mb) - set(ma)) if whole_a else []
+        if only_a:
+            diff.append("only the fastest ran " + _names(only_a))
+        if only_b:
+            diff.append("only the slowest ran " + _names(only_b))
+        counts = [f"{k} {ma[k][0]:g} vs {mb[k][0]:g}" for k in sorted(set(ma) & set(mb)) if ma[k][0] != mb[k][0]]
+        if counts:
+            diff.append("a step ran " + ", ".join(counts[:3]) + (f" and {len(counts) - 3} more" if len(counts) > 3 else ""))
+        mix = (f"different kernels in their profiles ({fast.get('profile_kernels'):g} vs "
+               f"{slow.get('profile_kernels'):g} a step" + (": " + "; ".join(diff) if diff else "") + ")")
+    ba, bb = fast.get("profile_busy_s") or 0.0, slow.get("profile_busy_s") or 0.0
+    ga, gb = fast.get("profile_gap_s") or 0.0, slow.get("profile_gap_s") or 0.0
+    if pf >= ps:  # the profiled steps (few, under the profiler, after the timed ones) did not repeat the order
+        where = "the fastest's profiled step is not the faster, so the profiles cannot say where the difference lies"
+    else:
+        where = "the difference is " + ("in the gaps between kernels (host time)" if gb - ga > bb - ba
+                                        else "in the kernels' own time")
+    return (f"{mix}; a profiled step {fmt.seconds(pf)} vs {fmt.seconds(ps)}, kernels busy {fmt.seconds(ba)} vs "
+            f"{fmt.seconds(bb)}, gaps {fmt.seconds(ga)} vs {fmt.seconds(gb)}: {where}")
+
+
+def _names(names: Sequence[str], shown: int = 3) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def line(label: str, e: Mapping[str, Any]) -> str:

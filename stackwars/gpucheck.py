@@ -51,8 +51,8 @@ ESTIMATE_S = {
     # the first: not measured on a GPU yet; the 364 s of the 3fbd31d run for 12 such cells, rounded up
     "verdict-model": 30,
 }
-COMMON = ("--warmup", "2", "--min-samples", "5", "--min-time", "0.3", "--timeout", "240",
-          "--processes", "1", "--max-processes", "1")
+TIMING = ("--warmup", "2", "--min-samples", "5", "--min-time", "0.3", "--timeout", "240")
+COMMON = (*TIMING, "--processes", "1", "--max-processes", "1")
 
 
 def kind_of(backend: str, size: str) -> str:
@@ -134,6 +134,15 @@ def _verdict_speed(d: Path) -> list[str]:
     return [sys.executable, "-m", "stackwars", "run", "resnet50", "gpt2", "--preset", "paper", "--device", "cuda",
             "--dtype", "bfloat16", "--phase", "forward", "-b", "torch-compile", "-b", "jax-jit", "--processes", "3",
             "--budget", "300", "--timeout", "240", "--db", str(d / "stackwars.db"), "--json", str(d / "cells.json")]
+
+
+def _spread(d: Path) -> list[str]:
+    """mha paper bf16 forward in 4 processes a backend, each profiled (3 steps after its timed
+    calls): the notes under the tables set the fastest process's kernels against the slowest's."""
+    return [sys.executable, "-m", "stackwars", "run", "mha", "--preset", "paper", "--device", "cuda", "--dtype",
+            "bfloat16", "--phase", "forward", "-b", "torch-compile", "-b", "jax-jit", "--profile", "3",
+            "--processes", "4", "--max-processes", "4", *TIMING, "--db", str(d / "stackwars.db"),
+            "--json", str(d / "cells.json")]
 
 
 ENERGY_ARGS = ("run", "gpt2", "--preset", "paper", "--device", "cuda", "--dtype", "bfloat16", "--phase", "forward",
@@ -289,6 +298,11 @@ STAGES: tuple[Stage, ...] = (
     Stage("verdict-speed", "the resnet50 + gpt2 paper bf16 forward verdict, torch-compile against jax-jit, "
           "3 processes and more looks while undecided (364 s at 3fbd31d; the aim: 120 s, harness 3 s a process)",
           ((12, "verdict-model"),), _verdict_speed, proof=False),
+    Stage("spread", "why a launch-bound cell's processes disagree (mha forward torch-compile: process medians 182-355 "
+          "µs at 3fbd31d): mha paper bf16 forward, torch-compile against jax-jit, 4 processes each profiled, the "
+          "fastest's kernels set against the slowest's beside their device time", _cells(("torch-compile", "jax-jit"),
+                                                                                      "micro", 4),
+          _spread, proof=False),
     Stage("energy", "energy per call of gpt2 paper forward bf16, torch-compile against jax-jit, 3 processes, with "
           "the verdict's energy ratio; each window's power checked against nvidia-smi's power.draw sampled beside it",
           ((6, "verdict-model"),), _energy, proof=False),

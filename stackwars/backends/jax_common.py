@@ -165,7 +165,8 @@ def configure_jax(settings: Mapping[str, Any]) -> dict[str, Any]:
         "xla_gpu_flags": xla_flags_in_effect(os.environ.get("XLA_FLAGS", "")),
         "xla_python_client_preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
         "xla_python_client_mem_fraction": os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION"),
-        "jax_platforms": os.environ.get("JAX_PLATFORMS"),
+        # what the process's environment says (the key above is what JAX itself read at import)
+        "jax_platforms_env": os.environ.get("JAX_PLATFORMS"),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
     }
 

@@ -171,8 +171,16 @@ def test_comparing_a_slice_at_a_time_gives_the_whole_tensors_answer(monkeypatch)
     sliced = parmod.compare(out, ref, 1e-4)
     assert sliced.per_output == whole.per_output and sliced.excluded == whole.excluded
     assert 0 < whole.excluded["update.w"] < 0.01 and whole.ok
-    out["update.w"][39, 5] = np.nan  # in the last slice
-    assert parmod.compare(out, ref, 1e-4).per_output["update.w"] == float("inf")
+    monkeypatch.setattr(parmod, "_workers", lambda: 4)  # the slices in threads, whatever the machine
+    threaded = parmod.compare(out, ref, 1e-4)
+    assert threaded.per_output == whole.per_output and threaded.excluded == whole.excluded
+    for where, bad in (((39, 5), np.nan), ((20, 1), np.nan), ((11, 2), np.inf)):  # the last slice, a middle
+        broken = {**out, "update.w": out["update.w"].copy()}  # one, an element left out as noise
+        broken["update.w"][where] = bad
+        for workers in (1, 4):
+            monkeypatch.setattr(parmod, "_workers", lambda: workers)
+            p = parmod.compare(broken, ref, 1e-4)
+            assert p.per_output["update.w"] == float("inf") and "NaN or infinity" in p.failure, (where, workers)
 
 
 def test_nan_or_infinity_anywhere_is_a_failure_never_inf_within_inf():

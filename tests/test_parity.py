@@ -207,3 +207,25 @@ def test_nan_or_infinity_anywhere_is_a_failure_never_inf_within_inf():
     # a stored row is judged by the same rule
     assert parity_ok(float("inf"), float("inf")) is False and parity_ok(float("nan"), 1.0) is False
     assert parity_ok(1e-5, 2e-4) is True and parity_ok(None, 2e-4) is None
+
+
+def test_outputs_reach_the_host_exactly_and_no_wider_than_needed():
+    """Both frameworks' host copies for the parity check: bfloat16, float16 and float32 as
+    float32 (exact: the comparison subtracts in float64), float64 and integers as float64."""
+    import jax.numpy as jnp
+    import torch
+
+    from stackwars.backends import jax_common, torch_common
+
+    values = np.array([1 / 3, 1e-3, -2.5e4, 7.0])
+    for name in ("bfloat16", "float16", "float32", "float64"):
+        t = torch.tensor(values, dtype=getattr(torch, name))
+        got = torch_common.to_numpy(t)
+        assert got.dtype == (np.float64 if name == "float64" else np.float32), name
+        assert np.array_equal(got.astype(np.float64), t.double().numpy()), name  # not a bit moved
+        j = jnp.asarray(values, dtype=getattr(jnp, name)) if name != "float64" else np.asarray(values)
+        got = jax_common.to_numpy(j)
+        assert got.dtype == (np.float64 if name == "float64" else np.float32), name
+        assert np.array_equal(got.astype(np.float64), np.asarray(j).astype(np.float64)), name
+    assert torch_common.to_numpy(torch.tensor([3])).dtype == np.float64
+    assert jax_common.to_numpy(jnp.asarray([3])).dtype == np.float64

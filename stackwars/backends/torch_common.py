@@ -36,7 +36,11 @@ def to_tensor(x: np.ndarray, dtype: str, device) -> torch.Tensor:
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
-    return t.detach().to(device="cpu", dtype=torch.float64).numpy()
+    """A tensor on the host: float32 where that holds it exactly (bfloat16, float16, float32;
+    the parity check subtracts in float64), float64 otherwise: half the bytes of a float64
+    copy of a model's logits."""
+    exact = t.dtype in (torch.bfloat16, torch.float16, torch.float32)
+    return t.detach().to(device="cpu", dtype=torch.float32 if exact else torch.float64).numpy()
 
 
 def make_optimizer(spec: Any, parameters, impl: str = "default") -> torch.optim.Optimizer:

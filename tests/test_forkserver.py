@@ -223,3 +223,35 @@ def test_settings_read_at_import_take_effect_per_cell(tmp_path):
     # other values at import, other servers
     assert (torch_all.settings["process"]["origin"]["server_pid"]
             != torch_cell.settings["process"]["origin"]["server_pid"])
+
+
+def test_a_process_age_agrees_with_the_clock_its_parent_read_before_the_fork():
+    """The timeline's start-up is the process's age when its cell begins. psutil's create_time()
+    rests on the boot time in whole seconds, so every age was off by the same fraction of a
+    second (a child 0.67 s old as it was forked, on one VM). The age now agrees with the
+    monotonic clock read by the parent just before the fork, to a clock tick and the fork."""
+    import json
+    import os
+    import time
+
+    from stackwars.harness.measure import since_process_start
+
+    read, write = os.pipe()
+    before = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the child: its age at once and after a sleep, beside the monotonic clock
+        try:
+            ages = []
+            for pause in (0.0, 0.3):
+                time.sleep(pause)
+                ages.append((since_process_start(), time.monotonic() - before))
+            os.write(write, json.dumps(ages).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        ages = json.loads(f.read())
+    os.waitpid(pid, 0)
+    for age, elapsed in ages:
+        assert abs(age - elapsed) < 0.06, ages
+    assert ages[1][0] - ages[0][0] >= 0.29

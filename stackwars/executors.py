@@ -135,7 +135,14 @@ class Serial(Executor):
     name = "serial"
 
     def run(self, specs, measure, on_start=None):
+        specs = list(specs)
+        ahead = getattr(measure, "start_servers", None)
+        generations: set[int] = set()
         for spec in specs:
+            if ahead is not None and spec.repeat not in generations:
+                # between cells, before a process number's first: its fork servers started together
+                generations.add(spec.repeat)
+                ahead([s for s in specs if s.repeat == spec.repeat], here)
             if on_start:
                 on_start(spec)
             yield measure(spec, here(spec))

@@ -347,6 +347,11 @@ class Measurement:
             "host": ((self.settings or {}).get("placement") or {}).get("host"),
             "placed_on": ((self.settings or {}).get("placement") or {}).get("device"),
             "lost": ((self.settings or {}).get("lost") or {}).get("executor"),
+            # a fork server's start: what this task waited for, or the batch it was started in ahead
+            # of its first cell (harness/forkserver.py; that time is in no worker's wall)
+            "server_start_s": _origin(self.settings).get("server_start_s"),
+            "server_ahead_batch": (_origin(self.settings).get("server_started_ahead") or {}).get("batch"),
+            "server_ahead_s": (_origin(self.settings).get("server_started_ahead") or {}).get("seconds"),
             "graph_replayed": bool(((self.settings or {}).get("graph_replay") or {}).get("replayed")),
             # the same calls on the device's own clock (CUDA events), after the steady state
             # the compiled program's fingerprint (jax-jit: optimized HLO; torch-compile: Inductor's code)
@@ -361,6 +366,10 @@ class Measurement:
         }
         row.update(roofline(self.flops, self.bytes_moved, median, self.peak))
         return row
+
+
+def _origin(settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    return ((settings or {}).get("process") or {}).get("origin") or {}
 
 
 def _profile_row(summary: Mapping[str, Any] | None) -> dict[str, Any]:

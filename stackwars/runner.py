@@ -388,14 +388,7 @@ def _measure_one(spec, config, probe, peak, inline, reference_dir, run_id, place
             "kwargs": {"spec": spec.to_dict(), "config": config.to_dict(), "peak": dict(peak or {}),
                        "cache": {"source": source, "dir": cache_dir},
                        "reference_dir": reference_dir, "profile_to": profile_folder(config, run_id)},
-            "process": {"threads": config.threads, "device": spec.device, "cache_dir": cache_dir,
-                        "env": {**bspec.process_env(dict(spec.options), spec.device),
-                                **wl.process_env(wl.config(spec.preset, dict(spec.overrides)), spec.device),
-                                **(dict(placement.env) if placement else {})},
-                        "cpus": list(placement.cpus) if placement and placement.cpus else None,
-                        # forked from a server that preloaded the framework; each process number of
-                        # a cell from a server of its own (harness/forkserver.py)
-                        "preload": list(bspec.preload), "generation": spec.repeat},
+            "process": process_request(spec, config, placement, cache_dir),
         }
         outcome = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
     finally:
@@ -405,6 +398,42 @@ def _measure_one(spec, config, probe, peak, inline, reference_dir, run_id, place
     if own_reference is None:
         return m
     return replace(m, settings={**(m.settings or {}), "reference_worker": own_reference})
+
+
+def process_request(spec: CellSpec, config: MeasureConfig, placement: Placement | None,
+                    cache_dir: str | None) -> dict[str, Any]:
+    """How a cell's worker process is made (isolation.run_task): its threads, device, caches,
+    environment and cores, and the fork server it comes from: one that preloaded the
+    framework, a server of its own for each process number of a cell (harness/forkserver.py)."""
+    bspec, wl = registry.backend(spec.backend), registry.workload(spec.workload)
+    return {"threads": config.threads, "device": spec.device, "cache_dir": cache_dir,
+            "env": {**bspec.process_env(dict(spec.options), spec.device),
+                    **wl.process_env(wl.config(spec.preset, dict(spec.overrides)), spec.device),
+                    **(dict(placement.env) if placement else {})},
+            "cpus": list(placement.cpus) if placement and placement.cpus else None,
+            "preload": list(bspec.preload), "generation": spec.repeat}
+
+
+def start_servers_ahead(specs: Sequence[CellSpec], config: MeasureConfig, probe: Mapping[str, Any],
+                        placement: Callable[[CellSpec], Placement]) -> dict[str, Any] | None:
+    """Start together the fork servers ``specs`` will be forked from (forkserver.start_ahead),
+    leaving out cells that will not start a worker (unsupported here). Between cells only."""
+    from stackwars.harness import forkserver, settings
+
+    if not forkserver.enabled():
+        return None
+    requests = []
+    for spec in specs:
+        bspec = registry.backend(spec.backend)
+        if not bspec.preload or not bspec.availability(probe, spec.device, dict(spec.options))[0]:
+            continue
+        wl = registry.workload(spec.workload)
+        if wl.unsupported(wl.config(spec.preset, dict(spec.overrides)), bspec.framework, bspec.name, spec.phase):
+            continue
+        proc = process_request(spec, config, placement(spec), None)
+        env, _ = settings.environment(proc["threads"], proc["device"], None, proc["env"], proc["cpus"])
+        requests.append((proc["preload"], env, proc["generation"]))
+    return forkserver.start_ahead(requests)
 
 
 def cell_cache(spec: CellSpec, config: MeasureConfig, cache_root: str | None) -> tuple[str, str, bool]:
@@ -483,6 +512,12 @@ class CellMeasure:
     plugins: str | None = None
     machine: Mapping[str, Any] | None = None  # the run's machine (its fingerprint's CPU and GPUs)
     caches: str | None = None  # the run's compile caches, a folder per cell (runner.cell_cache)
+
+    def start_servers(self, specs: Sequence[CellSpec], placement: Callable[[CellSpec], Placement]) -> None:
+        """For an executor that runs cells one at a time here: start the fork servers of
+        ``specs`` together, before the first of them (``start_servers_ahead``)."""
+        if not self.inline:
+            start_servers_ahead(specs, self.config, self.probe, placement)
 
     def __call__(self, spec: CellSpec, placement: Placement) -> Measurement:
         if self.plugins and not os.environ.get("STACKWARS_PLUGINS"):

@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from typing import Any, Sequence
 
 ENABLE_ENV = "STACKWARS_FORKSERVER"  # "0": spawn every task (as before servers existed)
 # variables the frameworks read after import, when they first compile or touch a device: a
@@ -233,6 +233,7 @@ class Server:
         from stackwars.harness import tmp
 
         self.folder = tmp.mkdtemp("forkserver")  # its own: the log, removed when it closes
+        self.ahead: dict[str, Any] | None = None  # the batch start_ahead started it in, until its first child
         self.preload, self.log_path = preload, os.path.join(self.folder, "server.log")
         self.info: dict[str, Any] | None = None
         self.error: str | None = None
@@ -366,6 +367,67 @@ def server_key(preload: tuple[str, ...], env: dict[str, str], generation: int) -
     return (preload, tuple(sorted((k, v) for k, v in env.items() if k not in LATE_ENV)), generation)
 
 
+def _server_env(env: dict[str, str], generation: int) -> dict[str, str]:
+    out = {k: v for k, v in env.items() if k not in LATE_ENV}
+    out["STACKWARS_FORKSERVER_GENERATION"] = str(generation)
+    return out
+
+
+def _make_room(keep: set, room: int) -> None:
+    """Close the oldest servers outside ``keep`` until ``room`` more fit under MAX_SERVERS."""
+    for key in [k for k in _servers if k not in keep]:
+        if len(_servers) + room <= MAX_SERVERS:
+            break
+        _servers.pop(key).close()
+
+
+_BATCHES = [0]
+
+
+def start_ahead(requests: Sequence[tuple[Sequence[str], dict[str, str], int]]) -> dict[str, Any] | None:
+    """Start together, before their first task, the servers that ``requests`` (preload, env,
+    generation: what ``fork`` will be asked) need and that are not running: their imports
+    overlap, where started one by one each task waited for its own. Only between tasks (no
+    cell is being timed: the imports take CPUs). At most MAX_SERVERS; the rest start when
+    their task comes, as before. Each such server's first child records the batch
+    (``server_started_ahead``: its id, how many servers, their seconds together), so the
+    run's account of the harness's time keeps what no worker's wall time holds.
+    Returns that batch, or None where nothing was started."""
+    import atexit
+
+    with _LOCK:
+        wanted: dict[tuple, tuple[tuple[str, ...], dict[str, str], int]] = {}
+        for preload, env, generation in requests:
+            key = server_key(tuple(preload), env, generation)
+            running = _servers.get(key)
+            if key in _failed or key in wanted or (running is not None and running.alive):
+                continue
+            if running is not None:  # a server that died: replaced
+                _servers.pop(key).close()
+            wanted[key] = (tuple(preload), env, generation)
+        wanted = dict(list(wanted.items())[:MAX_SERVERS])
+        if not wanted:
+            return None
+        _make_room(set(wanted), len(wanted))
+        if not _servers:
+            atexit.register(close_all)
+        _BATCHES[0] += 1
+        t0 = time.perf_counter()
+        servers = {key: Server(preload, _server_env(env, generation)) for key, (preload, env, generation)
+                   in wanted.items()}
+        ready = {key: server.ready() for key, server in servers.items()}
+        batch = {"batch": f"{os.getpid()}-{_BATCHES[0]}", "servers": len(servers),
+                 "seconds": time.perf_counter() - t0}
+        for key, server in servers.items():
+            if ready[key]:
+                server.ahead = batch
+                _servers[key] = server
+            else:
+                _failed[key] = f"the fork server could not start ({server.error})"
+        batch["failed"] = sum(1 for ok in ready.values() if not ok)
+        return batch
+
+
 def fork(argv: list[str], env: dict[str, str], log: str, preload: tuple[str, ...], generation: int = 0
          ) -> tuple[Child | None, dict[str, Any]]:
     """A forked worker from the server for (``preload``, ``env``, ``generation``), started if
@@ -386,10 +448,8 @@ def fork(argv: list[str], env: dict[str, str], log: str, preload: tuple[str, ...
                 _servers.pop(next(iter(_servers))).close()
             if not _servers:
                 atexit.register(close_all)
-            server_env = {k: v for k, v in env.items() if k not in LATE_ENV}
-            server_env["STACKWARS_FORKSERVER_GENERATION"] = str(generation)
             t0 = time.perf_counter()
-            server = Server(tuple(preload), server_env)
+            server = Server(tuple(preload), _server_env(env, generation))
             ready = server.ready()
             # this task waited for the server: its wall time holds the server's start
             note = {"started_the_server": True, "server_start_s": time.perf_counter() - t0}
@@ -399,6 +459,8 @@ def fork(argv: list[str], env: dict[str, str], log: str, preload: tuple[str, ...
             _servers[key] = server
         else:
             _servers[key] = _servers.pop(key)  # most recently used last
+            if server.ahead is not None:  # its first child carries the batch it was started in
+                note["server_started_ahead"], server.ahead = server.ahead, None
     child = server.fork(argv, env, log, note)
     if child is None:
         return None, {"spawned_because": "the fork server did not answer"}

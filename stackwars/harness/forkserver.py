@@ -175,7 +175,11 @@ def serve(preload: list[str]) -> int:
             continue
         chunk = os.read(stdin.fileno(), 1 << 16)
         if not chunk:  # the client is gone: so are we; orphaned children end themselves
-            return 0
+            # at once: nothing here needs tearing down (no device, nothing compiled), and an
+            # interpreter that loaded PyTorch took a second to finalise, on the run's clock
+            proto.flush()
+            sys.stderr.flush()
+            os._exit(0)
         buf += chunk
         while b"\n" in buf:
             line, buf = buf.split(b"\n", 1)
@@ -330,6 +334,12 @@ class Server:
         return -signal.SIGKILL
 
     def close(self) -> None:
+        self.shutdown()
+        self.join()
+
+    def shutdown(self) -> None:
+        """Tell the server to go (its stdin closed) without waiting: an interpreter that loaded
+        PyTorch takes about a second to leave."""
         import shutil
 
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -337,6 +347,9 @@ class Server:
             self.proc.stdin.close()
         except OSError:
             pass
+
+    def join(self) -> None:
+        """Wait for a server told to go; one that does not leave within 5 s is killed."""
         try:
             self.proc.wait(timeout=5)
         except Exception:  # noqa: BLE001 - a server that does not leave is killed
@@ -373,12 +386,16 @@ def _server_env(env: dict[str, str], generation: int) -> dict[str, str]:
     return out
 
 
-def _make_room(keep: set, room: int) -> None:
-    """Close the oldest servers outside ``keep`` until ``room`` more fit under MAX_SERVERS."""
+def _make_room(keep: set, room: int) -> list[Server]:
+    """Tell the oldest servers outside ``keep`` to go until ``room`` more fit under
+    MAX_SERVERS; the caller joins them."""
+    going = []
     for key in [k for k in _servers if k not in keep]:
         if len(_servers) + room <= MAX_SERVERS:
             break
-        _servers.pop(key).close()
+        going.append(_servers.pop(key))
+        going[-1].shutdown()
+    return going
 
 
 _BATCHES = [0]
@@ -408,14 +425,18 @@ def start_ahead(requests: Sequence[tuple[Sequence[str], dict[str, str], int]]) -
         wanted = dict(list(wanted.items())[:MAX_SERVERS])
         if not wanted:
             return None
-        _make_room(set(wanted), len(wanted))
         if not _servers:
             atexit.register(close_all)
         _BATCHES[0] += 1
         t0 = time.perf_counter()
+        # the servers that make room leave while the new ones import; both are done before the
+        # next cell starts, and their time is the batch's
+        going = _make_room(set(wanted), len(wanted))
         servers = {key: Server(preload, _server_env(env, generation)) for key, (preload, env, generation)
                    in wanted.items()}
         ready = {key: server.ready() for key, server in servers.items()}
+        for server in going:
+            server.join()
         batch = {"batch": f"{os.getpid()}-{_BATCHES[0]}", "servers": len(servers),
                  "seconds": time.perf_counter() - t0}
         for key, server in servers.items():
@@ -468,9 +489,14 @@ def fork(argv: list[str], env: dict[str, str], log: str, preload: tuple[str, ...
 
 
 def close_all() -> None:
+    """Every server told to go at once, then waited for (each takes about a second to leave)."""
     with _LOCK:
-        while _servers:
-            _servers.popitem()[1].close()
+        going = list(_servers.values())
+        _servers.clear()
+        for server in going:
+            server.shutdown()
+        for server in going:
+            server.join()
         _failed.clear()
 
 

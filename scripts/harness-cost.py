@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Where a run's cell-processes spent their time: per backend, the median of each timeline
 stage, the worker's wall time and the harness's overhead (wall minus the measured windows and
-the reference; first call excluded), from one or more results databases.
+the reference; first call excluded), from one or more results databases; and the fork
+servers started ahead of their cells (between cells: in no worker's wall time).
 
     python scripts/harness-cost.py LABEL=PATH.db [LABEL=PATH.db ...] [--json OUT.json]
 
@@ -23,6 +24,7 @@ STAGES = ("startup_s", "canary_s", "import_s", "device_init_s", "prepare_s", "fi
 
 def summarise(path: str) -> dict:
     per: dict[str, list] = defaultdict(list)
+    ahead: dict[str, float] = {}  # fork-server batches started between cells: in no worker's wall time
     with Store(path) as store:
         runs = [store.run(r) for r in store.run_ids()]
         for _, m in store.cells():
@@ -32,9 +34,12 @@ def summarise(path: str) -> dict:
             t["wall_s"], t["overhead_s"] = m.wall_s, m.overhead_s
             t["forked"] = ((m.settings or {}).get("process") or {}).get("origin", {}).get("how", "spawned")
             t["cache"] = ((m.settings or {}).get("cache") or {}).get("mode")
+            batch = ((m.settings or {}).get("process") or {}).get("origin", {}).get("server_started_ahead")
+            if batch:
+                ahead[batch["batch"]] = batch["seconds"]
             per[m.spec.backend].append(t)
         sessions = [(s["started_at"], s.get("ended_at")) for r in runs for s in getattr(r, "sessions", [])]
-    out = {"backends": {}, "all": {}}
+    out = {"backends": {}, "all": {}, "servers_ahead_s": sum(ahead.values()), "server_batches": len(ahead)}
     every = [t for ts in per.values() for t in ts]
     for name, ts in [*per.items(), ("all", every)]:
         med = {k: statistics.median([t.get(k) or 0.0 for t in ts]) for k in (*STAGES, "wall_s", "overhead_s")}
@@ -62,7 +67,9 @@ def main(argv: list[str]) -> int:
             print(f"{label + ' ' + name:28}" + "".join(f"{med[c]:12.3f}" for c in cols) + f"{med['n']:4d}")
         a = s["all"]
         print(f"{label}: {a['n']} cell-processes, wall {a['wall_sum_s']:.1f} s in workers, "
-              f"overhead {a['overhead_sum_s']:.1f} s (median {a['overhead_s']:.2f} s a process)")
+              f"overhead {a['overhead_sum_s']:.1f} s (median {a['overhead_s']:.2f} s a process)"
+              + (f"; fork servers started ahead of their cells {s['servers_ahead_s']:.1f} s in "
+                 f"{s['server_batches']} batches" if s["server_batches"] else ""))
     if out_path:
         with open(out_path, "w") as f:
             json.dump(result, f, indent=1, sort_keys=True)

@@ -1,6 +1,7 @@
 """Fresh cell-processes without paying for the imports each time: a preloading fork server.
 
-A cell-process on a GPU spent 1.3-1.7 s starting the interpreter and 3-5 s importing PyTorch
+A cell-process on a GPU spent 1.3-1.7 s starting the interpreter (as psutil read it, which
+holds up to a second of boot-time rounding: measure.since_process_start) and 3-5 s importing PyTorch
 (0.7-1.2 s JAX) before it did anything of its own; on the 2-core CPU, starting and importing
 were a third of a small cell's wall time. What is the same in every process is paid once
 per server instead (multiprocessing's forkserver, pyperf's workers):

@@ -138,11 +138,12 @@ class Serial(Executor):
         specs = list(specs)
         ahead = getattr(measure, "start_servers", None)
         generations: set[int] = set()
-        for spec in specs:
+        for i, spec in enumerate(specs):
             if ahead is not None and spec.repeat not in generations:
-                # between cells, before a process number's first: its fork servers started together
+                # between cells, before a process number's first: its fork servers started together,
+                # with the next numbers' where they fit (forkserver.start_ahead)
                 generations.add(spec.repeat)
-                ahead([s for s in specs if s.repeat == spec.repeat], here)
+                ahead(sorted(specs[i:], key=lambda s: s.repeat != spec.repeat), here)
             if on_start:
                 on_start(spec)
             yield measure(spec, here(spec))

@@ -257,27 +257,32 @@ def test_a_process_age_agrees_with_the_clock_its_parent_read_before_the_fork():
     assert ages[1][0] - ages[0][0] >= 0.29
 
 
-def test_the_servers_of_a_process_number_start_together_before_its_first_cell(tmp_path):
+def test_the_servers_of_a_process_number_start_together_before_its_first_cell(tmp_path, monkeypatch):
     """Each cell-process used to wait for its server's imports alone (1.9-2.6 s for PyTorch on
-    the 2-core VM, twelve times in the main job); a process number's servers now start together
-    between cells, and the run's account of time says what that took, since no worker's wall
-    time holds it."""
+    the 2-core VM, twelve times in the main job); servers now start together, between cells,
+    before the first cell of their process number (with the next numbers' where they fit), and
+    the run's account of time says what that took, since no worker's wall time holds it."""
     from stackwars import executors
 
-    forkserver.close_all()  # servers of earlier tests in this worker would be reused, not started
     specs = runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["torch-eager", "jax-jit"], repeats=2)
-    cells, flat = _run(tmp_path, specs, name="ahead.db")
-    origins = {k: m.settings["process"]["origin"] for k, m in cells.items()}
-    assert all(m.status == "ok" for m in cells.values())
-    assert not any(o["started_the_server"] for o in origins.values())  # no cell waited for a server
-    batches = {k: o["server_started_ahead"] for k, o in origins.items() if o.get("server_started_ahead")}
-    assert len(batches) == 4  # one record for each server: two backends, two process numbers
-    by_batch: dict = {}
-    for key, b in batches.items():
-        by_batch.setdefault(b["batch"], set()).add(cells[key].spec.repeat)
-        assert b["servers"] == 2 and b["failed"] == 0 and b["seconds"] > 0
-    assert sorted(by_batch.values(), key=min) == [{0}, {1}]  # a batch a process number
-    line = tables.overhead_summary(flat)
-    assert "fork servers started ahead of their cells" in line and "(4 servers in 2 batches)" in line, line
+    for cap, batches_expected in ((forkserver.MAX_SERVERS, [{0, 1}]), (2, [{0}, {1}])):
+        monkeypatch.setattr(forkserver, "MAX_SERVERS", cap)
+        forkserver.close_all()  # servers of earlier runs in this worker would be reused, not started
+        cells, flat = _run(tmp_path, specs, name=f"ahead-{cap}.db")
+        origins = {k: m.settings["process"]["origin"] for k, m in cells.items()}
+        assert all(m.status == "ok" for m in cells.values())
+        assert not any(o["started_the_server"] for o in origins.values())  # no cell waited for a server
+        batches = {k: o["server_started_ahead"] for k, o in origins.items() if o.get("server_started_ahead")}
+        assert len(batches) == 4  # one record for each server: two backends, two process numbers
+        by_batch: dict = {}
+        for key, b in batches.items():
+            by_batch.setdefault(b["batch"], set()).add(cells[key].spec.repeat)
+            assert b["servers"] == 4 // len(batches_expected) and b["failed"] == 0 and b["seconds"] > 0
+        # every server up at once where they fit; else a batch a process number, never more than the cap
+        assert sorted(by_batch.values(), key=min) == batches_expected, (cap, by_batch)
+        line = tables.overhead_summary(flat)
+        assert f"(4 servers in {len(batches_expected)} batches)" in line, line
+        assert "fork servers started ahead of their cells" in line
     # servers that run already are not started again
-    assert runner.start_servers_ahead(specs, QUICK, runner.probe_machine(), executors.here) is None
+    monkeypatch.setattr(forkserver, "MAX_SERVERS", 6)
+    assert runner.start_servers_ahead(specs[-2:], QUICK, runner.probe_machine(), executors.here) is None

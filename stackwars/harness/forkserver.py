@@ -404,26 +404,25 @@ _BATCHES = [0]
 
 def start_ahead(requests: Sequence[tuple[Sequence[str], dict[str, str], int]]) -> dict[str, Any] | None:
     """Start together, before their first task, the servers that ``requests`` (preload, env,
-    generation: what ``fork`` will be asked) need and that are not running: their imports
-    overlap, where started one by one each task waited for its own. Only between tasks (no
-    cell is being timed: the imports take CPUs). At most MAX_SERVERS; the rest start when
-    their task comes, as before. Each such server's first child records the batch
-    (``server_started_ahead``: its id, how many servers, their seconds together), so the
-    run's account of the harness's time keeps what no worker's wall time holds.
-    Returns that batch, or None where nothing was started."""
+    generation: what ``fork`` will be asked, in the order it will be) need and that are not
+    running: their imports overlap, where started one by one each task waited for its own.
+    Only between tasks (no cell is being timed: the imports take CPUs). Up to MAX_SERVERS
+    running at once, the earliest requests first: servers no request names make room, those
+    a request names are kept; the rest start when their task comes, as before. Each server
+    started here records the batch on its first child (``server_started_ahead``: its id, how
+    many servers, their seconds together), so the run's account of the harness's time keeps
+    what no worker's wall time holds. Returns that batch, or None where nothing was started."""
     import atexit
 
     with _LOCK:
-        wanted: dict[tuple, tuple[tuple[str, ...], dict[str, str], int]] = {}
+        named: dict[tuple, tuple[tuple[str, ...], dict[str, str], int]] = {}
         for preload, env, generation in requests:
-            key = server_key(tuple(preload), env, generation)
-            running = _servers.get(key)
-            if key in _failed or key in wanted or (running is not None and running.alive):
-                continue
-            if running is not None:  # a server that died: replaced
-                _servers.pop(key).close()
-            wanted[key] = (tuple(preload), env, generation)
-        wanted = dict(list(wanted.items())[:MAX_SERVERS])
+            named.setdefault(server_key(tuple(preload), env, generation), (tuple(preload), env, generation))
+        for key in [k for k in named if k in _servers and not _servers[k].alive]:
+            _servers.pop(key).close()  # a server that died: replaced
+        kept = sum(1 for k in named if k in _servers)
+        wanted = {k: v for k, v in named.items() if k not in _servers and k not in _failed}
+        wanted = dict(list(wanted.items())[:max(0, MAX_SERVERS - kept)])
         if not wanted:
             return None
         if not _servers:
@@ -432,7 +431,7 @@ def start_ahead(requests: Sequence[tuple[Sequence[str], dict[str, str], int]]) -
         t0 = time.perf_counter()
         # the servers that make room leave while the new ones import; both are done before the
         # next cell starts, and their time is the batch's
-        going = _make_room(set(wanted), len(wanted))
+        going = _make_room(set(named), len(wanted))
         servers = {key: Server(preload, _server_env(env, generation)) for key, (preload, env, generation)
                    in wanted.items()}
         ready = {key: server.ready() for key, server in servers.items()}

@@ -424,13 +424,16 @@ def start_servers_ahead(specs: Sequence[CellSpec], config: MeasureConfig, probe:
         return None
     requests = []
     for spec in specs:
-        bspec = registry.backend(spec.backend)
-        if not bspec.preload or not bspec.availability(probe, spec.device, dict(spec.options))[0]:
+        try:
+            bspec = registry.backend(spec.backend)
+            if not bspec.preload or not bspec.availability(probe, spec.device, dict(spec.options))[0]:
+                continue
+            wl = registry.workload(spec.workload)
+            if wl.unsupported(wl.config(spec.preset, dict(spec.overrides)), bspec.framework, bspec.name, spec.phase):
+                continue
+            proc = process_request(spec, config, placement(spec), None)
+        except Exception:  # noqa: BLE001 - the cell itself records what is wrong with it; its server waits
             continue
-        wl = registry.workload(spec.workload)
-        if wl.unsupported(wl.config(spec.preset, dict(spec.overrides)), bspec.framework, bspec.name, spec.phase):
-            continue
-        proc = process_request(spec, config, placement(spec), None)
         env, _ = settings.environment(proc["threads"], proc["device"], None, proc["env"], proc["cpus"])
         requests.append((proc["preload"], env, proc["generation"]))
     return forkserver.start_ahead(requests)

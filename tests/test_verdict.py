@@ -626,6 +626,11 @@ def test_the_fastest_and_slowest_processes_profiles_say_whether_they_ran_the_sam
     cells[1] = _profiled(1, 2.0, same, 40e-6, 55e-6)  # its profiled steps ran faster than the fastest's
     (line,) = tables.spread_lines(_store(tmp_path / "e.db", cells)[1])
     assert "the profiles cannot say where the difference lies" in line and "the difference is in" not in line
+    old = _profiled(1, 2.0, same, 41e-6, 130e-6)  # stored before profiles kept their kernel mix
+    old.settings["profile"]["summary"] = {"median": old.settings["profile"]["summary"]["median"]}
+    cells[1] = old
+    (line,) = tables.spread_lines(_store(tmp_path / "f.db", cells)[1])
+    assert "hold no kernel mix to compare" in line and "the same kernels" not in line
     (line,) = tables.spread_lines(_store(tmp_path / "c.db", [_cell("torch-compile", s, p)
                                                              for p, s in enumerate((1.0, 2.0, 1.5))])[1])
     assert "no profile of #0 and #1 (run --profile 3 to compare the kernels they ran)" in line

@@ -89,7 +89,10 @@ def _kernels(fast: Mapping[str, Any], slow: Mapping[str, Any]) -> str:
         missing = " and ".join(f"#{r.get('repeat')}" for r in (fast, slow) if not r.get("profile_wall_s"))
         return f"no profile of {missing} (run --profile 3 to compare the kernels they ran)"
     ma, mb = fast.get("profile_kernel_mix") or {}, slow.get("profile_kernel_mix") or {}
-    if fast.get("profile_kernel_mix_sha") == slow.get("profile_kernel_mix_sha"):
+    sa, sb = fast.get("profile_kernel_mix_sha"), slow.get("profile_kernel_mix_sha")
+    if not sa or not sb:  # a profile stored before profiles kept their kernel mix
+        mix = "their profiles hold no kernel mix to compare (recorded before it was kept)"
+    elif sa == sb:
         mix = f"the same kernels in both profiles ({fast.get('profile_kernels'):g} a step)"
     else:
         diff = []

@@ -123,29 +123,32 @@ def test_servers_differ_by_what_their_children_read_at_import():
     assert key(base) != key(flags) and key(base) != key(one) and key(base) != key(base, 1)
 
 
+GENERATION = 917  # the fault tasks' own fork server: no run of these tests uses this process number
+
+
 def _task(mode):
     from stackwars.records import CellSpec
 
     return {"target": "stackwars.harness.measure:measure_cell",
             "kwargs": {"spec": CellSpec("fault", mode, "forward", "torch-eager").to_dict(),
                        "config": QUICK.to_dict()},
-            "process": {"device": "cpu", "preload": ["stackwars.harness.measure"], "generation": 917}}
+            "process": {"device": "cpu", "preload": ["stackwars.harness.measure"], "generation": GENERATION}}
 
 
 def _kill(target: str, found: list) -> None:
-    """Kill the first forked child seen (``child``) or its server (``server``), among this
-    process's own (never another test's, which may run beside this one under pytest -n)."""
+    """Kill the task's forked child (``child``) or its server (``server``): the server of
+    ``_task``'s generation, found in this process's own table, never another server (idle
+    servers started ahead by earlier runs in this worker) nor another test's."""
     deadline = time.time() + 60
     while time.time() < deadline:
-        for p in psutil.Process().children(recursive=True):
+        servers = [s for key, s in list(forkserver._servers.items()) if key[2] == GENERATION]
+        for server in servers:
             try:
-                if "stackwars.harness.forkserver" not in " ".join(p.cmdline()):
-                    continue
-                kids = p.children()
+                kids = psutil.Process(server.proc.pid).children()
             except psutil.NoSuchProcess:
                 continue
             if kids:
-                victim = kids[0] if target == "child" else p
+                victim = kids[0] if target == "child" else psutil.Process(server.proc.pid)
                 found.append(victim.pid)
                 victim.kill()
                 return

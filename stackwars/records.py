@@ -308,6 +308,7 @@ class Measurement:
             # other processes (or the hypervisor) took this much of the cell's CPUs while it ran
             "contention": (self.settings or {}).get("contention", {}).get("fraction"),
             "contended": (self.settings or {}).get("contention", {}).get("contended"),
+            "contention_window_s": (self.settings or {}).get("contention", {}).get("window_s"),
             # the machine's canary before and after the cell (stackwars/canary.py); judged per run by canary.judge
             "canary_before_s": (((self.settings or {}).get("canary") or {}).get("before") or {}).get("s"),
             "canary_after_s": (((self.settings or {}).get("canary") or {}).get("after") or {}).get("s"),

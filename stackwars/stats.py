@@ -295,6 +295,7 @@ def compare(base: "Processes | Sequence[float]", other: "Processes | Sequence[fl
 
 MIN_PROCESSES = 3  # fresh processes per side before a comparison may name a winner
 CONTENTION_THRESHOLD = 0.05  # others' CPU time above this share of a process's CPUs makes it busy (contention.py)
+CONTENTION_MIN_WINDOW_S = 0.25  # a timed window shorter than this is never judged busy (the kernel's 10 ms ticks)
 TIE_THRESHOLD = 0.05  # a ratio whose whole CI lies within 1/(1+t) .. 1+t is a tie
 NOISY_BOUND = 0.20  # a CI that holds 1 but reaches past 1/(1+b) or 1+b cannot decide
 

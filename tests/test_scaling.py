@@ -237,3 +237,22 @@ def test_bad_scaling_input_exits_2_and_writes_nothing(tmp_path, args, message):
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert not (tmp_path / "s.db").exists() and not (tmp_path / "out").exists()
+
+
+def test_a_rank_of_an_external_job_leaves_its_process_group_when_its_cells_are_done():
+    """A gloo group left to the interpreter's exit can abort the rank after its result is printed
+    ("terminate called without an active exception"), failing the whole torchrun job."""
+    code = """
+import torch.distributed as dist
+from stackwars.studies import scaling
+from stackwars.studies.scaling import sweep
+(item,) = scaling.plan("mlp-mnist", "tiny", [1], ["dp"], ["torch"], ["weak"], None)
+item = {**item, "device": "cpu", "seed": 0, "steps": 1, "warmup": 0, "launcher": "external", "rank": 0}
+rows = sweep.measure([item], 120, None, [])
+print("status", rows[0]["status"], "joined", "device" in sweep._GROUP, "initialized", dist.is_initialized())
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
+           "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(launch.free_port())}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert "status ok joined False initialized False" in done.stdout, done.stdout + done.stderr[-2000:]

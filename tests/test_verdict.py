@@ -634,3 +634,25 @@ def test_the_fastest_and_slowest_processes_profiles_say_whether_they_ran_the_sam
     (line,) = tables.spread_lines(_store(tmp_path / "c.db", [_cell("torch-compile", s, p)
                                                              for p, s in enumerate((1.0, 2.0, 1.5))])[1])
     assert "no profile of #0 and #1 (run --profile 3 to compare the kernels they ran)" in line
+
+
+def _shared(proc, scale, fraction, window_s):
+    """A torch-eager process whose timed window of ``window_s`` others took ``fraction`` of."""
+    m = _cell("torch-eager", scale, proc)
+    return dataclasses.replace(m, settings={"contention": {"fraction": fraction, "window_s": window_s,
+                                                           "contended": False}})
+
+
+def test_the_spread_note_states_others_share_only_where_the_window_could_judge_it(tmp_path):
+    """The kernel counts CPU time in 10 ms ticks, so a window under 0.25 s is never flagged
+    contended; its share (two ticks in 0.1 s on 2 CPUs read as 10%) must not be printed as if
+    it were a figure either."""
+    from stackwars.report import tables
+
+    long = [_shared(p, s, f, 0.5) for p, (s, f) in enumerate(((1.0, 0.0), (2.0, 0.04), (1.5, 0.0)))]
+    (line,) = tables.spread_lines(_store(tmp_path / "a.db", long)[1])
+    assert "others took 0% / 4% of its CPUs" in line and "not judged" not in line
+    short = [_shared(p, s, f, 0.1) for p, (s, f) in enumerate(((1.0, 0.10), (2.0, 0.10), (1.5, 0.0)))]
+    (line,) = tables.spread_lines(_store(tmp_path / "b.db", short)[1])
+    assert "others' share of the CPUs not judged: the timed window of #0 and #1 was under 0.25 s" in line
+    assert "others took" not in line and "quiet in both" not in line

@@ -23,10 +23,10 @@ from typing import Any
 
 import psutil
 
-from stackwars.stats import CONTENTION_THRESHOLD
+from stackwars.stats import CONTENTION_MIN_WINDOW_S, CONTENTION_THRESHOLD
 
 THRESHOLD = CONTENTION_THRESHOLD  # others' CPU time above this share of the window's CPU capacity flags the cell
-MIN_WINDOW_S = 0.25
+MIN_WINDOW_S = CONTENTION_MIN_WINDOW_S
 
 
 def _cpus() -> list[int]:

@@ -27,6 +27,7 @@ import statistics
 from typing import Any, Mapping, Sequence
 
 from stackwars.report import format as fmt
+from stackwars.stats import CONTENTION_MIN_WINDOW_S as MIN_WINDOW_S
 
 SPREAD_THRESHOLD = 0.10  # process medians further apart than this are explained in the row
 
@@ -64,7 +65,11 @@ def explain(procs: Sequence[Mapping[str, Any]], threshold: float = SPREAD_THRESH
         why.append(f"caches: fastest {fast['cache']}, slowest {slow['cache']}")
     machine = []
     ca, cb = fast.get("contention"), slow.get("contention")
-    if ca is not None and cb is not None and max(ca, cb) >= 0.01:
+    short = [f"#{r.get('repeat')}" for r in (fast, slow) if _too_short(r)]
+    if short:  # the kernel's 10 ms tick makes a share over a few ticks meaningless
+        machine.append(f"others' share of the CPUs not judged: the timed window of {' and '.join(short)} "
+                       f"was under {MIN_WINDOW_S:g} s")
+    elif ca is not None and cb is not None and max(ca, cb) >= 0.01:
         machine.append(f"others took {ca:.0%} / {cb:.0%} of its CPUs")
     ka, kb = fast.get("canary_before_s"), slow.get("canary_before_s")
     if ka and kb and abs(kb / ka - 1.0) >= 0.05:
@@ -79,6 +84,13 @@ def explain(procs: Sequence[Mapping[str, Any]], threshold: float = SPREAD_THRESH
                    "part of it ran slowed")
     return {"spread": float(spread), "fastest": fast.get("repeat"), "slowest": slow.get("repeat"),
             "fastest_s": float(med[id(fast)]), "slowest_s": float(med[id(slow)]), "why": "; ".join(why)}
+
+
+def _too_short(row: Mapping[str, Any]) -> bool:
+    """A timed window too short for the kernel's tick accounting to say what others took
+    (never flagged contended either); a record stored before windows were kept is read as it was."""
+    window = row.get("contention_window_s")
+    return window is not None and window < MIN_WINDOW_S
 
 
 def _kernels(fast: Mapping[str, Any], slow: Mapping[str, Any]) -> str:

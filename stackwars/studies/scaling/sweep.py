@@ -25,6 +25,25 @@ def measure(items: Sequence[Mapping[str, Any]], timeout_s: float, visible: int |
     """Each item's row appended to ``rows`` as it finishes (an interruption keeps those).
     ``visible``: GPUs this host has (a cell asking for more is unsupported); None: not known
     (an external job brings its own)."""
+    try:
+        return _measure(items, timeout_s, visible, rows, on_row)
+    finally:
+        leave_group()
+
+
+def leave_group() -> None:
+    """Leave the process group this process joined as a rank of an external job, if it joined one.
+    A gloo group left to the interpreter's exit can abort the rank after its result is written
+    ("terminate called without an active exception": its threads are destroyed still running), and
+    torchrun then fails the whole job."""
+    if _GROUP.pop("device", None) is None:
+        return
+    import torch.distributed as dist
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def _measure(items, timeout_s, visible, rows, on_row) -> list[dict[str, Any]]:
     from stackwars.studies.scaling import launch, models
 
     meta: dict[tuple, tuple[int, int]] = {}

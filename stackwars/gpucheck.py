@@ -68,6 +68,7 @@ class Stage:
     argv: Callable[[Path], list[str]]  # the command, given the stage's folder
     proof: bool = True  # part of the sequence that proves the GPU paths
     needs_data: bool = False
+    within_s: int | None = None  # the stage's command stops its own work inside this (a --budget)
 
     @property
     def cell_count(self) -> int:
@@ -75,7 +76,8 @@ class Stage:
 
     @property
     def estimate_s(self) -> int:
-        return sum(n * ESTIMATE_S[k] for n, k in self.cells)
+        full = sum(n * ESTIMATE_S[k] for n, k in self.cells)
+        return full if self.within_s is None else min(full, self.within_s)
 
 
 def _run(*args: str) -> Callable[[Path], list[str]]:
@@ -211,26 +213,37 @@ SENSITIVITY_BASE = ("run", "gpt2", "--preset", "paper", "--device", "cuda", "--d
                     "--timeout", "240", "--no-energy")
 
 
-def _sensitivity(knob: str) -> Callable[[Path], list[str]]:
+SENSITIVITY_KNOBS = ("tf32", "cuda-graphs", "attention")
+SENSITIVITY_WITHIN_S = 480  # the run and the knobs; the rest of the stage's limit stores and prints the study
+_now = time.monotonic  # the stage's clock
+
+
+def _sensitivity(*knobs: str) -> Callable[[Path], list[str]]:
     """gpt2 paper bf16 forward's verdict (torch-compile against jax-jit, 3 processes), then its
-    sensitivity to one knob: a stage starts from nothing, so each knob is a stage of its own."""
+    sensitivity to ``knobs`` (a stage starts from nothing, so each stage measures the verdict
+    first), the knobs under a budget of what is left of SENSITIVITY_WITHIN_S."""
     def argv(d: Path) -> list[str]:
         return [sys.executable, "-c", "import sys; from stackwars.gpucheck import sensitivity_stage; "
                                       "sys.exit(sensitivity_stage(sys.argv[1:]))",
-                knob, *SENSITIVITY_BASE, "--db", str(d / "stackwars.db"), "--json", str(d / "cells.json")]
+                ",".join(knobs), *SENSITIVITY_BASE, "--db", str(d / "stackwars.db"), "--json", str(d / "cells.json")]
     return argv
 
 
-def sensitivity_stage(args: list[str]) -> int:
-    """``KNOB stackwars-run-args``: the run, then `verdict --sensitivity -k KNOB` on it, its JSON
-    beside the database (sensitivity.json)."""
-    knob, run_args = args[0], args[1:]
+def sensitivity_stage(args: list[str], within_s: float = SENSITIVITY_WITHIN_S) -> int:
+    """``KNOB[,KNOB...] stackwars-run-args``: the run, then `verdict --sensitivity -k KNOB...` on
+    it with `--budget` what is left of ``within_s`` (a knob that no longer fits is named, not
+    cut off by the stage's limit with nothing stored), its JSON beside the database
+    (sensitivity.json)."""
+    knobs, run_args = args[0].split(","), args[1:]
     db = run_args[run_args.index("--db") + 1]
+    t0 = _now()
     code = subprocess.run([sys.executable, "-m", "stackwars", *run_args], cwd=ROOT).returncode
     if code not in (0, 1):
         return code
+    budget = max(0.0, within_s - (_now() - t0))
     with open(Path(db).parent / "sensitivity.json", "w") as out:
-        return subprocess.run([sys.executable, "-m", "stackwars", "verdict", "--sensitivity", "-k", knob, "-f", "json",
+        return subprocess.run([sys.executable, "-m", "stackwars", "verdict", "--sensitivity",
+                               *(x for k in knobs for x in ("-k", k)), "--budget", f"{budget:.0f}", "-f", "json",
                                "--db", db], cwd=ROOT, stdout=out).returncode
 
 
@@ -306,10 +319,15 @@ STAGES: tuple[Stage, ...] = (
     Stage("energy", "energy per call of gpt2 paper forward bf16, torch-compile against jax-jit, 3 processes, with "
           "the verdict's energy ratio; each window's power checked against nvidia-smi's power.draw sampled beside it",
           ((6, "verdict-model"),), _energy, proof=False),
+    Stage("sensitivity", "which setting flips gpt2 paper bf16 forward's verdict: tf32, cuda-graphs and attention in "
+          "one command (the verdict, then `verdict --sensitivity` with the row measured unchanged once, under "
+          f"--budget: a knob that does not fit in {SENSITIVITY_WITHIN_S} s is named, and its own stage below measures "
+          "it)", ((30, "verdict-model"),), _sensitivity(*SENSITIVITY_KNOBS), proof=False,
+          within_s=SENSITIVITY_WITHIN_S),
     *(Stage(f"sensitivity-{knob}", f"which setting flips gpt2 paper bf16 forward's verdict: {knob} (the verdict, "
             f"then `verdict --sensitivity -k {knob}`, which measures the row unchanged too)",
-          ((18, "verdict-model"),), _sensitivity(knob), proof=False)
-      for knob in ("tf32", "cuda-graphs", "attention")),
+          ((18, "verdict-model"),), _sensitivity(knob), proof=False, within_s=SENSITIVITY_WITHIN_S)
+      for knob in SENSITIVITY_KNOBS),
     Stage("why", "GPT-2 paper train step, bfloat16, profiled with its memory anatomy (jax-jit's 14.6 GB vs "
           "torch-compile's 6.3 GB explained part by part)", ((3, "train-gpt2"),), _why),
     Stage("kernels", "softmax and layernorm: Triton and Pallas kernels compiled, beside the framework operators",

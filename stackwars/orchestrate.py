@@ -27,7 +27,7 @@ import shutil
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from stackwars import runner
 from stackwars.executors import Executor
@@ -48,29 +48,33 @@ class Hooks:
     on_more: Callable[[int], None] = lambda n: None  # n more cell-processes were planned
 
 
+_now = time.monotonic  # the budget's clock (a test's synthetic machine advances its own)
+
+
 @dataclass
 class Budget:
     """The run's wall-clock budget (None: none). A look starts only if what it is expected to
     take, from the median wall time of its cells' processes so far, still fits."""
 
     seconds: float | None
-    started: float = field(default_factory=time.monotonic)
+    started: float = field(default_factory=lambda: _now())
 
     def left(self) -> float:
-        return float("inf") if self.seconds is None else self.seconds - (time.monotonic() - self.started)
+        return float("inf") if self.seconds is None else self.seconds - (_now() - self.started)
 
     def allows(self, expected_s: float) -> bool:
         return expected_s <= self.left()
 
 
-def look_cost(extra: Sequence[CellSpec], done: Sequence[Measurement]) -> float:
+def look_cost(extra: Sequence[CellSpec], done: Iterable[tuple[str, float | None]]) -> float:
     """What ``extra`` should take: each cell-process the median wall time of its cell's
-    processes so far (the run's median where its cell has none)."""
+    processes so far (the median of all of ``done`` where its cell has none). ``done``: (cell
+    key, wall seconds) of the processes measured."""
     base = lambda key: key.split("#r")[0]  # noqa: E731
     walls: dict[str, list[float]] = {}
-    for m in done:
-        if m.wall_s is not None:
-            walls.setdefault(base(m.spec.key), []).append(m.wall_s)
+    for key, wall in done:
+        if wall is not None:
+            walls.setdefault(base(key), []).append(wall)
     every = [w for ws in walls.values() for w in ws]
     fallback = statistics.median(every) if every else 0.0
     return sum(statistics.median(walls[base(s.key)]) if base(s.key) in walls else fallback for s in extra)
@@ -217,7 +221,7 @@ class Run:
                 extra = runner.more_rounds(self.store.run(self.run_id).plan, wanted)
                 if not extra:
                     break
-                expected = look_cost(extra, done)
+                expected = look_cost(extra, ((m.spec.key, m.wall_s) for m in done))
                 if not self.budget.allows(expected):
                     hooks.on_note(f"{len(wanted)} cell(s) of verdicts that could not decide: a look of {len(extra)} "
                                   f"more process(es) would take about {expected:.0f} s, more than the "

@@ -202,6 +202,7 @@ def processes_of(v: Variant, n: int) -> list[CellSpec]:
     return [dataclasses.replace(s, repeat=r) for r in range(n) for s in sides]
 
 
+NOT_MEASURED = "not measured"  # the knob exists here, but the study's --budget ran out before it
 CLASS = {"JAX faster": "JAX faster", "PyTorch faster": "PyTorch faster", "tie": "tie"}
 
 
@@ -212,10 +213,14 @@ def outcome(base: str, changed: str) -> str:
     return "stands" if base == changed else "flips"
 
 
-def compare(base: Mapping[str, Any], changed: Mapping[str, Any] | None, v: Variant | str) -> dict[str, Any]:
-    """One row x knob cell of the sensitivity table."""
+def compare(base: Mapping[str, Any], changed: Mapping[str, Any] | None, v: Variant | str,
+            skipped: str | None = None) -> dict[str, Any]:
+    """One row x knob cell of the sensitivity table (``skipped``: why the knob was not measured)."""
     if isinstance(v, str):
         return {"outcome": "not here", "why": v}
+    if skipped is not None:
+        return {"outcome": NOT_MEASURED, "why": skipped, "changed_sides": list(v.changed), "missing": v.missing,
+                "what": v.what}
     if changed is None:
         return {"outcome": "cannot say", "why": "no verdict from the changed cells (a side failed: see its run)",
                 "changed_sides": list(v.changed), "missing": v.missing, "what": v.what}
@@ -235,6 +240,7 @@ def sentence(base: Mapping[str, Any], knobs: Mapping[str, Mapping[str, Any]]) ->
     stands = [name for name, k in changed.items() if k["outcome"] == "stands"]
     unsure = [name for name, k in changed.items() if k["outcome"] == "cannot say"]
     absent = [name for name, k in changed.items() if k["outcome"] == "not here"]
+    unmeasured = [name for name, k in changed.items() if k["outcome"] == NOT_MEASURED]
     text = base["verdict"]
     if again and again["outcome"] == "flips":
         text += (f" in the stored run, but measured again unchanged {_then(again['verdict'])}: the machine moved "
@@ -243,6 +249,8 @@ def sentence(base: Mapping[str, Any], knobs: Mapping[str, Mapping[str, Any]]) ->
         text += " in the stored run; measured again unchanged, undecided"
     elif again and again["outcome"] == "stands":
         text += " (repeated when measured again)"
+    elif again and again["outcome"] == NOT_MEASURED:
+        text += " in the stored run; not measured again within the budget, so a flip below may be the machine's"
     if flips:
         text += ", unless " + "; or unless ".join(flips)
     if stands:
@@ -251,6 +259,8 @@ def sentence(base: Mapping[str, Any], knobs: Mapping[str, Mapping[str, Any]]) ->
         text += f"; undecided after changing {', '.join(unsure)}"
     if absent:
         text += f"; not on this device or workload: {', '.join(absent)}"
+    if unmeasured:
+        text += f"; not measured within the budget: {', '.join(unmeasured)}"
     return text
 
 
@@ -312,11 +322,15 @@ def plan(store, run_id: str, knobs: Sequence[str]) -> Plan:
 
 
 def run(store, run_id: str, knobs: Sequence[str], probe: Mapping[str, Any], executor, hooks=None,
-        command: str | None = None, planned: Plan | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+        command: str | None = None, planned: Plan | None = None, budget_s: float | None = None
+        ) -> tuple[list[dict[str, Any]], list[str]]:
     """Measure the run's verdict rows with each knob changed (``planned``: from ``plan``, else
     planned here); one run per knob (its cells' processes interleaved as every run's are).
-    Returns one result per verdict row (its stored verdict, each knob's outcome, the sentence)
-    and the ids of the runs it measured."""
+    ``budget_s``: the wall seconds the knobs may take; a knob whose cells are expected to take
+    more than what is left (each cell-process the median wall time of that cell's processes so
+    far, in the stored run and the knobs before it) is not started, and its rows say so, and
+    a knob's run adds no top-up past it. Returns one result per verdict row (its stored
+    verdict, each knob's outcome, the sentence) and the ids of the runs it measured."""
     from stackwars import orchestrate
     from stackwars.report import verdict as vd
     from stackwars.store.results import rows
@@ -324,6 +338,9 @@ def run(store, run_id: str, knobs: Sequence[str], probe: Mapping[str, Any], exec
     planned = planned or plan(store, run_id, knobs)
     config, base, plan_ = planned.config, planned.base, planned.variants
     changed: dict[tuple[int, str], Mapping[str, Any] | None] = {}
+    skipped: dict[str, str] = {}
+    budget = orchestrate.Budget(budget_s)
+    walls = [(r["cell_key"], r.get("wall_s")) for r in rows(store, run_id)]
     measured_runs = []
     for knob in knobs:
         todo = {i: v for i, row in plan_.items() for k, v in row.items() if k == knob and not isinstance(v, str)}
@@ -331,13 +348,23 @@ def run(store, run_id: str, knobs: Sequence[str], probe: Mapping[str, Any], exec
             continue
         specs = [s for v in todo.values() for s in processes_of(v, config.processes)]
         specs = sorted(dict.fromkeys(specs), key=lambda s: s.repeat)  # round by round, as a run plans them
+        expected = orchestrate.look_cost(specs, walls)
+        if not budget.allows(expected):
+            skipped[knob] = (f"not measured: its {len(specs)} cell-processes would take about {expected:.0f} s, more "
+                             f"than the {max(0.0, budget.left()):.0f} s left of --budget {budget_s:g} s")
+            if hooks:
+                hooks.on_note(f"knob {knob}: {skipped[knob]}")
+            continue
         knob_config = next(iter(todo.values())).config
+        if budget_s is not None:  # its top-ups stop where the study's budget does
+            knob_config = dataclasses.replace(knob_config, budget_s=max(0.0, budget.left()))
         the_run = orchestrate.Run.start(store, specs, knob_config, probe, executor, False,
                                         f"{command or 'stackwars verdict ' + run_id + ' --sensitivity'} (knob {knob})",
                                         kind="sensitivity-cells")
         measured_runs.append(the_run.run_id)
         the_run.measure(hooks)
         found = rows(store, the_run.run_id)
+        walls += [(r["cell_key"], r.get("wall_s")) for r in found]
         for i, v in todo.items():
             ids = {s.key for s in (v.torch, v.jax) if s is not None}
             mine = [r for r in found if vd.cell_id(r) in ids]
@@ -345,7 +372,7 @@ def run(store, run_id: str, knobs: Sequence[str], probe: Mapping[str, Any], exec
             changed[(i, knob)] = verdicts[0] if verdicts else None
     results = []
     for i, r in enumerate(base):
-        per_knob = {k: compare(r, changed.get((i, k)), plan_[i][k]) for k in knobs}
+        per_knob = {k: compare(r, changed.get((i, k)), plan_[i][k], skipped.get(k)) for k in knobs}
         results.append({"row": row_title(r), "machine": r["machine"], "verdict": r["verdict"], "ratio": r.get("ratio"),
                         "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "best_torch": r.get("best_torch"),
                         "best_jax": r.get("best_jax"), "knobs": per_knob, "sentence": sentence(r, per_knob)})

@@ -178,3 +178,30 @@ def test_each_run_stage_counts_the_cells_its_command_plans(tmp_path):
         assert len(specs) == stage.cell_count, (stage.name, len(specs), stage.cell_count)
         checked += 1
     assert checked >= 9
+
+
+def test_the_sensitivity_stage_gives_its_knobs_what_the_run_left_of_its_time(tmp_path, monkeypatch):
+    """The sensitivity stages run the verdict, then `verdict --sensitivity` with every knob of
+    the stage and a --budget of what the run left of SENSITIVITY_WITHIN_S, so a stage that runs
+    long names the knobs it could not measure instead of being cut off at the command's limit
+    with nothing stored."""
+    clock, calls = [100.0], []
+
+    def fake_run(argv, cwd=None, stdout=None):
+        calls.append(argv)
+        clock[0] += 130.0 if "run" in argv else 1.0  # the verdict's run took 130 s
+        return subprocess.CompletedProcess(argv, 0)
+
+    monkeypatch.setattr(gpucheck.subprocess, "run", fake_run)
+    monkeypatch.setattr(gpucheck, "_now", lambda: clock[0])
+    stage = gpucheck.BY_NAME["sensitivity"]
+    argv = stage.argv(tmp_path)
+    assert gpucheck.sensitivity_stage(argv[3:]) == 0
+    run, sens = calls
+    assert run[3:] == list(gpucheck.SENSITIVITY_BASE) + ["--db", str(tmp_path / "stackwars.db"), "--json",
+                                                         str(tmp_path / "cells.json")]
+    assert sens[3:5] == ["verdict", "--sensitivity"]
+    assert [sens[i + 1] for i, a in enumerate(sens) if a == "-k"] == list(gpucheck.SENSITIVITY_KNOBS)
+    assert sens[sens.index("--budget") + 1] == str(gpucheck.SENSITIVITY_WITHIN_S - 130)
+    assert stage.estimate_s == gpucheck.SENSITIVITY_WITHIN_S < stage.cell_count * gpucheck.ESTIMATE_S["verdict-model"]
+    assert (tmp_path / "sensitivity.json").exists()

@@ -16,7 +16,7 @@ from stackwars.records import CellSpec, MeasureConfig, Parity
 from stackwars.report import studies
 from stackwars.store.results import Store
 from tests.factories import measurement
-from tests.test_verdict import MACHINE, SyntheticExecutor, _processes
+from tests.test_verdict import MACHINE, Clocked, SyntheticExecutor, _processes
 
 
 class KnobMachine(SyntheticExecutor):
@@ -189,6 +189,50 @@ def test_the_cli_says_the_cost_first_and_stores_a_study_the_report_reads(tmp_pat
     titles = [s.title for s in doc.sections]
     assert any(t.startswith("Study: sensitivity") for t in titles)
     assert len(data["cells"]) == 6  # the knob's cells stay out of the main verdict
+
+
+def test_a_budget_leaves_out_the_knobs_that_no_longer_fit_and_says_so(tmp_path, monkeypatch):
+    """--budget: each knob's cells are expected to take their cells' wall time so far (1 s a
+    cell-process here, on a clock the synthetic machine advances); a knob that no longer fits
+    what is left is not started, and its rows, the sentence and the table say why."""
+    from stackwars import orchestrate
+
+    clock = [1000.0]
+    monkeypatch.setattr(orchestrate, "_now", lambda: clock[0])
+    machine, notes = KnobMachine(), []
+    with Store(tmp_path / "s.db") as store:
+        run_id = _base_run(store)
+        hooks = orchestrate.Hooks(on_note=notes.append)
+        (r,), runs = sens.run(store, run_id, sens.check_knobs(["dtype", "batch-x2"]), {}, Clocked(machine, clock),
+                              hooks, budget_s=13)
+    k = r["knobs"]
+    assert len(machine.seen) == 12 and len(runs) == 2  # again and dtype: 6 s each of 13
+    assert k["again"]["outcome"] == "stands" and k["dtype"]["outcome"] == "stands"
+    assert k["batch-x2"]["outcome"] == "not measured"
+    assert k["batch-x2"]["why"] == ("not measured: its 6 cell-processes would take about 6 s, more than the 1 s left "
+                                    "of --budget 13 s")
+    assert notes == ["knob batch-x2: " + k["batch-x2"]["why"]]
+    assert r["sentence"].endswith("; stands when changing dtype; not measured within the budget: batch-x2")
+    assert studies.sensitivity_cell(k["batch-x2"]) == "not measured"
+    with Store(tmp_path / "none.db") as store:  # nothing fits: not even the row measured again
+        (r,), runs = sens.run(store, _base_run(store), sens.check_knobs(["dtype"]), {}, Clocked(KnobMachine(), clock),
+                              budget_s=5)
+    assert runs == [] and {v["outcome"] for v in r["knobs"].values()} == {"not measured"}
+    assert "not measured again within the budget" in r["sentence"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--budget", "10"], "--budget limits the knobs of --sensitivity; give --sensitivity too"),
+    (["--sensitivity", "--budget", "-1"], "--budget (seconds)"),
+])
+def test_a_bad_sensitivity_budget_exits_2_and_measures_nothing(tmp_path, args, message):
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        run_id = _base_run(store)
+    before = db.read_bytes()
+    r = CliRunner().invoke(app, ["verdict", run_id, *args, "--db", str(db)])
+    assert r.exit_code == 2 and message in " ".join(r.output.split()), r.output
+    assert db.read_bytes() == before
 
 
 def test_the_markdown_has_a_column_a_knob_and_the_sentences():

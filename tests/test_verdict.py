@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -517,6 +518,22 @@ class SyntheticExecutor:
             yield dataclasses.replace(m, spec=spec, parity=Parity(max_rel_err=1e-7, tolerance=2e-4), wall_s=1.0)
 
 
+class Clocked:
+    """An executor whose cell-processes advance ``clock`` (a one-item list, the budget's
+    clock in a test) by their wall time as they finish."""
+
+    def __init__(self, inner, clock):
+        self.inner, self.clock = inner, clock
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def run(self, specs, measure, on_start=None):
+        for m in self.inner.run(specs, measure, on_start):
+            self.clock[0] += m.wall_s
+            yield m
+
+
 def _adaptive_aa(trials, between, tmp_path, n0=3, max_processes=9, seed=0):
     """A/A runs through the real loop (orchestrate.Run.measure: verdicts, more_processes,
     more_rounds, the store) stopped as soon as the verdict decides: how many named a winner,
@@ -553,6 +570,35 @@ def test_stopping_as_soon_as_decided_names_a_false_winner_at_most_5_percent(tmp_
     assert stats.looks_allowed(3, 9) == 3 and stats.looks_allowed(3, 3) == 1 and stats.looks_allowed(3, 4) == 2
     assert sum(stats.look_alpha(k, 3) for k in range(3)) == pytest.approx(stats.VERDICT_ALPHA)
     assert stats.look_alpha(0, 1) == stats.VERDICT_ALPHA and stats.look_of(5, 3) == 1
+
+
+def test_a_budget_stops_the_looks_that_would_not_fit_and_says_so(tmp_path, monkeypatch):
+    """run --budget: processes 40% apart cannot decide in 3; a look of more starts only if what
+    its cells took so far (1 s a cell-process here, on a clock the synthetic machine advances)
+    fits what is left, and a run stopped undecided says how much it would have needed."""
+    from stackwars import orchestrate
+    from stackwars.records import CellSpec
+
+    clock = [0.0]
+    monkeypatch.setattr(orchestrate, "_now", lambda: clock[0])
+
+    def measured(budget_s):
+        config = MeasureConfig(processes=3, max_processes=12, budget_s=budget_s)
+        specs = [CellSpec("gemm", "small", "forward", b, repeat=r) for r in range(3) for b in ("torch-eager", "jax-jit")]
+        notes = []
+        with Store(tmp_path / f"b-{budget_s}.db") as store:
+            run_id = store.create_run(specs, {"measure": config.to_dict()}, command="budget")
+            run = orchestrate.Run(store, run_id, specs, config, MACHINE, Clocked(SyntheticExecutor(7, 0.4), clock),
+                                  budget=orchestrate.Budget(budget_s))
+            run.measure(orchestrate.Hooks(on_note=notes.append))
+            return len(rows(store, run_id)), notes
+
+    unlimited, notes = measured(None)
+    assert unlimited > 6 and "more process(es)" in notes[0]  # the undecided verdict looked again
+    n, notes = measured(7.0)  # the planned 6 s leave 1 s: no look of 2 or more fits
+    assert n == 6 and len(notes) == 1
+    assert re.search(r"a look of \d+ more process\(es\) would take about \d+ s, more than the 1 s left of --budget 7 "
+                     r"s; stopped undecided", notes[0]), notes
 
 
 def _gpu_cell(backend, scale, proc, device_s, sha="p1", cache="cold"):

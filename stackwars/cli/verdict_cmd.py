@@ -62,6 +62,10 @@ def verdict(
                                                   "tf32, cuda-graphs, attention, optimizer, compile-mode, batch-x2, "
                                                   "batch-half, dtype; 'again' (the row re-measured unchanged, "
                                                   "which tells a flip from drift) always comes first"),
+    budget: Optional[float] = typer.Option(None, "--budget",
+                                           help="with --sensitivity: seconds the knobs may take; a knob whose cells "
+                                                "would not fit in what is left, from the wall times of the same "
+                                                "cells so far, is not measured and its rows say so"),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """JAX or PyTorch: per workload x preset x phase x dtype x device and machine, the best
@@ -72,8 +76,12 @@ def verdict(
     number(threshold, "--threshold", low=0, high=0.5, low_inclusive=True)
     if knob and not sensitivity:
         raise SpecError("--knob chooses the knobs of --sensitivity; give --sensitivity too")
+    if budget is not None:
+        if not sensitivity:
+            raise SpecError("--budget limits the knobs of --sensitivity; give --sensitivity too")
+        number(budget, "--budget (seconds)", low=0, low_inclusive=True)  # 0: every knob named, none measured
     if sensitivity:
-        _sensitivity(run_ids, sensitivity_knobs(knob or []), format, db)
+        _sensitivity(run_ids, sensitivity_knobs(knob or []), format, db, budget)
         return
     path = check_db(db, create=False)
     with Store(path, create=False) as store:
@@ -102,7 +110,8 @@ def sensitivity_knobs(names: list[str]) -> list[str]:
     return sens.check_knobs(names)
 
 
-def _sensitivity(run_ids: list[str] | None, knobs: list[str], format: str, db: Optional[Path]) -> None:
+def _sensitivity(run_ids: list[str] | None, knobs: list[str], format: str, db: Optional[Path],
+                 budget: float | None = None) -> None:
     """Which knob flips which verdict (stackwars/sensitivity.py): the plan and its cost first,
     then one run a knob, then the rows x knobs table and a sentence a row."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -123,7 +132,9 @@ def _sensitivity(run_ids: list[str] | None, knobs: list[str], format: str, db: O
         floor = orchestrate.estimate_s(range(cells), planned.config)
         err.print(f"sensitivity of run {ids[0]}: {len(planned.base)} verdict row(s) x {len(knobs)} knob(s): "
                   f"{variants} changed row(s) to measure, {cells} cell-processes ({planned.config.processes} a "
-                  f"side), at least {floor / 60:.1f} min", highlight=False)
+                  f"side), at least {floor / 60:.1f} min" + (f"; --budget {budget:g} s: a knob that no longer fits "
+                                                               f"is left out and said so" if budget is not None else ""),
+                  highlight=False)
         probe = runner.probe_machine(False)
         try:
             with interruptible(), Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
@@ -135,7 +146,8 @@ def _sensitivity(run_ids: list[str] | None, knobs: list[str], format: str, db: O
                     on_done=lambda m: progress.advance(task),
                     on_note=lambda text: progress.console.print(f"[yellow]{text}[/]", highlight=False),
                     on_more=lambda n: progress.update(task, total=progress.tasks[task].total + n))
-                results, measured = sens.run(store, ids[0], knobs, probe, Serial(), hooks, command_line(), planned)
+                results, measured = sens.run(store, ids[0], knobs, probe, Serial(), hooks, command_line(), planned,
+                                             budget)
         except KeyboardInterrupt as exc:
             err.print(f"\n{interruption(exc)}: the knobs' finished cells are stored in their runs")
             raise typer.Exit(exit_code(exc))

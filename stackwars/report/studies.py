@@ -326,14 +326,15 @@ def sensitivity_table(rows: Sequence[Mapping[str, Any]], title: str) -> Group:
                       f"{r['row']}: {r['verdict']}", style=SENSITIVITY_STYLE.get(r["verdict"], ""))]
         for k in knobs:
             c = r["knobs"].get(k) or {"outcome": "not asked"}
-            cells.append(Text(sensitivity_cell(c), style="dim" if c["outcome"] == "not here" else
+            cells.append(Text(sensitivity_cell(c), style="dim" if c["outcome"] in ("not here", "not measured") else
                               SENSITIVITY_STYLE.get(c.get("verdict"), "")))
         table.add_row(*cells)
     notes = [r["sentence"] for r in rows]
-    absent = sorted({f"{k}: {c['why']}" for r in rows for k, c in r["knobs"].items() if c["outcome"] == "not here"})
     parts: list[Any] = [table]
-    if absent:
-        parts.append(Text("Not here: " + "; ".join(absent), style="dim"))
+    for outcome in ("not here", "not measured"):
+        why = sorted({f"{k}: {c['why']}" for r in rows for k, c in r["knobs"].items() if c["outcome"] == outcome})
+        if why:
+            parts.append(Text(outcome.capitalize() + ": " + "; ".join(why), style="dim"))
     return _with_findings(parts, notes)
 
 

@@ -177,7 +177,8 @@ def scaling(rows: Sequence[Mapping[str, Any]], out_dir: Path, name: str) -> Path
 
 def sensitivity(rows) -> bytes | None:
     """Rows x knobs as coloured cells: each changed row's verdict's colour, its ratio JAX/PyTorch
-    written in it, a heavy border where the verdict flips; grey where the knob is not here."""
+    written in it, a heavy border where the verdict flips; grey where the knob is not here or
+    was not measured (past the study's budget: said so in the cell)."""
     knobs = list(dict.fromkeys(k for r in rows for k in r["knobs"]))
     if not rows or not knobs:
         return None
@@ -193,14 +194,15 @@ def sensitivity(rows) -> bytes | None:
             ax.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=colour.get(c.get("verdict"), "#eeeeee") if here
                                        else "#eeeeee", edgecolor="black" if c["outcome"] == "flips" else "white",
                                        lw=2.0 if c["outcome"] == "flips" else 1.0))
-            text = (f"{c['ratio']:.2f}" if c.get("ratio") else c.get("verdict") or "") if here else "—"
+            text = ((f"{c['ratio']:.2f}" if c.get("ratio") else c.get("verdict") or "") if here else
+                    "not measured" if c["outcome"] == "not measured" else "—")
             ax.text(j + 0.5, i + 0.5, text + (" flips" if c["outcome"] == "flips" else ""), ha="center", va="center",
                     fontsize=7)
     ax.set_xlim(0, len(columns))
     ax.set_ylim(len(rows), 0)
     ax.set_xticks([j + 0.5 for j in range(len(columns))], columns, fontsize=7, rotation=20)
     ax.set_yticks([i + 0.5 for i in range(len(rows))], [r["row"] for r in rows], fontsize=7)
-    ax.set_title("JAX/PyTorch with one knob changed (colour: verdict; blue JAX faster, red PyTorch faster, green "
+    ax.set_title("JAX/PyTorch with one knob changed\n(colour: verdict; blue JAX faster, red PyTorch faster, green "
                  "tie; black border: flips)", fontsize=8)
     fig.tight_layout()
     return to_png(fig)

@@ -120,13 +120,21 @@ def test_the_documented_proof_sequence_is_the_proof_stages_with_their_counts():
     import re
 
     text = (ROOT / "docs" / "how-to" / "gpu.md").read_text()
-    documented = re.findall(r"scripts/gpu-check\.sh --stage (\S+)\s+#\s+(\d+) cells, ~(\d+) s", text)
+    blocks = {title: text.split(title, 1)[1].split("```", 2)[1] for title in
+              ("The sequence that proves the GPU paths", "the stages that the open issues' GPU checks need")}
+    line = r"scripts/gpu-check\.sh --stage (\S+)\s+#\s+(\d+) cells, (?:~|<= )(\d+) s"
+    proof_block, issues_block = (re.findall(line, b) for b in blocks.values())
     proof = [s for s in gpucheck.STAGES if s.proof]
-    assert [d[0] for d in documented] == [s.name for s in proof]
-    for (name, cells, seconds), stage in zip(documented, proof):
+    assert [d[0] for d in proof_block] == [s.name for s in proof]
+    assert len(issues_block) == 5 and len(re.findall(r"--stage", blocks[list(blocks)[1]])) == 5
+    for name, cells, seconds in proof_block + issues_block:  # each line's counts are its stage's
+        stage = gpucheck.BY_NAME[name]
         assert int(cells) == stage.cell_count and abs(int(seconds) - stage.estimate_s) <= 10, name
     minutes = re.search(r"about (\d+) minutes of GPU time on an H100", text)
     assert minutes and abs(int(minutes.group(1)) - sum(s.estimate_s for s in proof) / 60) < 1.5
+    issues = re.search(r"in this order \(about\s+(\d+)\s+minutes", text)
+    total = sum(gpucheck.BY_NAME[n].estimate_s for n, _, _ in issues_block) / 60
+    assert issues and abs(int(issues.group(1)) - total) < 1.5 and total < 30  # one lending: 30 minutes
 
 
 def test_the_test_stages_bring_their_own_pytest_where_the_gpu_image_has_none(tmp_path, monkeypatch):

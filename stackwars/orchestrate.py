@@ -13,8 +13,8 @@ plain functions and one class a test can drive:
   this session's start) allows another (``Budget``: the look's estimated cost from what its
   cells' processes took so far); it stops as soon as no verdict asks for more. Each look
   spends a share of the verdict's error (stats.look_alpha), so that stopping when decided
-  names a false winner at most 5% of the time. The run's compile caches last across its
-  looks.
+  names a false winner at most 5% of the time. The run's compile caches and float64
+  references last across its looks.
 
 Cells the database refuses are kept in the run's pending file and reported (``Hooks``); the
 caller decides how to tell the user.
@@ -140,6 +140,7 @@ class Run:
     resumed_from: int | None = None  # cells of the plan before this session (resume)
     budget: Budget = field(default_factory=lambda: Budget(None))
     caches: str | None = None  # while measuring: the run's compile caches (runner.cell_cache)
+    references: str | None = None  # while measuring: the run's float64 references (harness/reference.py)
     lock: RunLock | None = None  # held from start or resume to the end of measure: one process a run
 
     @classmethod
@@ -194,7 +195,8 @@ class Run:
                           "this measurement of it is not stored")
 
         done = runner.execute(self.store, self.run_id, specs, self.config, self.env, hooks.on_start, hooks.on_done,
-                              self.inline, on_unsaved, self.executor, self.caches, on_duplicate)
+                              self.inline, on_unsaved, self.executor, self.caches, on_duplicate,
+                              self.references)
         if unsaved:
             raise _Unsaved()
         return done
@@ -213,6 +215,9 @@ class Run:
         # the run's compile caches, one folder per cell, kept across its looks: a top-up process
         # starts warm from what the cell's first process compiled (runner.cell_cache)
         self.caches = self.executor.scratch("caches")
+        # and its float64 references: a top-up process compares with the reference its cell's
+        # first process had computed, not computing it again in a worker of its own
+        self.references = self.executor.scratch("reference")
         try:
             done = self._execute(self.specs, hooks, unsaved)
             for _ in range(top_ups):
@@ -236,9 +241,10 @@ class Run:
         except _Unsaved:
             pass
         finally:
-            if self.caches:
-                shutil.rmtree(self.caches, ignore_errors=True)
-            self.caches = None
+            for folder in (self.caches, self.references):
+                if folder:
+                    shutil.rmtree(folder, ignore_errors=True)
+            self.caches = self.references = None
             if self.lock is not None:
                 self.lock.release()
         return unsaved

@@ -539,7 +539,8 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
             on_done: Callable[[Measurement], None] | None = None, inline: bool = False,
             on_unsaved: Callable[[Measurement, Any, StoreWriteError], None] | None = None,
             executor: Executor | None = None, caches: str | None = None,
-            on_duplicate: Callable[[Measurement], None] | None = None) -> list[Measurement]:
+            on_duplicate: Callable[[Measurement], None] | None = None,
+            references: str | None = None) -> list[Measurement]:
     """Measure ``specs`` through ``executor`` (default: one at a time here), storing each cell
     as it finishes, in this thread. A cell the database refuses (locked too long, read-only,
     full) is kept in the run's pending file (``keep_pending``; ``--resume`` stores it) and
@@ -551,8 +552,11 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
     session = store.start_session(run_id, env)
     done = []
     # the float64 references of this run, each computed by the first cell that needs it, in a
-    # folder every cell sees (none where the executor's hosts share no folder: each cell its own)
-    references = executor.scratch("reference")
+    # folder every cell sees (none where the executor's hosts share no folder: each cell its own);
+    # ``references`` given: the caller's (a run's later looks reuse the folder of its first), kept
+    own_references = references is None
+    if own_references:
+        references = executor.scratch("reference")
     # the compile caches of this run's cells: each cell's first process cold, its later ones warm;
     # ``caches`` given: the caller's (a run's later looks reuse the folder of its first), kept
     own_caches = caches is None
@@ -581,7 +585,7 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
             if on_done:
                 on_done(m)
     finally:
-        for folder in (references, caches if own_caches else None):
+        for folder in (references if own_references else None, caches if own_caches else None):
             if folder:
                 shutil.rmtree(folder, ignore_errors=True)
     return done

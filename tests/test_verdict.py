@@ -12,7 +12,9 @@ verdict, machines never mixed.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
+import os
 import re
 
 import numpy as np
@@ -516,6 +518,37 @@ class SyntheticExecutor:
             samples = _processes(rng, 1e-3, 1, samples=20, between=self.between)[0]
             m = measurement(spec.backend, samples=tuple(samples))
             yield dataclasses.replace(m, spec=spec, parity=Parity(max_rel_err=1e-7, tolerance=2e-4), wall_s=1.0)
+
+
+def test_a_runs_looks_share_its_float64_references_and_compile_caches(tmp_path, monkeypatch):
+    """A top-up process compares with the float64 reference its cell's first look computed
+    (on a GPU a model's reference is a worker of its own: seconds a look), and starts from the
+    compile caches that look left; both folders go when the run ends."""
+    from stackwars import orchestrate, runner
+    from stackwars.records import CellSpec
+
+    given, real = [], runner.execute
+
+    def execute(*args, **kwargs):
+        bound = inspect.signature(real).bind(*args, **kwargs).arguments
+        given.append((bound.get("references"), bound.get("caches")))
+        assert all(folder and os.path.isdir(folder) for folder in given[-1]), given
+        return real(*args, **kwargs)
+
+    class Scratch(SyntheticExecutor):
+        def scratch(self, kind):
+            return str(tmp_path / kind)
+
+    monkeypatch.setattr(runner, "execute", execute)
+    (tmp_path / "reference").mkdir()
+    (tmp_path / "caches").mkdir()
+    config = MeasureConfig(processes=3, max_processes=9)
+    specs = [CellSpec("gemm", "small", "forward", b, repeat=r) for r in range(3) for b in ("torch-eager", "jax-jit")]
+    with Store(tmp_path / "s.db") as store:
+        run_id = store.create_run(specs, {"measure": config.to_dict()}, command="looks")
+        orchestrate.Run(store, run_id, specs, config, MACHINE, Scratch(3, 0.4)).measure()
+    assert len(given) >= 2 and len(set(given)) == 1, given  # every look the same two folders
+    assert not any(os.path.exists(f) for f in given[0])  # removed at the run's end
 
 
 class Clocked:

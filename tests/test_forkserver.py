@@ -135,16 +135,19 @@ def _task(mode):
             "process": {"device": "cpu", "preload": ["stackwars.harness.measure"], "generation": GENERATION}}
 
 
-def _kill(target: str, found: list) -> None:
-    """Kill the task's forked child (``child``) or its server (``server``): the server of
-    ``_task``'s generation, found in this process's own table, never another server (idle
-    servers started ahead by earlier runs in this worker) nor another test's."""
+def _kill(target: str, found: list, handed: list) -> None:
+    """Kill the task's forked child (``child``) or its server (``server``) once the client holds
+    the child (``handed``: the pids ``Server.fork`` returned). A server killed between its fork
+    and its answer is one that did not answer: the client spawns the task instead, rightly, and
+    that spawned worker would hang on (the suite saw it once under load). Only the server of
+    ``_task``'s generation, never another (idle servers started ahead by earlier runs in this
+    worker) nor another test's."""
     deadline = time.time() + 60
     while time.time() < deadline:
         servers = [s for key, s in list(forkserver._servers.items()) if key[2] == GENERATION]
         for server in servers:
             try:
-                kids = psutil.Process(server.proc.pid).children()
+                kids = [k for k in psutil.Process(server.proc.pid).children() if k.pid in handed]
             except psutil.NoSuchProcess:
                 continue
             if kids:
@@ -155,12 +158,22 @@ def _kill(target: str, found: list) -> None:
         time.sleep(0.1)
 
 
-def test_a_killed_child_or_server_is_an_error_and_the_next_task_runs(plugins_env):
+def test_a_killed_child_or_server_is_an_error_and_the_next_task_runs(plugins_env, monkeypatch):
     import threading
 
+    handed: list[int] = []
+    real_fork = forkserver.Server.fork
+
+    def fork(self, *args, **kwargs):
+        child = real_fork(self, *args, **kwargs)
+        if child is not None:
+            handed.append(child.pid)
+        return child
+
+    monkeypatch.setattr(forkserver.Server, "fork", fork)
     for target in ("child", "server"):
         found = []
-        t = threading.Thread(target=_kill, args=(target, found))
+        t = threading.Thread(target=_kill, args=(target, found, handed))
         t.start()
         o = isolation.run_task(_task("hang"), timeout_s=60)
         t.join()
@@ -168,6 +181,32 @@ def test_a_killed_child_or_server_is_an_error_and_the_next_task_runs(plugins_env
         assert o.status == "error" and "died without a result" in o.error and o.wall_s < 30, (target, o.error)
         again = isolation.run_task(_task("ok"), timeout_s=60)
         assert again.status == "ok", again.error
+
+
+def test_a_server_that_dies_before_it_answers_leaves_the_task_to_a_spawned_worker(plugins_env):
+    """The server is stopped before the request reaches it, then killed while the client waits
+    for its answer: the task runs in a spawned worker, whose record says why, and the next
+    task gets a new server of the same generation."""
+    import threading
+
+    first = isolation.run_task(_task("ok"), timeout_s=60)  # the generation's server, running
+    assert first.status == "ok", first.error
+    pid = first.result["process_settings"]["origin"]["server_pid"]
+    (server,) = [s for s in forkserver._servers.values() if s.proc.pid == pid]
+    os.kill(server.proc.pid, signal.SIGSTOP)  # it cannot fork, nor answer
+    killer = threading.Timer(1.0, os.kill, (server.proc.pid, signal.SIGKILL))
+    killer.start()
+    try:
+        o = isolation.run_task(_task("ok"), timeout_s=60)
+    finally:
+        killer.join()
+    assert o.status == "ok", o.error
+    origin = o.result["process_settings"]["origin"]
+    assert origin["how"] != "forked from a preloading server", origin
+    assert origin["spawned_because"] == "the fork server did not answer", origin
+    again = isolation.run_task(_task("ok"), timeout_s=60)
+    assert again.result["process_settings"]["origin"]["how"] == "forked from a preloading server"
+    assert again.result["process_settings"]["origin"]["server_pid"] != server.proc.pid
 
 
 def test_killing_the_server_during_a_run_loses_no_finished_cell(tmp_path):

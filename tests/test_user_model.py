@@ -445,3 +445,65 @@ def test_a_batch_key_the_model_does_not_take_names_the_rule(tmp_path):
     text = " ".join(r.output.split())
     assert "every batch array except 'target'" in text and "model(x, y)" in text and "inputs=[...]" in text
     assert not (tmp_path / "y.db").exists() and _snapshot(tmp_path) == before
+
+
+def test_a_jax_twin_is_built_from_the_runs_parameters_without_computing_the_factorys():
+    """The JAX twin's parameters are the run's (drawn once, or carried over from PyTorch), so
+    ``build`` traces the factory rather than running its initialisers (in eager JAX each one
+    compiles a program of its own: 20 s of every JAX cell's preparation for the tiny UNet
+    example on the 2-core VM); the rest of the module's state (BatchNorm's statistics, a
+    Dropout's RNG stream) is what running the factory gives."""
+    import jax
+    import numpy as np
+    import torch
+    from flax import nnx
+
+    import stackwars
+    from stackwars.model import UserWorkload, flat
+
+    concrete = []
+
+    class T(torch.nn.Module):
+        def __init__(self, size):
+            super().__init__()
+            self.fc, self.bn, self.out = torch.nn.Linear(size.features, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.out(torch.nn.functional.dropout(self.bn(self.fc(x)), 0.5, self.training))
+
+    class J(nnx.Module):
+        def __init__(self, size, rngs):
+            self.fc = nnx.Linear(size.features, 8, rngs=rngs)
+            self.bn = nnx.BatchNorm(8, rngs=rngs)
+            self.drop = nnx.Dropout(0.5, rngs=rngs)
+            self.out = nnx.Linear(8, 2, rngs=rngs)
+            concrete.append(not isinstance(self.fc.kernel[...], jax.core.Tracer))
+
+        def __call__(self, x):
+            return self.out(self.drop(self.bn(self.fc(x))))
+
+    net = stackwars.Model(
+        name="stateful", presets={"tiny": {"batch": 4, "features": 5}},
+        batch=lambda size, rng: {"x": rng.standard_normal((size.batch, size.features)),
+                                 "target": rng.standard_normal((size.batch, 2))},
+        torch=T, jax=J)
+    wl = UserWorkload(net, "test")
+    cfg = wl.config("tiny", {})
+    _, _, _, eager_rest = wl.jax_parts(cfg, 0)
+    assert concrete == [True]
+    concrete.clear()
+    params, _ = wl.init(cfg, 0)
+    (kind, graph, plan, _), (tree, rest) = wl.twin("jax").build(cfg, {k: jax.numpy.asarray(v, "float32")
+                                                                       for k, v in params.items()})
+    assert concrete and not any(concrete), concrete  # traced, never run
+    built = flat(tree)
+    given = plan.to_jax(params, np)
+    assert set(built) == set(given)
+    for k, v in built.items():
+        np.testing.assert_array_equal(np.asarray(v), np.asarray(given[k], dtype=np.float32), err_msg=k)
+    as_numbers = lambda x: np.asarray(jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)  # noqa: E731
+                                      else x)
+    assert jax.tree.structure(rest) == jax.tree.structure(eager_rest)
+    for a, b in zip(jax.tree.leaves(rest), jax.tree.leaves(eager_rest)):
+        np.testing.assert_array_equal(as_numbers(a), as_numbers(b))
+    assert len(jax.tree.leaves(rest)) >= 3  # BatchNorm's mean and variance, the Dropout's stream

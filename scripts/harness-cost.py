@@ -18,8 +18,9 @@ from collections import defaultdict
 
 from stackwars.store.results import Store
 
-STAGES = ("startup_s", "canary_s", "import_s", "device_init_s", "prepare_s", "first_call_s", "second_call_s",
-          "warmup_s", "steady_s", "parity_copy_s", "observe_s", "anatomy_s", "reference_s", "parity_s")
+STAGES = ("startup_s", "canary_s", "workload_s", "import_s", "device_init_s", "prepare_s", "first_call_s",
+          "second_call_s", "warmup_s", "steady_s", "parity_copy_s", "stats_s", "observe_s", "anatomy_s", "counts_s",
+          "reference_s", "parity_s")
 
 
 def summarise(path: str) -> dict:
@@ -57,8 +58,8 @@ def main(argv: list[str]) -> int:
         out_path = argv[i + 1]
         argv = argv[:i] + argv[i + 2:]
     result = {}
-    cols = ("startup_s", "canary_s", "import_s", "device_init_s", "prepare_s", "first_call_s", "observe_s",
-            "parity_s", "wall_s", "overhead_s")
+    cols = ("startup_s", "canary_s", "workload_s", "import_s", "device_init_s", "prepare_s", "first_call_s",
+            "stats_s", "observe_s", "counts_s", "parity_s", "wall_s", "overhead_s")
     print(f"{'':28}" + "".join(f"{c[:-2]:>12}" for c in cols) + f"{'n':>4}")
     for arg in argv:
         label, path = arg.split("=", 1)

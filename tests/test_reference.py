@@ -18,6 +18,7 @@ from stackwars.records import CellSpec, Measurement, MeasureConfig
 from stackwars.report.tables import overhead_summary
 from stackwars.store.results import Store
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAST = MeasureConfig(warmup=0, min_samples=2, min_time_s=0.0, max_samples=2, timeout_s=300)
 
 
@@ -151,3 +152,20 @@ def test_overhead_is_wall_time_minus_measured_windows_and_reference(tmp_path):
     assert 0 < m.overhead_s < m.wall_s
     line = overhead_summary([m.to_row()])
     assert "harness overhead" in line and "computed 1, reused 0" in line
+
+
+def test_the_timeline_names_the_workloads_import_and_its_counts(tmp_path, monkeypatch):
+    """A plugin's (or a user's model file's) import in the worker and the FLOP count each land
+    in a stage of their own: they were in no stage, so the timeline of a user's model cell
+    did not say where seconds of its wall time went (its file imports both frameworks; its
+    FLOPs come from PyTorch's counter)."""
+    from tests.plugins import slow_parts
+
+    monkeypatch.setenv("STACKWARS_PLUGINS", "tests.plugins.slow_parts")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    spec = CellSpec("slow-parts", "ok", "forward", "torch-eager")
+    m = runner.measure_one(spec, FAST, runner.probe_machine(), None, reference_dir=str(tmp_path))
+    assert m.status == "ok", m.error
+    assert m.timeline["workload_s"] >= slow_parts.SLEEP_S, m.timeline
+    assert m.timeline["counts_s"] >= slow_parts.SLEEP_S, m.timeline
+    assert m.timeline["import_s"] < slow_parts.SLEEP_S and m.timeline["observe_s"] < slow_parts.SLEEP_S

@@ -2,7 +2,8 @@
 
 Order of events, each phase kept apart and its wall time kept in ``timeline``:
 
-1. import the backend's framework (``import_s``); configure it (threads, matmul precision,
+1. load the workload (``workload_s``: a plugin's module or a user's model file is imported
+   here, in the worker); import the backend's framework (``import_s``); configure it (threads, matmul precision,
    caches); initialise the device (``device_init_s``: CUDA context or JAX's client, and
    the libraries' handles through one tiny GEMM, plus a tiny convolution on CUDA), so that
    the first call is trace + compile + execute and nothing else (``init_s`` = the two);
@@ -14,11 +15,12 @@ Order of events, each phase kept apart and its wall time kept in ``timeline``:
 6. second call; warm-up calls; steady state (blocked autorange, every sample kept), with
    the CPU time other processes took on the worker's CPUs while the samples were taken
    (``contention``);
-7. memory peaks, compile statistics (recompiles during the steady state count), and what
+7. memory peaks, compile statistics (``stats_s``; recompiles during the steady state count), and what
    actually ran (``observe``: one extra untimed step where that needs a profiler); with
    ``profile_steps``, that many more steps under the framework's profiler, the trace
    written to ``profile_to`` and summarised (harness/profile.py);
-8. parity: against the float64 reference, computed once per run and shared by its cells
+8. FLOPs and bytes moved (``counts_s``: a user's model is counted by a framework's counter);
+9. parity: against the float64 reference, computed once per run and shared by its cells
    (``reference.py``), or against another backend's outputs where no reference fits. A
    mismatch is status ``parity_fail``; timings are kept.
 
@@ -126,13 +128,16 @@ def prepare_cell(spec: Mapping[str, Any], config: Mapping[str, Any],
     cell = CellSpec.from_dict(spec)
     cfg_m = MeasureConfig.from_dict(config)
     cache = dict(cache or {})
-    workload = registry.workload(cell.workload)
+    stage("workload")
+    t0 = time.perf_counter()
+    workload = registry.workload(cell.workload)  # a plugin's module or a user's model file: imported here
     workload.check_phase(cell.phase)
     cfg = workload.config(cell.preset, dict(cell.overrides))
     bspec = registry.backend(cell.backend)
     why = workload.unsupported(cfg, bspec.framework, bspec.name, cell.phase)
     if why:
         raise Unsupported(why)
+    timeline["workload_s"] = time.perf_counter() - t0
     stage("import")
     t0 = time.perf_counter()
     backend = bspec.load(dict(cell.options))
@@ -263,7 +268,9 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     if steal_before is not None and steal_after is not None:
         # CPU time the hypervisor gave to other guests while this cell ran: VM noise, recorded
         settings["cpu_steal_s"] = steal_after - steal_before
+    t0 = time.perf_counter()
     device_peak, device_counter = backend.device_peak_memory(cell.device)
+    timeline["stats_s"] = time.perf_counter() - t0
     if cell.device == "cuda":
         stage("device clock")
         t0 = time.perf_counter()
@@ -278,9 +285,12 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
         settings["energy"] = energy.cell_energy(cell.device, replay or prepared.call, prepared.sync, steady.number)
         # a window measured is measurement time; looking for a counter that is not there is the harness's
         timeline["energy_s" if "joules_per_call" in settings["energy"] else "energy_probe_s"] = time.perf_counter() - t0
-    compile_stats = prepared.compile_stats()
+    stage("compile statistics")
+    t0 = time.perf_counter()
+    compile_stats = prepared.compile_stats()  # on a GPU, jax-jit's includes a second compile (command buffers)
     not_as_named = prepared.not_as_named()
     memory_analysis = prepared.memory_analysis()
+    timeline["stats_s"] += time.perf_counter() - t0
     stage("observation of what ran")
     t0 = time.perf_counter()
     settings["observed"] = prepared.observe()
@@ -320,6 +330,11 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
              f"parity: max rel err {parity.max_rel_err:.3g} > tolerance {parity.tolerance:.3g}") if failed else None
     if not_as_named:
         settings["not_as_named"] = not_as_named
+    stage("counts")
+    t0 = time.perf_counter()
+    flops = workload.flops(cfg, cell.phase)  # a user's model: counted by a framework (model.py)
+    bytes_moved = workload.bytes_moved(cfg, cell.phase, itemsize(cell.dtype), itemsize(pdtype))
+    timeline["counts_s"] = time.perf_counter() - t0
 
     return Measurement(
         spec=cell,
@@ -338,8 +353,8 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
             rss_counter=rss.counter, compiled=memory_analysis,
         ),
         parity=parity,
-        flops=workload.flops(cfg, cell.phase),
-        bytes_moved=workload.bytes_moved(cfg, cell.phase, itemsize(cell.dtype), itemsize(pdtype)),
+        flops=flops,
+        bytes_moved=bytes_moved,
         params=cfg.as_dict(),
         settings=settings,
         peak=dict(peak or {}),

@@ -167,9 +167,10 @@ class UserWorkload(Workload):
 
     flops_formula = "counted: PyTorch's flop counter (or XLA's cost analysis where only JAX is given)"
 
-    def __init__(self, model: Model, origin: str):
+    def __init__(self, model: Model, origin: str, preload: tuple[str, ...] = ()):
         self.model = model
         self.origin = origin
+        self.preload = tuple(preload)  # the frameworks its file imports at its top (registry.frameworks_imported)
         self.name = model.name
         self.description = model.description or f"your model ({', '.join(model.frameworks)}; {origin})"
         self.config_cls = _config_class(model)

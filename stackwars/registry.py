@@ -135,9 +135,26 @@ def _register_models(obj: Any, origin: str) -> None:
             # a file's Model is named as the command line names it (path:NAME): a verdict's command reruns it
             _importing = f"{origin}:{attr}" if origin.startswith("file ") and attr else origin
             if getattr(_WORKLOADS.get(m.name), "model", None) is not m:  # not the same Model seen again
-                register_workload(UserWorkload(m, origin))
+                register_workload(UserWorkload(m, origin, frameworks_imported(obj)))
     finally:
         _importing = previous
+
+
+FRAMEWORK_PACKAGES = ("torch", "jax", "flax", "optax")
+
+
+def frameworks_imported(obj: Any) -> tuple[str, ...]:
+    """The framework modules a model file's top level imported (``import torch``, ``from flax
+    import nnx``, ``from torch.nn import Linear``): every worker that loads the file imports
+    them, whatever its backend. Nothing for a Model given without its module."""
+    if not isinstance(obj, types.ModuleType):
+        return ()
+    names = []
+    for value in vars(obj).values():
+        name = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+        if isinstance(name, str) and name.split(".")[0] in FRAMEWORK_PACKAGES:
+            names.append(name)
+    return tuple(sorted(set(names)))
 
 
 _files: dict[str, types.ModuleType] = {}

@@ -169,3 +169,28 @@ def test_the_timeline_names_the_workloads_import_and_its_counts(tmp_path, monkey
     assert m.timeline["workload_s"] >= slow_parts.SLEEP_S, m.timeline
     assert m.timeline["counts_s"] >= slow_parts.SLEEP_S, m.timeline
     assert m.timeline["import_s"] < slow_parts.SLEEP_S and m.timeline["observe_s"] < slow_parts.SLEEP_S
+
+
+def test_a_runs_flops_are_counted_once_and_read_by_its_other_cells(tmp_path):
+    """A user's model is counted by a framework (seconds a process): the first cell of a run
+    counts, the others read its count from the run's folder; without a folder each counts."""
+    from stackwars.harness.measure import run_flops
+
+    calls = []
+
+    class Counted:
+        name = "counted"
+
+        def flops(self, cfg, phase):
+            calls.append(phase)
+            return 1234 if phase == "forward" else 3702
+
+    wl, cfg = Counted(), registry.workload("gemm").config("tiny")
+    shared = refmod.ReferenceCache(str(tmp_path))
+    assert run_flops(wl, cfg, "forward", shared) == (1234, "counted in this process")
+    assert run_flops(wl, cfg, "forward", shared) == (1234, "this run's count, made by an earlier cell")
+    assert run_flops(wl, cfg, "train-step", shared)[0] == 3702  # another phase: counted
+    other = dataclasses.replace(cfg, m=cfg.m + 1)
+    assert run_flops(wl, other, "forward", shared)[1] == "counted in this process"  # another size: counted
+    assert calls == ["forward", "train-step", "forward"]
+    assert run_flops(wl, cfg, "forward", refmod.ReferenceCache(None))[1] == "counted in this process"

@@ -507,3 +507,28 @@ def test_a_jax_twin_is_built_from_the_runs_parameters_without_computing_the_fact
     for a, b in zip(jax.tree.leaves(rest), jax.tree.leaves(eager_rest)):
         np.testing.assert_array_equal(as_numbers(a), as_numbers(b))
     assert len(jax.tree.leaves(rest)) >= 3  # BatchNorm's mean and variance, the Dropout's stream
+
+
+def test_a_model_files_frameworks_are_preloaded_by_its_cells_fork_servers(tmp_path):
+    """Every worker loads the model file, which imports both frameworks at its top: a jax-jit
+    cell's server preloads PyTorch and Flax too (each process imported them itself: seconds of
+    every process), and the record says the server had them; a built-in workload's cells keep
+    their framework's preload alone."""
+    from stackwars import runner as runner_mod
+    from stackwars.records import CellSpec, MeasureConfig
+
+    path = tmp_path / "twins.py"
+    path.write_text(TWINS.format(out=4, extra="", call="self.fc(x)"))
+    name = registry.resolve_workload(f"{path}:net")
+    assert {"torch", "flax.nnx", "jax.numpy"} <= set(registry.workload(name).preload)
+    config = MeasureConfig()
+    own = runner_mod.process_request(CellSpec(name, "tiny", "forward", "jax-jit"), config, None, None)
+    builtin = runner_mod.process_request(CellSpec("gemm", "tiny", "forward", "jax-jit"), config, None, None)
+    assert "torch" in own["preload"] and "flax.nnx" in own["preload"]
+    assert "torch" not in builtin["preload"] and set(builtin["preload"]) < set(own["preload"])
+    r, cells = _run([f"{path}:net", "-b", "jax-jit"], tmp_path / "r.db")
+    _assert_in_parity(r, cells, ["jax-jit"])
+    for m in cells:
+        origin = m.settings["process"]["origin"]
+        assert origin["how"] == "forked from a preloading server", origin
+        assert "torch" in origin["preloaded"] and "flax.nnx" in origin["preloaded"], origin

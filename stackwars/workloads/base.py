@@ -133,6 +133,10 @@ class Workload:
     # config fields that choose how the same function is computed (a custom kernel or the
     # framework's operator): the tables show them as labelled rows of one table
     variant_params: ClassVar[tuple[str, ...]] = ()
+    # framework modules every cell-process of this workload imports whatever its backend (a
+    # user's model file imports both frameworks at its top): its fork servers preload them
+    # (harness/forkserver.py), so each process does not import them again
+    preload: tuple[str, ...] = ()
 
     def variant_label(self, overrides: Mapping[str, Any], framework: str | None, device: str = "cpu") -> str | None:
         """A row label for a non-default variant (``variant_params``), or None."""

@@ -418,6 +418,13 @@ def roofline(flops: int | None, nbytes: int | None, seconds: float | None,
     return out
 
 
+def same_cpu_kind(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two machines' CPUs are of one kind (harness/env.py's ``cpu_kind``: family, model,
+    instruction sets), where both recorded it: a record from before the kind was kept is judged
+    by its model name alone."""
+    return not (a.get("cpu_kind") and b.get("cpu_kind")) or a["cpu_kind"] == b["cpu_kind"]
+
+
 @dataclass(frozen=True)
 class Env:
     """Environment fingerprint of a run."""
@@ -438,10 +445,13 @@ class Env:
         if not d:
             return "unknown machine (no environment recorded)"
         if ran_on and not self.same_kind(ran_on):
-            d = {**d, "cpu_model": ran_on.get("cpu_model"), "cpu_count_logical": ran_on.get("cpu_count_logical"),
+            d = {**d, "cpu_model": ran_on.get("cpu_model"), "cpu_kind": ran_on.get("cpu_kind"),
+                 "cpu_count_logical": ran_on.get("cpu_count_logical"),
                  "gpus": [{"name": ran_on["gpu"]}] if ran_on.get("gpu") else [],
                  "versions": {**(d.get("versions") or {}), **(ran_on.get("versions") or {})}}
-        parts = [f"{d.get('cpu_model') or '?'} ({d.get('cpu_count_logical') or '?'} CPUs)"]
+        # the CPU's kind where recorded: one model name can stand for hosts generations apart
+        kind = f"{d['cpu_kind']}; " if d.get("cpu_kind") else ""
+        parts = [f"{d.get('cpu_model') or '?'} ({kind}{d.get('cpu_count_logical') or '?'} CPUs)"]
         gpus = [g.get("name") for g in d.get("gpus") or ()]
         if gpus:
             parts.append(f"{len(gpus)}x {gpus[0]}" if len(set(gpus)) == 1 else ", ".join(gpus))
@@ -455,6 +465,7 @@ class Env:
         gpus = {g.get("name") for g in d.get("gpus") or ()}
         versions = d.get("versions") or {}
         return (ran_on.get("cpu_model") == d.get("cpu_model")
+                and same_cpu_kind(ran_on, d)
                 and ran_on.get("cpu_count_logical") == d.get("cpu_count_logical")
                 and (ran_on.get("gpu") is None or ran_on.get("gpu") in gpus)
                 and all(versions.get(k) == v for k, v in (ran_on.get("versions") or {}).items()))
@@ -462,8 +473,9 @@ class Env:
     def summary(self) -> str:
         d = self.data
         threads = d.get("thread_budget")
+        kind = f"{d['cpu_kind']}; " if d.get("cpu_kind") else ""
         parts = [
-            f"device: {d.get('cpu_model', '?')} ({d.get('cpu_count_logical', '?')} logical CPUs)",
+            f"device: {d.get('cpu_model', '?')} ({kind}{d.get('cpu_count_logical', '?')} logical CPUs)",
         ]
         if d.get("gpus"):
             g = d["gpus"][0]

@@ -31,7 +31,8 @@ from stackwars.parse import comma_list, unique
 from stackwars.harness import env as envmod
 from stackwars.harness import reference as refmod
 from stackwars.harness.isolation import Outcome, run_inline, run_task
-from stackwars.records import DEVICES, DTYPES, MATMUL_PRECISIONS, CellSpec, Env, Measurement, MeasureConfig
+from stackwars.records import (DEVICES, DTYPES, MATMUL_PRECISIONS, CellSpec, Env, Measurement, MeasureConfig,
+                               same_cpu_kind)
 from stackwars.store.results import Store, StoreWriteError, keep_pending
 from stackwars.harness import tmp
 
@@ -617,7 +618,8 @@ def new_run(store: Store, specs: Sequence[CellSpec], config: MeasureConfig, comm
 def check_resumable(run_env: Mapping[str, Any], env: Mapping[str, Any]) -> None:
     before, now = run_env.get("versions", {}), env.get("versions", {})
     diffs = [f"{k} {before.get(k)} -> {now.get(k)}" for k in RESUME_PINNED if before.get(k) != now.get(k)]
-    if run_env.get("cpu_model") != env.get("cpu_model") or run_env.get("gpus") != env.get("gpus"):
+    if (run_env.get("cpu_model") != env.get("cpu_model") or not same_cpu_kind(run_env, env)
+            or run_env.get("gpus") != env.get("gpus")):
         diffs.append("a different machine")
     if diffs:
         raise SpecError("cannot resume: this environment differs from the run's (" + "; ".join(diffs) +

@@ -236,6 +236,45 @@ def test_machines_are_never_mixed(tmp_path):
     assert md.count("**Verdict · ") == 2  # one table per machine
 
 
+ZEN3 = ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n"
+        "flags\t\t: fpu sse2 avx avx2 fma\n\nprocessor\t: 1\ncpu family\t: 99\n")
+ZEN4 = ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n"
+        "flags\t\t: fpu avx avx2 avx512f avx512_vnni avx512_bf16\n")
+NEOVERSE = "processor\t: 0\nFeatures\t: fp asimd sve i8mm bf16\nCPU implementer\t: 0x41\nCPU part\t: 0xd40\n"
+
+
+def test_two_cpus_of_one_model_name_are_told_apart_by_their_kind(tmp_path):
+    """A hypervisor may name hosts generations apart "AMD EPYC" alike (a 2-core VM of that name
+    ran a bfloat16 GEMM at 957 GFLOP/s with AVX-512's bfloat16 instructions, another at 0.9
+    without): the kind (family, model, instruction sets) keeps their verdicts, peaks and runs
+    apart; a record from before the kind was kept is judged by its model name as before."""
+    from stackwars import runner as runner_mod
+    from stackwars.errors import SpecError
+    from stackwars.harness import env as envmod
+    from stackwars.records import Env, same_cpu_kind
+
+    zen3, zen4 = envmod._cpu_kind(ZEN3), envmod._cpu_kind(ZEN4)
+    assert zen3 == "family 25 model 1; avx2"  # the first processor's fields only
+    assert zen4 == "family 25 model 17; avx2 avx512f avx512_vnni avx512_bf16"
+    assert envmod._cpu_kind(NEOVERSE) == "implementer 0x41 part 0xd40; asimd sve bf16 i8mm"
+    assert envmod._cpu_kind("") is None
+    a, b = {**MACHINE, "cpu_model": "AMD EPYC", "cpu_kind": zen3}, {**MACHINE, "cpu_model": "AMD EPYC", "cpu_kind": zen4}
+    assert Env(a).machine() != Env(b).machine() and zen3 in Env(a).machine()
+    assert envmod.device_key({**a, "thread_budget": 2}, "cpu") != envmod.device_key({**b, "thread_budget": 2}, "cpu")
+    assert not Env(a).same_kind({**b, "gpu": None}) and Env(a).same_kind({**a, "gpu": None})
+    old = {k: v for k, v in a.items() if k != "cpu_kind"}
+    assert same_cpu_kind(old, b) and Env(old).same_kind({**b, "gpu": None})  # unknown: the model name decides
+    with pytest.raises(SpecError, match="a different machine"):
+        runner_mod.check_resumable(a, b)
+    runner_mod.check_resumable(a, dict(a))
+    path = tmp_path / "k.db"
+    _store(path, [*_three("torch-eager", 1.0), *_three("jax-jit", 0.5)], env=a)
+    _store(path, [*_three("torch-eager", 1.0), *_three("jax-jit", 2.0)], env=b)
+    with Store(path) as store:
+        result = vd.verdicts(rows(store))
+    assert sorted(v["verdict"] for v in result) == ["JAX faster", "PyTorch faster"]  # two machines, never pooled
+
+
 def test_a_later_run_replaces_a_cells_processes(tmp_path):
     path = tmp_path / "l.db"
     _store(path, [*_three("torch-eager", 1.0), *_three("jax-jit", 0.5)])

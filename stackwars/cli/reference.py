@@ -168,7 +168,7 @@ def result_entries(root) -> list[dict[str, Any]]:
 def _slug(machine: str) -> str:
     import re
 
-    return re.sub(r"[^a-z0-9]+", "-", machine.lower()).strip("-")[:60]
+    return re.sub(r"[^a-z0-9]+", "-", machine.lower()).strip("-")[:80].rstrip("-")
 
 
 def results_pages(root) -> dict[str, str]:
@@ -191,7 +191,8 @@ def results_pages(root) -> dict[str, str]:
         dates = sorted({d for e in group for d in e["dates"]})
         index.append(f"| [{machine}](machine-{slug}.md) | {len(group)} | {dates[0] + ' to ' + dates[-1] if dates else '—'} |\n")
         out = [GENERATED, f"# {machine}\n\n", "| | |\n|---|---|\n",
-               f"| CPU | {env.get('cpu_model')}, {env.get('cpu_count_logical')} logical CPUs |\n",
+               f"| CPU | {env.get('cpu_model')}{' (' + env['cpu_kind'] + ')' if env.get('cpu_kind') else ''}, "
+               f"{env.get('cpu_count_logical')} logical CPUs |\n",
                f"| memory | {round((env.get('memory_total_bytes') or 0) / 2**30, 1)} GiB |\n",
                f"| GPUs | {', '.join(g.get('name', '?') for g in env.get('gpus') or []) or 'none'} |\n",
                f"| platform | {env.get('platform')} |\n",

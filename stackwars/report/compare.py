@@ -34,7 +34,7 @@ from stackwars.report import gate, tables
 
 VERDICTS = ("regression", "improvement", "same", "not significant", "too few processes", "unreliable",
             "machine differs", "broke", "fixed", "status", "only in A", "only in B")
-ENV_KEYS = ("cpu_model", "cpu_count_logical", "thread_budget", "nvidia_driver", "git_revision")
+ENV_KEYS = ("cpu_model", "cpu_kind", "cpu_count_logical", "thread_budget", "nvidia_driver", "git_revision")
 MEASURE_KEYS = ("min_time_s", "min_samples", "warmup", "matmul_precision", "threads", "cache_dir", "parity_mode")
 
 

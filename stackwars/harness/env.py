@@ -32,8 +32,9 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-# instruction sets that decide a kernel's speed (AVX-512's bfloat16 dot products ran a bfloat16
-# GEMM at 957 GFLOP/s on one 2-core "AMD EPYC" VM; one without them, of the same name, at 0.9)
+# instruction sets that decide a kernel's speed: PyTorch's bfloat16 GEMM ran at 957 GFLOP/s on
+# one 2-core "AMD EPYC" VM and at 0.9 on another of that name with AVX2 only (the first's flags
+# were not recorded; its rate needs bfloat16 dot products such as AVX-512's)
 ISA_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8",
              "asimd", "sve", "sve2", "bf16", "i8mm")
 

@@ -245,8 +245,7 @@ NEOVERSE = "processor\t: 0\nFeatures\t: fp asimd sve i8mm bf16\nCPU implementer\
 
 def test_two_cpus_of_one_model_name_are_told_apart_by_their_kind(tmp_path):
     """A hypervisor may name hosts generations apart "AMD EPYC" alike (a 2-core VM of that name
-    ran PyTorch's bfloat16 GEMM at 957 GFLOP/s, another with AVX2 only at 0.9
-    without): the kind (family, model, instruction sets) keeps their verdicts, peaks and runs
+    ran PyTorch's bfloat16 GEMM at 957 GFLOP/s, another with AVX2 only at 0.9): the kind (family, model, instruction sets) keeps their verdicts, peaks and runs
     apart; a record from before the kind was kept is judged by its model name as before."""
     from stackwars import runner as runner_mod
     from stackwars.errors import SpecError

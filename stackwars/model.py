@@ -281,10 +281,11 @@ class UserWorkload(Workload):
         parameters' abstract pytree, the rest of an NNX module's state, computed). A twin's
         ``build`` fills the parameters with the run's own (drawn once, or carried over from
         PyTorch), so the factory's initialisers need not run: in eager JAX each one compiles
-        a program of its own (the UNet example's 44 took 20 s of each of its JAX cells' preparation
-        at the tiny size on a 2-core Zen 3 VM, 1.6 s without them). The rest (BatchNorm's statistics, RNG state) comes from one ``jax.jit`` of
-        the factory that returns only it, whose unused initialisers XLA drops. The factory is
-        traced as ``parameter_shapes`` already traces it."""
+        a program of its own (the UNet example's 44 took 20 s of each of its JAX cells'
+        preparation at the tiny size on a 2-core Zen 3 VM, 1.6 s without them). The rest
+        (BatchNorm's statistics, RNG state) comes from one ``jax.jit`` of the factory that
+        returns only it, whose unused initialisers XLA drops. The factory is traced as
+        ``parameter_shapes`` already traces it."""
         import jax
 
         if isinstance(self.model.jax, tuple):

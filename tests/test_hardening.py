@@ -209,6 +209,30 @@ def test_peaks_take_the_best_round_and_refuse_a_contended_measurement(tmp_path, 
     assert len(rounds) == 3 and kept["flops_per_s"] == max(r["median_per_s"] for r in rounds)
 
 
+def test_a_peak_whose_calls_are_slow_takes_fewer_samples_not_minutes():
+    """A fake clock: a GEMM of 2.6 s a call (PyTorch's bfloat16 on a CPU without bfloat16
+    instructions) is sampled 3 times a round after one warm-up call, not 10 after three; a
+    fast one keeps 10 a round and its budget. Either way the peak is the best round's median."""
+    from stackwars.harness import peaks
+    from stackwars.harness.timer import Timer
+
+    def measured(call_s):
+        now, calls = [0.0], [0]
+
+        def gemm():
+            calls[0] += 1
+            now[0] += call_s
+
+        rate = peaks._rate(Timer(gemm, lambda out: None, clock=lambda: now[0]), 2e9, min_time_s=1.0)
+        assert rate["median_per_s"] == pytest.approx(2e9 / call_s)
+        return [r["samples"] for r in rate["rounds"]], calls[0]
+
+    samples, calls = measured(2.6)
+    assert samples == [3, 3, 3] and calls == 1 + 1 + 9  # 11 calls, 29 s, where 34 took 88 s
+    samples, calls = measured(1e-3)
+    assert all(n >= 300 for n in samples)  # a third of a second a round, as before
+
+
 def test_training_summary_flags_contended_and_diverged_epochs():
     from stackwars.report import training
 

@@ -466,7 +466,8 @@ def test_a_jax_twin_is_built_from_the_runs_parameters_without_computing_the_fact
     class T(torch.nn.Module):
         def __init__(self, size):
             super().__init__()
-            self.fc, self.bn, self.out = torch.nn.Linear(size.features, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 2)
+            self.fc, self.bn = torch.nn.Linear(size.features, 8), torch.nn.BatchNorm1d(8)
+            self.out = torch.nn.Linear(8, 2)
 
         def forward(self, x):
             return self.out(torch.nn.functional.dropout(self.bn(self.fc(x)), 0.5, self.training))
@@ -501,8 +502,10 @@ def test_a_jax_twin_is_built_from_the_runs_parameters_without_computing_the_fact
     assert set(built) == set(given)
     for k, v in built.items():
         np.testing.assert_array_equal(np.asarray(v), np.asarray(given[k], dtype=np.float32), err_msg=k)
-    as_numbers = lambda x: np.asarray(jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)  # noqa: E731
-                                      else x)
+
+    def as_numbers(x):
+        return np.asarray(jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x)
+
     assert jax.tree.structure(rest) == jax.tree.structure(eager_rest)
     for a, b in zip(jax.tree.leaves(rest), jax.tree.leaves(eager_rest)):
         np.testing.assert_array_equal(as_numbers(a), as_numbers(b))

@@ -245,8 +245,9 @@ NEOVERSE = "processor\t: 0\nFeatures\t: fp asimd sve i8mm bf16\nCPU implementer\
 
 def test_two_cpus_of_one_model_name_are_told_apart_by_their_kind(tmp_path):
     """A hypervisor may name hosts generations apart "AMD EPYC" alike (a 2-core VM of that name
-    ran PyTorch's bfloat16 GEMM at 957 GFLOP/s, another with AVX2 only at 0.9): the kind (family, model, instruction sets) keeps their verdicts, peaks and runs
-    apart; a record from before the kind was kept is judged by its model name as before."""
+    ran PyTorch's bfloat16 GEMM at 957 GFLOP/s, another with AVX2 only at 0.9): the kind
+    (family, model, instruction sets) keeps their verdicts, peaks and runs apart; a record
+    from before the kind was kept is judged by its model name as before."""
     from stackwars import runner as runner_mod
     from stackwars.errors import SpecError
     from stackwars.harness import env as envmod
@@ -257,7 +258,8 @@ def test_two_cpus_of_one_model_name_are_told_apart_by_their_kind(tmp_path):
     assert zen4 == "family 25 model 17; avx2 avx512f avx512_vnni avx512_bf16"
     assert envmod._cpu_kind(NEOVERSE) == "implementer 0x41 part 0xd40; asimd sve bf16 i8mm"
     assert envmod._cpu_kind("") is None
-    a, b = {**MACHINE, "cpu_model": "AMD EPYC", "cpu_kind": zen3}, {**MACHINE, "cpu_model": "AMD EPYC", "cpu_kind": zen4}
+    a = {**MACHINE, "cpu_model": "AMD EPYC", "cpu_kind": zen3}
+    b = {**MACHINE, "cpu_model": "AMD EPYC", "cpu_kind": zen4}
     assert Env(a).machine() != Env(b).machine() and zen3 in Env(a).machine()
     assert envmod.device_key({**a, "thread_budget": 2}, "cpu") != envmod.device_key({**b, "thread_budget": 2}, "cpu")
     assert not Env(a).same_kind({**b, "gpu": None}) and Env(a).same_kind({**a, "gpu": None})

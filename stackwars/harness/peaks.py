@@ -16,6 +16,7 @@ over 100%. The run keeps, per dtype, the higher of the two frameworks' figures.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from stackwars.harness.timer import Timer
@@ -29,18 +30,27 @@ SIZES = {  # (gemm n, stream elements)
 
 
 ROUNDS = 3
+SAMPLES = (3, 10)  # samples a round: 10, or as few as 3 where a call is slow (see _rate)
 
 
 def _rate(timer: Timer, work: float, min_time_s: float, rounds: int = ROUNDS) -> dict[str, Any]:
+    """The best round's median rate. A round takes ``min_time_s / rounds`` and at least 3
+    samples, 10 where they fit: a call far slower than the budget (PyTorch's bfloat16 GEMM
+    on a CPU without bfloat16 instructions: 2.6 s a call at n = 1024 on a 2-core Zen 3 VM)
+    otherwise took 30 samples after 4 calls before them, 88 s for that GEMM alone, where 9
+    after 2 keep a median of 3 in every round."""
     from stackwars.harness.contention import ForeignLoad
 
-    timer.once()  # compile / first touch
-    est = min(timer.warmup(3))
+    first, _ = timer.once()  # compile / first touch
+    est = min(timer.warmup(1 if first > min_time_s else 3))
     number = Timer.choose_number(est, 1e-3)
+    per_round_s = min_time_s / rounds
+    low, high = SAMPLES
+    min_samples = max(low, min(high, math.ceil(per_round_s / (est * number)) if est > 0 else high))
     per_round = []
     for _ in range(rounds):
         load = ForeignLoad().start()
-        steady = timer.steady(min_samples=10, min_time_s=min_time_s / rounds, max_samples=10_000, number=number)
+        steady = timer.steady(min_samples=min_samples, min_time_s=per_round_s, max_samples=10_000, number=number)
         others = load.stop()
         samples = sorted(steady.samples)
         per_round.append({"median_per_s": work / samples[len(samples) // 2], "best_per_s": work / samples[0],

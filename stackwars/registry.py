@@ -151,7 +151,10 @@ def frameworks_imported(obj: Any) -> tuple[str, ...]:
         return ()
     names = []
     for value in vars(obj).values():
-        name = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+        try:
+            name = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+        except Exception:  # noqa: BLE001 - a lazy object that fails when looked at: not a framework we preload
+            continue
         if isinstance(name, str) and name.split(".")[0] in FRAMEWORK_PACKAGES:
             names.append(name)
     return tuple(sorted(set(names)))

@@ -535,3 +535,22 @@ def test_a_model_files_frameworks_are_preloaded_by_its_cells_fork_servers(tmp_pa
         origin = m.settings["process"]["origin"]
         assert origin["how"] == "forked from a preloading server", origin
         assert "torch" in origin["preloaded"] and "flax.nnx" in origin["preloaded"], origin
+
+
+def test_the_frameworks_a_file_imports_are_read_from_its_top_level_names():
+    """Modules, and the modules of classes and functions taken from them; other packages are
+    not frameworks, and a name that fails when looked at (a lazy object) is passed over."""
+    import types
+
+    import numpy as np
+    import torch
+
+    class Lazy:
+        @property
+        def __module__(self):
+            raise RuntimeError("not loaded")
+
+    module = types.ModuleType("a_model_file")
+    module.torch, module.Linear, module.np, module.lazy = torch, torch.nn.Linear, np, Lazy()
+    assert registry.frameworks_imported(module) == ("torch", "torch.nn.modules.linear")
+    assert registry.frameworks_imported(torch.nn.Linear) == ()  # a Model given without its module

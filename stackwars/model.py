@@ -289,9 +289,9 @@ class UserWorkload(Workload):
         import jax
 
         if isinstance(self.model.jax, tuple):
-            init, _ = self.model.jax
+            init, apply = self.model.jax
             params = jax.eval_shape(lambda: self._call("the jax init", init, cfg, jax.random.key(seed)))
-            return "pure", self.model.jax[1], params, None
+            return "pure", apply, params, None
         from flax import nnx
 
         abstract = nnx.eval_shape(lambda: self._call("the jax factory", self.model.jax, cfg, nnx.Rngs(seed)))

@@ -4,9 +4,10 @@ Order of events, each phase kept apart and its wall time kept in ``timeline``:
 
 1. load the workload (``workload_s``: a plugin's module or a user's model file is imported
    here, in the worker); import the backend's framework (``import_s``); configure it
-   (threads, matmul precision, caches); initialise the device (``device_init_s``: CUDA context or JAX's client, and
-   the libraries' handles through one tiny GEMM, plus a tiny convolution on CUDA), so that
-   the first call is trace + compile + execute and nothing else (``init_s`` = the two);
+   (threads, matmul precision, caches); initialise the device (``device_init_s``: CUDA
+   context or JAX's client, and the libraries' handles through one tiny GEMM, plus a tiny
+   convolution on CUDA), so that the first call is trace + compile + execute and nothing
+   else (``init_s`` = the two);
 2. draw the workload's parameters and batch from the seed, rounded to the cell's dtypes;
    prepare (build the model, move data to the device; nothing is compiled yet);
 3. baseline RSS, reset the peak-RSS window;
@@ -16,9 +17,9 @@ Order of events, each phase kept apart and its wall time kept in ``timeline``:
    the CPU time other processes took on the worker's CPUs while the samples were taken
    (``contention``);
 7. memory peaks, compile statistics (``stats_s``; recompiles during the steady state
-   count), and what actually ran (``observe``: one extra untimed step where that needs a profiler); with
-   ``profile_steps``, that many more steps under the framework's profiler, the trace
-   written to ``profile_to`` and summarised (harness/profile.py);
+   count), and what actually ran (``observe``: one extra untimed step where that needs a
+   profiler); with ``profile_steps``, that many more steps under the framework's profiler,
+   the trace written to ``profile_to`` and summarised (harness/profile.py);
 8. FLOPs and bytes moved (``counts_s``: a user's model is counted by a framework's counter);
 9. parity: against the float64 reference, computed once per run and shared by its cells
    (``reference.py``), or against another backend's outputs where no reference fits. A

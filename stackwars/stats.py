@@ -17,7 +17,9 @@ that turns a ratio's interval into "lower", "higher", "tie" or "noisy".
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
+import threading
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -106,16 +108,55 @@ def _z(confidence: float) -> float:
 NOISE_THRESHOLD = 0.10  # an IQR above this fraction of the median flags samples (or process medians) noisy
 
 
+def _key(a: np.ndarray) -> tuple[int, bytes]:
+    """What a memo of a pure function of samples is keyed by: their count and a digest of
+    their float64 bytes (a digest, so a cell of 10^5 samples keeps 16 bytes, not 800 KB)."""
+    return a.size, hashlib.blake2b(a.tobytes(), digest_size=16).digest()
+
+
+class _Memo:
+    """Results of a deterministic function of samples, the oldest dropped past ``size``.
+
+    A report, a verdict and every look of a run's top-up build the same cells' rows again and
+    again, and the bootstrap is the cost of each (an A/A simulation spent 70% of its time
+    redoing it); a hit is the value the function would return."""
+
+    def __init__(self, size: int):
+        self.size, self.items, self.lock = size, {}, threading.Lock()
+
+    def get(self, key):
+        return self.items.get(key)
+
+    def put(self, key, value):
+        with self.lock:
+            if len(self.items) >= self.size:
+                self.items.pop(next(iter(self.items)))
+            self.items[key] = value
+        return value
+
+
 def summarize(samples: Sequence[float], noise_threshold: float = NOISE_THRESHOLD) -> Summary:
     a = _as_array(samples)
+    return _summarize(_key(a), a, noise_threshold)
+
+
+def _summarize(key: tuple[int, bytes], a: np.ndarray, noise_threshold: float) -> Summary:
+    hit = _SUMMARIES.get((key, noise_threshold))
+    if hit is not None:
+        return hit
     q25, med, q75 = np.quantile(a, [0.25, 0.5, 0.75])
     lo, hi, method = bootstrap_median_ci(a)
     iqr = float(q75 - q25)
-    return Summary(
+    out = Summary(
         n=int(a.size), median=float(med), mean=float(a.mean()), q25=float(q25), q75=float(q75),
         iqr=iqr, ci_low=lo, ci_high=hi, ci_method=method,
         noisy=bool(med > 0 and iqr / med > noise_threshold),
     )
+    return _SUMMARIES.put((key, noise_threshold), out)
+
+
+_SUMMARIES = _Memo(8192)  # a Summary each: a few hundred bytes
+_DRAWS = _Memo(1024)  # BOOTSTRAP_RESAMPLES floats each: 16 KB
 
 
 Processes = Sequence[Sequence[float]]  # one list of samples per process
@@ -229,9 +270,15 @@ class Hierarchical:
 
 
 def _log_draws(procs: list[np.ndarray], resamples: int, seed: int) -> tuple[float, np.ndarray]:
-    """log of the estimate and the log bootstrap replicates around it."""
+    """log of the estimate and the log bootstrap replicates around it (read-only: memoised)."""
+    key = (tuple(_key(a) for a in procs), resamples, seed)
+    hit = _DRAWS.get(key)
+    if hit is not None:
+        return hit
     est = float(np.mean([np.median(a) for a in procs]))
-    return math.log(est), np.log(hierarchical_draws(procs, resamples, seed))
+    logs = np.log(hierarchical_draws(procs, resamples, seed))
+    logs.setflags(write=False)
+    return _DRAWS.put(key, (math.log(est), logs))
 
 
 def hierarchical(processes: "Processes | Sequence[float]", confidence: float = 0.95,

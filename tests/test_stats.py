@@ -54,3 +54,34 @@ def test_rejects_empty_and_non_finite():
         stats.summarize([])
     with pytest.raises(ValueError):
         stats.summarize([1.0, float("nan")])
+
+
+def test_summaries_and_draws_are_computed_once_per_samples_and_stay_what_a_fresh_computation_gives(monkeypatch):
+    """A report, a verdict and each look of a run build the same rows again: the bootstrap of
+    samples already seen is read back, not redone; other samples, another noise threshold or
+    other process lists are computed; what is read back cannot be changed by a caller."""
+    rng = np.random.default_rng(7)
+    a, b = rng.normal(1.0, 0.05, 30), rng.normal(1.1, 0.05, 30)
+    monkeypatch.setattr(stats, "_SUMMARIES", stats._Memo(4))
+    monkeypatch.setattr(stats, "_DRAWS", stats._Memo(4))
+    fresh = stats.summarize(a)
+    boots, draws = [], []
+    real_boot, real_draws = stats.bootstrap_median_ci, stats.hierarchical_draws
+    monkeypatch.setattr(stats, "bootstrap_median_ci", lambda *x, **k: boots.append(1) or real_boot(*x, **k))
+    monkeypatch.setattr(stats, "hierarchical_draws", lambda *x, **k: draws.append(1) or real_draws(*x, **k))
+    assert stats.summarize(list(a)) == fresh and boots == []  # a list of the same values: read back
+    assert stats.summarize(a, noise_threshold=0.5).noisy is False and boots == [1]
+    stats.summarize(b)
+    assert len(boots) == 2
+    first = stats.compare([a, b], [b, a])
+    assert stats.compare([a, b], [b, a]) == first and len(draws) == 2  # one draw per side, once
+    stats.compare([a, b], [b, a, a])
+    assert len(draws) == 3  # the other side changed: drawn again
+    _, logs = stats._log_draws([a, b], stats.BOOTSTRAP_RESAMPLES, stats.BOOTSTRAP_SEED)
+    with pytest.raises(ValueError):
+        logs[0] = 0.0
+    for i in range(10):  # the memo stays within its size, the oldest going first
+        stats.summarize(a + i)
+    assert len(stats._SUMMARIES.items) == 4
+    monkeypatch.setattr(stats, "_SUMMARIES", stats._Memo(4))
+    assert stats.summarize(a) == fresh  # computed again from nothing: the same value

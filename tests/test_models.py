@@ -29,8 +29,8 @@ PUBLISHED = {"resnet50": 25_557_032, "bert-base": 109_482_240, "gpt2": 124_439_8
              "gpt-neo-1.3b": 1_315_575_808, "llama3-8b": 8_030_261_248}
 
 
-def _cell(workload, phase, backend, dtype="float32", **over):
-    spec = CellSpec(workload, "tiny", phase, backend, dtype=dtype, overrides=tuple(over.items()))
+def _cell(workload, phase, backend, dtype="float32", options=(), **over):
+    spec = CellSpec(workload, "tiny", phase, backend, dtype=dtype, overrides=tuple(over.items()), options=options)
     return Measurement.from_dict(measure_cell(spec.to_dict(), FAST.to_dict()))
 
 
@@ -71,12 +71,23 @@ def test_model_parity_bfloat16(workload, backend, phase):
     assert m.settings["backend"]["param_dtype"] == ("float32" if phase == "train-step" else "bfloat16")
 
 
-@pytest.mark.parametrize("workload,phase,backend", [
-    ("gpt2", "train-step", "torch-compile"), ("resnet50", "train-step", "torch-compile"),
-    ("llama3-8b", "forward", "torch-compile"), ("resnet50", "forward", "jax-eager"),
-    ("gpt-neo-1.3b", "forward", "jax-eager"), ("bert-base", "train-step", "jax-eager")])
-def test_model_parity_other_backends(workload, phase, backend):
-    _assert_parity(_cell(workload, phase, backend))
+OTHER_BACKENDS = [
+    ("gpt2", "train-step", "torch-compile", ()),
+    # Inductor's forward and backward of a BatchNorm network in training mode (its running
+    # statistics updated inside the compiled graph); the optimizer step eager: compiling
+    # AdamW over resnet's 60 tensors is the same model-agnostic graph as gpt2's above (and
+    # tests/test_fairness.py's), and would add 40 of this cell's 100 s on a 2-core CPU
+    ("resnet50", "train-step", "torch-compile", (("optimizer_impl", "default"),)),
+    ("llama3-8b", "forward", "torch-compile", ()), ("resnet50", "forward", "jax-eager", ()),
+    ("gpt-neo-1.3b", "forward", "jax-eager", ()), ("bert-base", "train-step", "jax-eager", ())]
+
+
+@pytest.mark.parametrize("workload,phase,backend,options", OTHER_BACKENDS, ids=["-".join(c[:3]) for c in OTHER_BACKENDS])
+def test_model_parity_other_backends(workload, phase, backend, options):
+    m = _cell(workload, phase, backend, options=options)
+    _assert_parity(m)
+    if workload == "resnet50" and phase == "train-step":  # the running statistics were compared too
+        assert any(k.startswith("update.") and k.endswith("running_mean") for k in m.parity.per_output)
 
 
 @needs_mlir

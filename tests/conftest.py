@@ -47,13 +47,22 @@ def mnist_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def gpu_probe():
+def machine_probe():
+    """What ``stackwars run`` learns of this machine first (runner.probe_machine: a worker that
+    imports both frameworks and asks each for its devices), once a test process: a test that
+    only needs it to plan or fingerprint cells does not pay the worker's seconds again
+    (tests/test_probe.py checks the probe itself)."""
+    from stackwars import runner
+
+    return runner.probe_machine()
+
+
+@pytest.fixture(scope="session")
+def gpu_probe(machine_probe):
     """The machine probe where NVML sees a GPU: every framework must see it too, or the test
     fails with the framework's own reason (a skipped GPU test once hid that JAX never ran on
     the GPU at all)."""
-    from stackwars import runner
-
-    p = runner.probe_machine()
+    p = machine_probe
     blind = [f"{fw}: {p[fw].get('cuda_reason') or p[fw].get('error')}" for fw in ("torch", "jax")
              if not p[fw].get("cuda")]
     if blind:

@@ -127,8 +127,8 @@ def test_naive_attention_is_recorded_as_naive():
         assert m.status == "ok" and m.attention_ran == "naive", (backend, m.error)
 
 
-def test_unsupported_choice_becomes_an_unsupported_cell():
+def test_unsupported_choice_becomes_an_unsupported_cell(machine_probe):
     from stackwars import runner
     spec = CellSpec("mha", "tiny", "forward", "jax-jit", overrides=(("attention", "cudnn"),))
-    m = runner.measure_one(spec, dataclasses.replace(FAST, timeout_s=120), runner.probe_machine(), None)
+    m = runner.measure_one(spec, dataclasses.replace(FAST, timeout_s=120), machine_probe, None)
     assert m.status == "unsupported" and "CUDA device" in m.error

@@ -116,13 +116,13 @@ def _env():
     return {k: v for k, v in os.environ.items() if k != "COLUMNS"}
 
 
-def test_xla_autotune_level_reaches_the_worker_before_jax(tmp_path):
+def test_xla_autotune_level_reaches_the_worker_before_jax(tmp_path, machine_probe):
     from stackwars import runner as run_
     from stackwars.records import CellSpec, MeasureConfig
 
     spec = CellSpec("gemm", "tiny", "forward", "jax-jit", options=(("xla_autotune_level", 0),))
     m = run_.measure_one(spec, MeasureConfig(warmup=0, min_samples=2, min_time_s=0, timeout_s=120),
-                         run_.probe_machine(), None)
+                         machine_probe, None)
     assert m.status == "ok", m.error
     flags = m.settings["applied"]["xla_gpu_flags"]
     assert flags["xla_gpu_autotune_level"] == {"value": "0", "source": "XLA_FLAGS"}
@@ -131,7 +131,7 @@ def test_xla_autotune_level_reaches_the_worker_before_jax(tmp_path):
     # command buffers off for one cell: an empty list in XLA_FLAGS, read back as such (XLA parses it on a CPU too)
     spec = CellSpec("gemm", "tiny", "forward", "jax-jit", options=(("xla_command_buffers", "off"),))
     m = run_.measure_one(spec, MeasureConfig(warmup=0, min_samples=2, min_time_s=0, timeout_s=120),
-                         run_.probe_machine(), None)
+                         machine_probe, None)
     assert m.status == "ok", m.error
     flags = m.settings["applied"]["xla_gpu_flags"]
     assert flags["xla_gpu_enable_command_buffer"] == {"value": "", "source": "XLA_FLAGS"}

@@ -26,9 +26,16 @@ pytestmark = pytest.mark.slow
 QUICK = MeasureConfig(warmup=1, min_samples=3, min_time_s=0.05, timeout_s=120.0)
 
 
+PROBE: dict = {}  # the session's machine probe (conftest.machine_probe), for _run and the servers' start
+
+
+@pytest.fixture(autouse=True)
+def _probe(machine_probe):
+    PROBE.update(machine_probe)
+
+
 def _run(tmp_path, specs, config=QUICK, name="r.db"):
-    probe = runner.probe_machine()
-    env = envmod.fingerprint(None, probe)
+    env = envmod.fingerprint(None, PROBE)
     with Store(tmp_path / name) as store:
         run_id = runner.new_run(store, specs, config)
         runner.execute(store, run_id, specs, config, env)
@@ -339,4 +346,4 @@ def test_the_servers_of_a_process_number_start_together_before_its_first_cell(tm
         assert "fork servers started ahead of their cells" in line
     # servers that run already are not started again
     monkeypatch.setattr(forkserver, "MAX_SERVERS", 6)
-    assert runner.start_servers_ahead(specs[-2:], QUICK, runner.probe_machine(), executors.here) is None
+    assert runner.start_servers_ahead(specs[-2:], QUICK, PROBE, executors.here) is None

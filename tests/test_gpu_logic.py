@@ -86,7 +86,7 @@ def test_point3_the_preflight_check_holds_jax_cells_to_their_allocator_cap(monke
                                                  host_available=host, device_free=free, device_total=2 * total) is None
 
 
-def test_point6_a_cuda_cells_reference_is_computed_in_its_own_worker_first(tmp_path):
+def test_point6_a_cuda_cells_reference_is_computed_in_its_own_worker_first(tmp_path, machine_probe):
     """The gate: CUDA cells of workloads whose reference runs on a GPU, with a run directory
     to hand it over; then the handover itself, run here on the CPU: the reference worker fills
     the cache, the cell's worker reuses it and both say so."""
@@ -104,7 +104,7 @@ def test_point6_a_cuda_cells_reference_is_computed_in_its_own_worker_first(tmp_p
     first = runner.reference_first(spec, FAST, str(tmp_path))
     assert first["status"] == "ok" and first["source"] == "computed" and first["where"] == "cpu", first
     assert runner.reference_first(spec, FAST, str(tmp_path))["source"] == "already in the run's cache"
-    m = runner.measure_one(spec, FAST, runner.probe_machine(), None, reference_dir=str(tmp_path))
+    m = runner.measure_one(spec, FAST, machine_probe, None, reference_dir=str(tmp_path))
     assert m.status == "ok", m.error
     ref = m.settings["reference"]
     assert ref["source"].startswith("reused") and ref["worker"].startswith("own") and m.timeline["reference_s"] == 0

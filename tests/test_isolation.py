@@ -36,14 +36,13 @@ def _worker_pids(root: int | None = None):
             if "stackwars.harness.worker" in cmd or (server in cmd and server in cmds.get(ppid, ("", 0))[0])}
 
 
-def test_faulty_cells_get_their_status_and_the_run_goes_on(plugins_env, tmp_path):
+def test_faulty_cells_get_their_status_and_the_run_goes_on(plugins_env, tmp_path, machine_probe):
     specs = runner.plan_cells(["fault"], ["crash", "ok", "hang", "oom", "alloc", "raise"], ["forward"],
                               ["torch-eager"])
     specs.insert(2, runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["jax-jit"])[0])
     config = MeasureConfig(warmup=1, min_samples=3, min_time_s=0.0, timeout_s=15.0,
                            memory_limit_bytes=int(1.5 * 2**30))
-    probe = runner.probe_machine()
-    env = envmod.fingerprint(None, probe)
+    env = envmod.fingerprint(None, machine_probe)
     before = _worker_pids()
     with Store(tmp_path / "r.db") as store:
         run_id = runner.new_run(store, specs, config)

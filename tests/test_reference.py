@@ -36,10 +36,10 @@ def test_key_depends_on_what_the_reference_depends_on_and_not_on_the_backend():
     assert base not in others and len(others) == 5
 
 
-def test_one_reference_per_run_reused_by_every_backend(tmp_path):
+def test_one_reference_per_run_reused_by_every_backend(tmp_path, machine_probe):
     phase = "train-step"  # the larger reference, with the gradients AdamW's masking needs
     specs = runner.plan_cells(["gpt2"], ["tiny"], [phase], ["torch-eager", "jax-jit", "jax-eager"])
-    probe = runner.probe_machine()
+    probe = machine_probe
     with Store(tmp_path / "r.db") as store:
         run_id = runner.new_run(store, specs, FAST)
         done = runner.execute(store, run_id, specs, FAST, envmod.fingerprint(None, probe))
@@ -138,9 +138,9 @@ def test_a_peer_divergence_fails_parity(tmp_path):
     assert bad.checked and not bad.ok
 
 
-def test_overhead_is_wall_time_minus_measured_windows_and_reference(tmp_path):
+def test_overhead_is_wall_time_minus_measured_windows_and_reference(tmp_path, machine_probe):
     spec = CellSpec("mha", "tiny", "forward", "torch-eager")
-    m = runner.measure_one(spec, FAST, runner.probe_machine(), None, reference_dir=str(tmp_path))
+    m = runner.measure_one(spec, FAST, machine_probe, None, reference_dir=str(tmp_path))
     assert m.status == "ok", m.error
     t = m.timeline
     for key in ("startup_s", "import_s", "device_init_s", "prepare_s", "first_call_s", "steady_s", "observe_s",
@@ -154,7 +154,7 @@ def test_overhead_is_wall_time_minus_measured_windows_and_reference(tmp_path):
     assert "harness overhead" in line and "computed 1, reused 0" in line
 
 
-def test_the_timeline_names_the_workloads_import_and_its_counts(tmp_path, monkeypatch):
+def test_the_timeline_names_the_workloads_import_and_its_counts(tmp_path, monkeypatch, machine_probe):
     """A plugin's (or a user's model file's) import in the worker and the FLOP count each land
     in a stage of their own: they were in no stage, so the timeline of a user's model cell
     did not say where seconds of its wall time went (its file imports both frameworks; its
@@ -164,7 +164,7 @@ def test_the_timeline_names_the_workloads_import_and_its_counts(tmp_path, monkey
     monkeypatch.setenv("STACKWARS_PLUGINS", "tests.plugins.slow_parts")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     spec = CellSpec("slow-parts", "ok", "forward", "torch-eager")
-    m = runner.measure_one(spec, FAST, runner.probe_machine(), None, reference_dir=str(tmp_path))
+    m = runner.measure_one(spec, FAST, machine_probe, None, reference_dir=str(tmp_path))
     assert m.status == "ok", m.error
     assert m.timeline["workload_s"] >= slow_parts.SLEEP_S, m.timeline
     assert m.timeline["counts_s"] >= slow_parts.SLEEP_S, m.timeline

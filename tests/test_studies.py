@@ -75,8 +75,8 @@ def test_bad_vary_exits_2(vary, message, tmp_path):
     assert not (tmp_path / "x.db").exists()
 
 
-def test_cache_study_shows_hits_only_when_warm():
-    probe = runner.probe_machine()
+def test_cache_study_shows_hits_only_when_warm(machine_probe):
+    probe = machine_probe
     cfg = MeasureConfig(warmup=1, min_samples=2, min_time_s=0.0, timeout_s=600)
     for backend, hit_key in (("jax-jit", "hits"), ("torch-compile", "fxgraph_cache_hit")):
         rows = cache_study.run(CellSpec("ffn", "tiny", "forward", backend), cfg, probe, runner.measure_one)

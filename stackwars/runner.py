@@ -416,6 +416,15 @@ def process_request(spec: CellSpec, config: MeasureConfig, placement: Placement 
             "preload": list(dict.fromkeys((*bspec.preload, *wl.preload))), "generation": spec.repeat}
 
 
+def study_process(backend: str, device: str, cache_dir: str | None, threads: int | None = None) -> dict[str, Any]:
+    """How a study's worker for one backend is made (isolation.run_task): a fresh process on
+    ``device`` with its own compile caches, forked, as a cell's, from a server that preloaded
+    the backend's framework (the study's own module is read in the child); a spawned
+    interpreter imported PyTorch and Inductor again for every variant of a study."""
+    return {"threads": threads, "device": device, "cache_dir": cache_dir,
+            "preload": list(registry.backend(backend).preload)}
+
+
 def start_servers_ahead(specs: Sequence[CellSpec], config: MeasureConfig, probe: Mapping[str, Any],
                         placement: Callable[[CellSpec], Placement]) -> dict[str, Any] | None:
     """Start together the fork servers ``specs`` will be forked from (forkserver.start_ahead),

@@ -106,7 +106,8 @@ def recompile(
                 o = runner.run_cold(lambda cache: {
                     "target": "stackwars.studies.recompile:run_item",
                     "kwargs": {"item": item, "dtype": dtype, "device": device, "cache_dir": cache},
-                    "process": {"device": device, "cache_dir": cache}}, timeout, runner.default_memory_limit(), inline)
+                    "process": runner.study_process(item["backend"], device, cache)}, timeout,
+                    runner.default_memory_limit(), inline)
                 if o.status != "ok":
                     err.print(f"[red]{item['backend']} {item['variant']}: {o.status}[/] "
                               f"{(o.error or '').splitlines()[0]}")
@@ -349,7 +350,7 @@ def vmap(
     def naive(spec):
         task = {"target": "stackwars.studies.vmap:s5_method",
                 "kwargs": {"spec": spec.to_dict(), "config": config.to_dict()},
-                "process": {"device": spec.device, "cache_dir": None}}
+                "process": runner.process_request(spec, config, None, None)}  # as the harness's own cell
         o = run_inline(task) if inline else run_task(task, timeout, config.memory_limit_bytes)
         return o.result if o.status == "ok" else {"status": o.status, "error": o.error}
 
@@ -435,7 +436,8 @@ def stream(
                     "target": "stackwars.studies.stream:run_policy",
                     "kwargs": {"item": item, "lengths": lengths, "seed": seed, "dtype": dtype, "device": device,
                                "reference_dir": references, "cache_dir": cache},
-                    "process": {"device": device, "cache_dir": cache}}, timeout, runner.default_memory_limit(), inline)
+                    "process": runner.study_process(item["backend"], device, cache)}, timeout,
+                    runner.default_memory_limit(), inline)
                 if o.status != "ok":
                     err.print(f"[red]{item['backend']} {item['policy']}: {o.status}[/] "
                               f"{(o.error or '').splitlines()[0][:200]}")

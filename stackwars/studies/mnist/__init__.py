@@ -17,6 +17,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
+from stackwars import runner
 from stackwars.data import mnist
 from stackwars.errors import SpecError
 from stackwars.harness.isolation import run_inline, run_task
@@ -96,7 +97,7 @@ def run(configs: Iterable[TrainConfig], ds: mnist.Verified, split_seed: int, thr
         try:
             task = {"target": "stackwars.studies.mnist.worker:train",
                     "kwargs": {"config": cfg.to_dict(), "data_file": data_file, "split_seed": split_seed},
-                    "process": {"threads": threads, "device": cfg.device, "cache_dir": cache}}
+                    "process": runner.study_process(cfg.backend, cfg.device, cache, threads)}
             outcome = (run_inline(task, on_event) if inline
                        else run_task(task, timeout_s, memory_limit_bytes, on_progress=on_event))
         finally:

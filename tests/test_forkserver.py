@@ -20,6 +20,7 @@ from stackwars.harness.settings import environment
 from stackwars.records import MeasureConfig
 from stackwars.report import tables
 from stackwars.store.results import Store, rows
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -347,3 +348,34 @@ def test_the_servers_of_a_process_number_start_together_before_its_first_cell(tm
     # servers that run already are not started again
     monkeypatch.setattr(forkserver, "MAX_SERVERS", 6)
     assert runner.start_servers_ahead(specs[-2:], QUICK, PROBE, executors.here) is None
+
+
+def _fake_cuda_server(*preload: str) -> forkserver.Server:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    server = forkserver.Server(("tests.plugins.fake_cuda", *preload), env)
+    server.ready(timeout=120)
+    return server
+
+
+def test_a_device_count_asked_while_preloading_is_answered_without_the_driver():
+    """Inductor asks torch.cuda.is_available() as it is imported; on the H200 that touched the
+    CUDA driver in the server, and every forked torch-compile cell failed its first CUDA call.
+    The server answers such a query from NVML, says who asked, and its children find CUDA usable."""
+    server = _fake_cuda_server("tests.plugins.asks_cuda")
+    try:
+        assert server.info is not None, server.error
+        state = server.info["before_fork"]
+        assert state["cuda_fork_poisoned"] is False
+        (query,) = state["cuda_driver_queries"]
+        assert "asks_cuda" in query, query
+    finally:
+        server.close()
+
+
+def test_a_server_whose_preload_touched_the_cuda_driver_refuses_to_fork():
+    server = _fake_cuda_server("tests.plugins.touches_cuda")
+    try:
+        assert server.info is None
+        assert "initialised the CUDA driver: a forked child cannot use CUDA" in server.error, server.error
+    finally:
+        server.close()

@@ -11,7 +11,10 @@ per server instead (multiprocessing's forkserver, pyperf's workers):
   counts, XLA flags), which imports the modules it is told to preload (the framework, its
   compiler stack, the backend's module) and nothing else: no device is initialised, no
   framework function is called, no plugin or user model is loaded. It checks this before it
-  answers "ready" (``fresh_state``), and refuses to serve otherwise;
+  answers "ready" (``fresh_state``: a CUDA context, the CUDA driver touched (a child forked to
+  ask PyTorch), an XLA client, a second thread), and refuses to serve otherwise. A preloaded
+  module that asks for the CUDA device count (Inductor's do, through
+  ``torch.cuda.is_available()``) is answered from NVML, never the driver;
 * each task is a ``fork()`` of the server: a distinct process in its own session, with its
   own device context and allocator (made after the fork, by the cell), which sets the few
   variables the frameworks read only later (``LATE_ENV``: the compile-cache folders, the
@@ -67,15 +70,59 @@ def fresh_state() -> dict[str, Any]:
         state["native_threads"] = None
     torch = sys.modules.get("torch")
     state["cuda_initialised"] = bool(torch is not None and torch.cuda.is_initialized())
+    state["cuda_fork_poisoned"] = _fork_poisoned(torch)
+    state["cuda_driver_queries"] = _DRIVER_QUERIES[:3]  # the first callers' stacks (answered by NVML)
     bridge = sys.modules.get("jax._src.xla_bridge")
     state["jax_backends"] = sorted(getattr(bridge, "_backends", {}) or {}) if bridge is not None else []
     state["hash_seed"] = os.environ.get("PYTHONHASHSEED", "random")
     return state
 
 
+# Who asked the CUDA driver for its device count while the server preloaded. PyTorch's
+# torch._C._cuda_getDeviceCount (torch.cuda.is_available() unless PYTORCH_NVML_BASED_CUDA_CHECK=1)
+# initialises the driver without a context: torch.cuda.is_initialized() stays False, but a
+# forked child then fails its first CUDA call ("Cannot re-initialize CUDA in forked subprocess";
+# every torch-compile cell of the first forked H200 run). During the preload the query is
+# answered from NVML instead (the same count, no driver), each caller's stack kept here.
+_DRIVER_QUERIES: list[str] = []
+
+
+def _answer_device_count_from_nvml(torch: Any) -> Any:
+    """Replace torch._C._cuda_getDeviceCount with an NVML count for the preload; return the
+    original (None where this torch has no CUDA) for ``serve`` to put back before any fork."""
+    c = getattr(torch, "_C", None)
+    original = getattr(c, "_cuda_getDeviceCount", None)
+    if original is None or getattr(original, "stackwars_nvml", False):
+        return None
+
+    def nvml_count() -> int:
+        _DRIVER_QUERIES.append("".join(traceback.format_stack(limit=6)[:-1]))
+        count = torch.cuda._device_count_nvml()
+        if count < 0:  # NVML unreadable: refuse rather than touch the driver before a fork
+            raise RuntimeError("the CUDA device count asked during a fork server's preload, NVML unreadable")
+        return count
+
+    nvml_count.stackwars_nvml = True  # type: ignore[attr-defined]
+    c._cuda_getDeviceCount = nvml_count
+    return original
+
+
+def _fork_poisoned(torch: Any) -> bool:
+    """Whether a child forked now would find PyTorch's CUDA unusable: fork one that asks."""
+    if torch is None or not getattr(torch.cuda, "_is_compiled", lambda: False)():
+        return False
+    pid = os.fork()
+    if pid == 0:
+        os._exit(3 if torch.cuda._is_in_bad_fork() else 0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 3
+
+
 def _problem(state: dict[str, Any]) -> str | None:
     if state["cuda_initialised"]:
         return "a preloaded module initialised CUDA: a forked child cannot use that context"
+    if state.get("cuda_fork_poisoned"):
+        return "a preloaded module initialised the CUDA driver: a forked child cannot use CUDA"
     if state["jax_backends"]:
         return f"a preloaded module initialised JAX's backends ({', '.join(state['jax_backends'])})"
     if state["python_threads"] != 1:
@@ -127,6 +174,10 @@ def serve(preload: list[str]) -> int:
 
     t0 = time.perf_counter()
     loaded, absent = [], []
+    # torch.cuda.is_available() by NVML, not the driver, for any preloaded module that asks
+    nvml_check = os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK")
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    original = None
     try:
         import importlib
 
@@ -139,9 +190,18 @@ def serve(preload: list[str]) -> int:
                 if not optional:
                     raise
                 absent.append(name.lstrip("?"))
+            if original is None and "torch" in sys.modules:
+                original = _answer_device_count_from_nvml(sys.modules["torch"])
     except BaseException as exc:  # noqa: BLE001 - told to the client, which spawns instead
         send(event="failed", error=f"preloading {name}: {type(exc).__name__}: {exc}")
         return 1
+    finally:
+        if original is not None:  # the children get PyTorch as it was
+            sys.modules["torch"]._C._cuda_getDeviceCount = original
+        if nvml_check is None:
+            os.environ.pop("PYTORCH_NVML_BASED_CUDA_CHECK", None)
+        else:
+            os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = nvml_check
     state = fresh_state()
     problem = _problem(state)
     if problem:

@@ -177,13 +177,26 @@ def energy_stage(args: list[str]) -> int:
     (d / "power-check.json").write_text(json.dumps(checked, indent=1))
     for c in checked:
         print(f"{c['cell']}: energy window {c.get('counter_w')} W (NVML counter) against nvidia-smi power.draw "
-              f"{c.get('smi_w')} W over {c.get('smi_samples')} samples: ratio {c.get('ratio')}")
+              f"{c.get('smi_w')} W over the {c.get('smi_samples')} samples whose {c['averaged_s']:g} s average lies "
+              f"inside it: ratio {c.get('ratio', c.get('why'))} (all {c.get('smi_samples_any')} samples inside: "
+              f"{c.get('smi_w_any')} W)")
     return code
 
 
-def power_check(cells: Sequence[dict], power_csv: str) -> list[dict]:
+# nvidia-smi's power.draw is, on Ampere and newer GPUs, the board's mean power over the last
+# second (NVML's power usage), not an instantaneous reading: a sample at t covers [t - 1 s, t].
+# The H200's samples show it: they climb from idle to the window's power over the second after
+# the load starts, and fall over the second after it ends. The samples inside a 1.1 s energy
+# window read 6-20% under the counter; those whose second lay wholly inside agreed with it to
+# within 3.4% (results/gpu-h200-2026-11-26/).
+POWER_DRAW_AVERAGED_S = 1.0
+
+
+def power_check(cells: Sequence[dict], power_csv: str, averaged_s: float = POWER_DRAW_AVERAGED_S) -> list[dict]:
     """For each cell with an energy window: the window's mean power from the energy counter
-    against the mean of nvidia-smi's power.draw samples taken inside the window."""
+    against the mean of nvidia-smi's power.draw samples whose averaging span (``averaged_s``
+    before each) lies inside the window (``smi_w``, the ratio's), beside the mean of every
+    sample taken inside it (``smi_w_any``, which lags the window's start)."""
     from datetime import datetime
 
     samples = []
@@ -197,13 +210,21 @@ def power_check(cells: Sequence[dict], power_csv: str) -> list[dict]:
     out = []
     for c in cells:
         start, end = c.get("energy_started_unix"), c.get("energy_ended_unix")
-        row = {"cell": c.get("cell_key"), "counter_w": c.get("energy_power_w")}
-        inside = [w for t, w in samples if start and end and start <= t <= end]
-        if row["counter_w"] and inside:
-            smi = sum(inside) / len(inside)
-            row.update(smi_w=round(smi, 1), smi_samples=len(inside), ratio=round(row["counter_w"] / smi, 3))
+        row = {"cell": c.get("cell_key"), "counter_w": c.get("energy_power_w"), "averaged_s": averaged_s}
+        inside = [(t, w) for t, w in samples if start and end and start <= t <= end]
+        settled = [w for t, w in inside if t - averaged_s >= start]
+        if inside:
+            row.update(smi_w_any=round(sum(w for _, w in inside) / len(inside), 1), smi_samples_any=len(inside))
+        if row["counter_w"] and settled:
+            smi = sum(settled) / len(settled)
+            row.update(smi_w=round(smi, 1), smi_samples=len(settled), ratio=round(row["counter_w"] / smi, 3))
+        elif not row["counter_w"]:
+            row["why"] = "no energy window in this cell"
+        elif not inside:
+            row["why"] = "no nvidia-smi sample inside it"
         else:
-            row["why"] = "no energy window in this cell" if not row["counter_w"] else "no nvidia-smi sample inside it"
+            row["why"] = (f"no nvidia-smi sample whose {averaged_s:g} s average lies inside the "
+                          f"{end - start:.2f} s window")
         out.append(row)
     return out
 

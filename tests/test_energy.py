@@ -256,14 +256,24 @@ def test_the_gpu_checks_power_comparison_lines_windows_up_with_nvidia_smi_sample
     def stamp(t):
         return datetime.fromtimestamp(t).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
 
-    csv = "\n".join([f"{stamp(1000.0 + 0.1 * i)}, {250.0 if i < 20 else 400.0:.2f}" for i in range(40)]
+    # power.draw as an Ampere-or-newer GPU reports it, the mean over the last second: the GPU
+    # idles at 100 W until 1000.0, then draws 400 W, so the samples climb for a second after.
+    def drawn(t):
+        return 100.0 + 300.0 * min(1.0, max(0.0, t - 1000.0))
+
+    csv = "\n".join([f"{stamp(999.0 + 0.1 * i)}, {drawn(999.0 + 0.1 * i):.2f}" for i in range(41)]
                     + ["[N/A], [N/A]"])
-    cells = [{"cell_key": "a", "energy_power_w": 255.0, "energy_started_unix": 1000.05, "energy_ended_unix": 1001.5},
+    cells = [{"cell_key": "a", "energy_power_w": 404.0, "energy_started_unix": 1000.0, "energy_ended_unix": 1002.02},
              {"cell_key": "b", "energy_power_w": None},
-             {"cell_key": "c", "energy_power_w": 300.0, "energy_started_unix": 5000.0, "energy_ended_unix": 5001.0}]
-    a, b, c = gpucheck.power_check(cells, csv)
-    assert a["smi_samples"] == 15 and a["smi_w"] == 250.0  # the samples at 1000.1 ... 1001.5 and a["ratio"] == pytest.approx(1.02)
+             {"cell_key": "c", "energy_power_w": 300.0, "energy_started_unix": 5000.0, "energy_ended_unix": 5001.0},
+             {"cell_key": "d", "energy_power_w": 380.0, "energy_started_unix": 1000.0, "energy_ended_unix": 1000.8}]
+    a, b, c, d = gpucheck.power_check(cells, csv)
+    # only the samples at 1001.0 ... 1002.0 averaged a second wholly inside the window
+    assert a["smi_samples"] == 11 and a["smi_w"] == 400.0 and a["ratio"] == pytest.approx(1.01)
+    # every sample inside it, the lagging ones too, reads a fifth under the counter
+    assert a["smi_samples_any"] == 21 and a["smi_w_any"] == pytest.approx(321.4, abs=0.1)
     assert b["why"] == "no energy window in this cell" and c["why"] == "no nvidia-smi sample inside it"
+    assert "ratio" not in d and "1 s average lies inside the 0.80 s window" in d["why"]
     assert "energy" in gpucheck.BY_NAME and not gpucheck.BY_NAME["energy"].proof
 
 

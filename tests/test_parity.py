@@ -201,6 +201,31 @@ def test_comparing_a_slice_at_a_time_gives_the_whole_tensors_answer(monkeypatch)
             assert p.per_output["update.w"] == float("inf") and "NaN or infinity" in p.failure, (where, workers)
 
 
+def test_few_long_rows_are_cut_into_slices_and_a_nan_in_any_slice_is_found(monkeypatch):
+    """A forward's logits (GPT-2's: 8 rows of 51 million) are compared a flat slice at a time,
+    not a row at a time, and max|ref| too: the same figure as in one piece, and a NaN in a
+    middle slice of the output or of the reference still fails the check."""
+    from stackwars.harness import parity as parmod
+
+    rng = np.random.default_rng(5)
+    ref = {"out": rng.normal(size=(2, 3, 50))}
+    out = {"out": (ref["out"] * (1 + 1e-4)).astype(np.float32)}
+    whole = parmod.compare(out, ref, 1e-2)
+    seen = []
+    real = parmod._in_threads
+    monkeypatch.setattr(parmod, "_in_threads", lambda part, starts: seen.append(len(starts)) or real(part, starts))
+    monkeypatch.setattr(parmod, "CHUNK", 7)
+    monkeypatch.setattr(parmod, "_workers", lambda: 4)
+    sliced = parmod.compare(out, ref, 1e-2)
+    assert sliced.per_output == whole.per_output and sliced.ok
+    assert seen == [43, 43]  # 300 elements in slices of 7, for max|ref| and for the error, not 2 rows
+    for side, why in (("out", "the output holds NaN or infinity"), ("ref", "the reference holds NaN or infinity")):
+        broken = {"out": out["out"].copy()} if side == "out" else {"out": ref["out"].copy()}
+        broken["out"][1, 0, 20] = np.nan  # element 170: the 25th of 43 slices
+        p = parmod.compare(broken, ref, 1e-2) if side == "out" else parmod.compare(out, broken, 1e-2)
+        assert p.per_output["out"] == float("inf") and why in p.failure, side
+
+
 def test_nan_or_infinity_anywhere_is_a_failure_never_inf_within_inf():
     """A forward that returns NaN against a float64 reference that is NaN too once passed as
     'inf ✓': the tolerance derived from the reference's own float32 error became infinite."""

@@ -185,6 +185,17 @@ class Parity:
         return self.max_rel_err is not None
 
 
+def _peak_before_first_call(mem: Any, window: Mapping[str, Any] | None) -> bool:
+    """Whether a device peak read after the steady state had already been reached before the
+    first call, in an allocator whose peak cannot be reset (``resets`` False; records made
+    before that key say "no reset" in ``how``)."""
+    window = window or {}
+    resets = window.get("resets", "no reset" not in str(window.get("how", "")))
+    before = window.get("peak_before_first_call_bytes")
+    peak = mem.peak_device_bytes if mem is not None else None
+    return bool(not resets and before is not None and peak is not None and before >= peak)
+
+
 @dataclass(frozen=True)
 class Measurement:
     """Everything one cell produced. Raw samples only; statistics are derived."""
@@ -320,6 +331,9 @@ class Measurement:
             "peak_rss_first_call_bytes": mem.peak_rss_first_call_bytes if mem else None,
             "peak_rss_steady_bytes": mem.peak_rss_steady_bytes if mem else None,
             "peak_device_bytes": mem.peak_device_bytes if mem else None,
+            # an allocator peak that cannot be reset (XLA's) and was already reached before the
+            # first call is the preparation's, not the program's: no memory figure (added_memory)
+            "device_peak_before_first_call": _peak_before_first_call(mem, (self.settings or {}).get("memory_window")),
             "parity_tolerance": self.parity.tolerance if self.parity else None,
             "parity_rule": self.parity.rule if self.parity else None,
             "graphs": self.compile.graphs if self.compile else None,

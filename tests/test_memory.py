@@ -23,3 +23,23 @@ def test_reset_opens_a_new_window():
     peak = rss.peak()
     rss.stop()
     assert peak < current_rss() + 100 * 2**20
+
+
+def test_a_device_peak_reached_before_the_first_call_is_no_memory_figure():
+    """XLA's peak cannot be reset: on the H200 llama3-8b's jax-jit peak (33.4 GB) was already
+    reached while its weights were placed, before the first call, and the verdict read it as
+    the program's. Such a peak gives no memory figure; PyTorch's, reset before the first
+    call, and an XLA peak that grew in the window, still do."""
+    from stackwars.records import MemoryStats, _peak_before_first_call
+    from stackwars.report.tables import added_memory
+
+    mem = MemoryStats(peak_device_bytes=33_401_872_384)
+    xla = {"peak_before_first_call_bytes": 33_401_872_384, "resets": False}
+    old_xla = {"peak_before_first_call_bytes": 33_401_872_384, "how": "no reset in XLA's allocator: ..."}
+    assert _peak_before_first_call(mem, xla) and _peak_before_first_call(mem, old_xla)
+    assert not _peak_before_first_call(mem, {**xla, "peak_before_first_call_bytes": 16 * 2**30})
+    assert not _peak_before_first_call(mem, {"peak_before_first_call_bytes": 40 * 2**30, "resets": True})
+    assert not _peak_before_first_call(mem, {}) and not _peak_before_first_call(None, xla)
+    row = {"peak_device_bytes": mem.peak_device_bytes, "peak_rss_bytes": 5 * 2**30, "baseline_rss_bytes": 2**30}
+    assert added_memory(row) == mem.peak_device_bytes
+    assert added_memory({**row, "device_peak_before_first_call": True}) is None  # not the host's RSS instead

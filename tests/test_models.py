@@ -281,3 +281,35 @@ def test_windowed_attention_flops_in_closed_form_equal_the_sum():
         other = wl.config("paper", {**over, "local_window": 1})
         assert wl.flops(cfg, "forward") - wl.flops(other, "forward") == \
             _brute_force_attention_flops(cfg) - _brute_force_attention_flops(other)
+
+
+@pytest.mark.parametrize("workload", ("llama3-8b", "resnet50"))
+def test_building_a_jax_twin_never_holds_two_whole_copies_of_the_weights(workload, monkeypatch):
+    """The JAX twins transpose every kernel into Flax's layout. Built from a dict that kept
+    every canonical array until the end, llama3-8b's weights stood twice on the H200 (33.4 GB
+    before the first call for 16 GB of weights), and XLA's unresettable peak reported that as
+    jax-jit's memory. The live arrays while it builds stay within one copy and one tensor."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from stackwars.workloads.models import jax_nets
+
+    wl = registry.workload(workload)
+    cfg = wl.config("tiny", {})
+    params, _ = wl.init(cfg, 0)
+    sizes = [np.asarray(v).nbytes for v in params.values()]
+    live = []
+    real = jax_nets._to_nnx
+
+    def watched(leaf, x):
+        out = real(leaf, x)
+        live.append(sum(a.nbytes for a in jax.live_arrays()))
+        return out
+
+    monkeypatch.setattr(jax_nets, "_to_nnx", watched)
+    before = sum(a.nbytes for a in jax.live_arrays())
+    given = {k: jnp.asarray(v) for k, v in params.items()}
+    jax_nets.build(cfg, given)
+    assert not given and len(live) == len(sizes)  # every canonical array placed, and let go
+    assert max(live) - before <= sum(sizes) + 2 * max(sizes), (max(live) - before, sum(sizes))

@@ -454,6 +454,6 @@ class JaxBackend(Backend):
         stats = self.device.memory_stats() if device == "cuda" else None
         if not stats or "peak_bytes_in_use" not in stats:
             return {}
-        return {"peak_before_first_call_bytes": int(stats["peak_bytes_in_use"]),
+        return {"peak_before_first_call_bytes": int(stats["peak_bytes_in_use"]), "resets": False,
                 "how": "no reset in XLA's allocator: the peak before the first call is kept to show it is below "
                        "the window's"}

@@ -459,5 +459,5 @@ class TorchBackend(Backend):
             return {}
         before = int(torch.cuda.max_memory_allocated(self.device))
         torch.cuda.reset_peak_memory_stats(self.device)
-        return {"peak_before_first_call_bytes": before, "how": "torch.cuda.reset_peak_memory_stats before the first "
-                                                                 "call"}
+        return {"peak_before_first_call_bytes": before, "resets": True,
+                "how": "torch.cuda.reset_peak_memory_stats before the first call"}

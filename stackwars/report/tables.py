@@ -149,7 +149,10 @@ def added_memory(row: Mapping[str, Any]) -> int | None:
     """The memory the computation itself needs, in the same window for every backend: the
     device allocator's peak on a GPU (it counts the cell's own tensors), else the RSS peak
     from the second call on (compiling is the first call's cost, not the step's) over the
-    worker's baseline just before the first call (framework, weights and inputs resident)."""
+    worker's baseline just before the first call (framework, weights and inputs resident).
+    None where the device peak is the preparation's (``device_peak_before_first_call``)."""
+    if row.get("device_peak_before_first_call"):
+        return None
     if row.get("peak_device_bytes") is not None:
         return row["peak_device_bytes"]
     peak, base = row.get("peak_rss_steady_bytes") or row.get("peak_rss_bytes"), row.get("baseline_rss_bytes")

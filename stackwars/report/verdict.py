@@ -432,7 +432,8 @@ LEGEND = ("every figure from clean processes only: a process is busy, and decide
           "side's best), a CI too wide, or a side with nothing that ran and passed; compile pays: calls until the "
           "framework's fastest compiled mode has paid for its first call against its eager mode (never: not faster; "
           "within noise: not significantly faster); memory: what each best added, the steady-state peak over the "
-          "worker's baseline before its first call, median over clean processes (device allocator on a GPU; {mem}); "
+          "worker's baseline before its first call, median over clean processes (device allocator on a GPU; {mem}; "
+          "none where XLA's peak, which cannot be reset, was reached before the first call: the preparation's); "
           "again: the command that measures a row again on this machine.")
 
 

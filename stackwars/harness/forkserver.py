@@ -13,8 +13,8 @@ per server instead (multiprocessing's forkserver, pyperf's workers):
   framework function is called, no plugin or user model is loaded. It checks this before it
   answers "ready" (``fresh_state``: a CUDA context, the CUDA driver touched (a child forked to
   ask PyTorch), an XLA client, a second thread), and refuses to serve otherwise. A preloaded
-  module that asks for the CUDA device count (Inductor's do, through
-  ``torch.cuda.is_available()``) is answered from NVML, never the driver;
+  module that asks for the CUDA device count (one the torch-compile server preloaded did on
+  an H200, through ``torch.cuda.is_available()``) is answered from NVML, never the driver;
 * each task is a ``fork()`` of the server: a distinct process in its own session, with its
   own device context and allocator (made after the fork, by the cell), which sets the few
   variables the frameworks read only later (``LATE_ENV``: the compile-cache folders, the

@@ -137,11 +137,8 @@ class _Memo:
 
 def summarize(samples: Sequence[float], noise_threshold: float = NOISE_THRESHOLD) -> Summary:
     a = _as_array(samples)
-    return _summarize(_key(a), a, noise_threshold)
-
-
-def _summarize(key: tuple[int, bytes], a: np.ndarray, noise_threshold: float) -> Summary:
-    hit = _SUMMARIES.get((key, noise_threshold))
+    key = (_key(a), noise_threshold)
+    hit = _SUMMARIES.get(key)
     if hit is not None:
         return hit
     q25, med, q75 = np.quantile(a, [0.25, 0.5, 0.75])
@@ -152,7 +149,7 @@ def _summarize(key: tuple[int, bytes], a: np.ndarray, noise_threshold: float) ->
         iqr=iqr, ci_low=lo, ci_high=hi, ci_method=method,
         noisy=bool(med > 0 and iqr / med > noise_threshold),
     )
-    return _SUMMARIES.put((key, noise_threshold), out)
+    return _SUMMARIES.put(key, out)
 
 
 _SUMMARIES = _Memo(8192)  # a Summary each: a few hundred bytes

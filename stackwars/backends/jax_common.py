@@ -456,4 +456,4 @@ class JaxBackend(Backend):
             return {}
         return {"peak_before_first_call_bytes": int(stats["peak_bytes_in_use"]), "resets": False,
                 "how": "no reset in XLA's allocator: the peak before the first call is kept to show it is below "
-                       "the window's"}
+                       "the window's (where it is not, the peak is the preparation's: no memory figure)"}

@@ -322,7 +322,9 @@ class JaxBackend(Backend):
 
         Twins may split their state into trainable parameters and the rest (BatchNorm's
         running statistics): ``partition``/``combine``, with ``loss_and_state`` returning
-        the loss and the new rest; and may reshape inputs on the host (``host_batch``)."""
+        the loss and the new rest; may reshape inputs on the host (``host_batch``); and may
+        take the host's weights with a ``place`` function (``PLACES_ON_BUILD``), to change
+        their layout on the host rather than by a compiled program per shape on the device."""
         self.device = jax.devices("gpu" if device == "cuda" else "cpu")[0]
         twin = workload.twin("jax")
         pdtype = param_dtype(dtype, phase)
@@ -330,7 +332,10 @@ class JaxBackend(Backend):
                                         getattr(self.device, "compute_capability", None))
         if hasattr(twin, "host_batch"):
             batch = twin.host_batch(cfg, batch)
-        static, tree = twin.build(cfg, {k: to_device_array(v, pdtype, self.device) for k, v in params.items()})
+        if getattr(twin, "PLACES_ON_BUILD", False):  # the layout changed on the host, then placed
+            static, tree = twin.build(cfg, dict(params), place=lambda v: to_device_array(v, pdtype, self.device))
+        else:
+            static, tree = twin.build(cfg, {k: to_device_array(v, pdtype, self.device) for k, v in params.items()})
         jbatch = {k: to_device_array(v, dtype, self.device) for k, v in batch.items()}
         notes: dict[str, Any] = {"param_dtype": pdtype, "compute_dtype": dtype}
         if choice is not None:

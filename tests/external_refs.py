@@ -299,16 +299,19 @@ def jax_twin(wl, cfg, params, batch, dtype) -> dict:
     import jax
     import jax.numpy as jnp
 
+    from stackwars.backends.jax_common import build_twin
+
     jd = {"float64": jnp.float64, "float32": jnp.float32}[dtype]
     twin = wl.twin("jax")
     hb = twin.host_batch(cfg, batch)
     jb = {k: jnp.asarray(v) if np.issubdtype(v.dtype, np.integer) else jnp.asarray(v, jd) for k, v in hb.items()}
-    static, tree = twin.build(cfg, {k: jnp.asarray(v, jd) for k, v in params.items()})
+    static, tree = build_twin(twin, cfg, params, lambda v: jnp.asarray(np.asarray(v, jd)))
     out = {"out": np.asarray(jax.jit(lambda t, b: twin.forward(static, t, b))(tree, jb), np.float64)}
     p, rest = twin.partition(static, tree)
     (loss, _), (g, _) = jax.jit(jax.value_and_grad(lambda p, r: twin.loss_and_state(static, p, r, jb),
                                                    argnums=(0, 1), has_aux=True))(p, rest)
     out["loss"] = np.asarray(loss, np.float64)
+    g = jax.tree.map(np.asarray, g)  # into the canonical layout on the host: no program per kernel shape
     out.update({f"grad.{k}": np.asarray(v, np.float64) for k, v in twin.canonical(static, (g,)).items()})
     return out
 

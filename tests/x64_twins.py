@@ -22,6 +22,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from stackwars import registry  # noqa: E402
+from stackwars.backends.jax_common import build_twin  # noqa: E402
 
 
 def rel(a, b, floor: float = 1e-300) -> float:
@@ -38,7 +39,7 @@ def check(name: str, overrides: dict[str, str] | None = None) -> dict[str, float
     twin = wl.twin("jax")
     hb = twin.host_batch(cfg, batch)
     jbatch = {k: jnp.asarray(v if np.issubdtype(v.dtype, np.integer) else v.astype(np.float64)) for k, v in hb.items()}
-    static, tree = twin.build(cfg, {k: jnp.asarray(v, jnp.float64) for k, v in params.items()})
+    static, tree = build_twin(twin, cfg, params, lambda v: jnp.asarray(np.asarray(v, np.float64)))
     out = jax.jit(lambda t, b: twin.forward(static, t, b))(tree, jbatch)
     errs = {"dtype": str(out.dtype), "forward.out": rel(out, wl.reference(cfg, "forward", params, batch)["out"])}
 
@@ -48,6 +49,7 @@ def check(name: str, overrides: dict[str, str] | None = None) -> dict[str, float
         lambda p, r: twin.loss_and_state(static, p, r, jbatch), argnums=(0, 1), has_aux=True))(p, rest)
     errs["loss"] = rel(loss, ref["loss"])
     floor = 1e-3 * max(np.max(np.abs(v)) for k, v in ref.items() if k.startswith("grad."))
+    grads, new_rest = jax.tree.map(np.asarray, (grads, new_rest))  # laid out on the host, as built
     for k, g in twin.canonical(static, (grads,)).items():
         errs[f"grad.{k}"] = rel(g, ref[f"grad.{k}"], floor)
     for k, v in twin.canonical(static, (new_rest,)).items():  # BatchNorm: the new running statistics

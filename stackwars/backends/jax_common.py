@@ -81,6 +81,16 @@ def to_device_array(x: np.ndarray, dtype: str, device) -> jax.Array:
     return jax.device_put(np.ascontiguousarray(x, dtype=np.float32).astype(JAX_DTYPES[dtype]), device)
 
 
+def build_twin(twin: Any, cfg: Any, params: Mapping[str, np.ndarray], place: Callable[[np.ndarray], Any]) -> tuple:
+    """A JAX twin's (static, tree) from the host's canonical arrays, each put on its device by
+    ``place``; a twin that can (``PLACES_ON_BUILD``: the models) changes an array's layout on
+    the host first. Transposed on the device, each kernel shape compiled a program of its
+    own: 21 for resnet50, most of its jax-jit ``prepare`` in a process with empty caches."""
+    if getattr(twin, "PLACES_ON_BUILD", False):
+        return twin.build(cfg, dict(params), place=place)
+    return twin.build(cfg, {k: place(v) for k, v in params.items()})
+
+
 def _floats_to(tree: Any, dtype: Any) -> Any:
     return jax.tree.map(lambda p: p.astype(dtype) if jnp.issubdtype(p.dtype, jnp.floating) else p, tree)
 
@@ -323,8 +333,7 @@ class JaxBackend(Backend):
         Twins may split their state into trainable parameters and the rest (BatchNorm's
         running statistics): ``partition``/``combine``, with ``loss_and_state`` returning
         the loss and the new rest; may reshape inputs on the host (``host_batch``); and may
-        take the host's weights with a ``place`` function (``PLACES_ON_BUILD``), to change
-        their layout on the host rather than by a compiled program per shape on the device."""
+        change their weights' layout on the host (``build_twin``)."""
         self.device = jax.devices("gpu" if device == "cuda" else "cpu")[0]
         twin = workload.twin("jax")
         pdtype = param_dtype(dtype, phase)
@@ -332,10 +341,7 @@ class JaxBackend(Backend):
                                         getattr(self.device, "compute_capability", None))
         if hasattr(twin, "host_batch"):
             batch = twin.host_batch(cfg, batch)
-        if getattr(twin, "PLACES_ON_BUILD", False):  # the layout changed on the host, then placed
-            static, tree = twin.build(cfg, dict(params), place=lambda v: to_device_array(v, pdtype, self.device))
-        else:
-            static, tree = twin.build(cfg, {k: to_device_array(v, pdtype, self.device) for k, v in params.items()})
+        static, tree = build_twin(twin, cfg, params, lambda v: to_device_array(v, pdtype, self.device))
         jbatch = {k: to_device_array(v, dtype, self.device) for k, v in batch.items()}
         notes: dict[str, Any] = {"param_dtype": pdtype, "compute_dtype": dtype}
         if choice is not None:

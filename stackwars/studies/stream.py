@@ -155,7 +155,7 @@ def run_policy(item: Mapping[str, Any], lengths: Sequence[int], seed: int = 0, d
 def _jax_server(wl, base, item, params, settings, device, dtype):
     import jax
 
-    from stackwars.backends.jax_common import COMPILE_EVENT, to_device_array
+    from stackwars.backends.jax_common import COMPILE_EVENT, build_twin, to_device_array
 
     backend = registry.backend(item["backend"]).load()
     backend.configure(settings)
@@ -164,8 +164,7 @@ def _jax_server(wl, base, item, params, settings, device, dtype):
     dev = jax.devices("gpu" if device == "cuda" else "cpu")[0]
     from stackwars.workloads import attention
     cfg, _ = attention.resolve(wl, base, "jax", device, dtype, getattr(dev, "compute_capability", None))
-    static, tree = twin.build(cfg, {k: to_device_array(v, param_dtype(dtype, "forward"), dev)
-                                    for k, v in params.items()})
+    static, tree = build_twin(twin, cfg, params, lambda v: to_device_array(v, param_dtype(dtype, "forward"), dev))
 
     def fn(tree, batch):
         return twin.forward(static, tree, batch)

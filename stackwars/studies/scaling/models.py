@@ -95,7 +95,7 @@ def jax_model(pb: Problem, device) -> tuple[Any, Any, Any]:
     the jit boundary."""
     import jax
 
-    from stackwars.backends.jax_common import to_device_array
+    from stackwars.backends.jax_common import build_twin, to_device_array
     if pb.model == "mlp-mnist":
         from stackwars.studies.mnist.jax_train import loss_and_logits
 
@@ -112,7 +112,7 @@ def jax_model(pb: Problem, device) -> tuple[Any, Any, Any]:
     twin = wl.twin("jax")
     cfg, _ = attention.resolve(wl, pb.cfg, "jax", "cuda" if device.platform == "gpu" else "cpu", "float32",
                                getattr(device, "compute_capability", None))
-    static, tree = twin.build(cfg, {k: to_device_array(v, "float32", device) for k, v in pb.params.items()})
+    static, tree = build_twin(twin, cfg, pb.params, lambda v: to_device_array(v, "float32", device))
     params, rest = twin.partition(static, tree)
 
     def loss(params, batch):

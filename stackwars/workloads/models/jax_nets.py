@@ -306,7 +306,7 @@ def _to_nnx(leaf: str, x):
 
 def _to_torch(leaf: str, x):
     if leaf == "kernel":
-        return x.T if x.ndim == 2 else jnp.transpose(x, (3, 2, 0, 1))
+        return x.T if x.ndim == 2 else x.transpose(3, 2, 0, 1)  # the array's own: numpy stays on the host
     return x
 
 

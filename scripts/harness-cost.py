@@ -35,9 +35,11 @@ def summarise(path: str) -> dict:
             t["wall_s"], t["overhead_s"] = m.wall_s, m.overhead_s
             t["forked"] = ((m.settings or {}).get("process") or {}).get("origin", {}).get("how", "spawned")
             t["cache"] = ((m.settings or {}).get("cache") or {}).get("mode")
-            batch = ((m.settings or {}).get("process") or {}).get("origin", {}).get("server_started_ahead")
-            if batch:
-                ahead[batch["batch"]] = batch["seconds"]
+            for origin in (((m.settings or {}).get("process") or {}).get("origin") or {},
+                           ((m.settings or {}).get("reference_worker") or {}).get("origin") or {}):
+                batch = origin.get("server_started_ahead")
+                if batch:
+                    ahead[batch["batch"]] = batch["seconds"]
             per[m.spec.backend].append(t)
         sessions = [(s["started_at"], s.get("ended_at")) for r in runs for s in getattr(r, "sessions", [])]
     out = {"backends": {}, "all": {}, "servers_ahead_s": sum(ahead.values()), "server_batches": len(ahead)}

@@ -367,6 +367,11 @@ class Measurement:
             "server_start_s": _origin(self.settings).get("server_start_s"),
             "server_ahead_batch": (_origin(self.settings).get("server_started_ahead") or {}).get("batch"),
             "server_ahead_s": (_origin(self.settings).get("server_started_ahead") or {}).get("seconds"),
+            # the same for the server of the cell's reference worker (runner.reference_first)
+            "reference_server_ahead_batch": (_reference_origin(self.settings).get("server_started_ahead") or {}
+                                             ).get("batch"),
+            "reference_server_ahead_s": (_reference_origin(self.settings).get("server_started_ahead") or {}
+                                         ).get("seconds"),
             "graph_replayed": bool(((self.settings or {}).get("graph_replay") or {}).get("replayed")),
             # the same calls on the device's own clock (CUDA events), after the steady state
             # the compiled program's fingerprint (jax-jit: optimized HLO; torch-compile: Inductor's code)
@@ -385,6 +390,10 @@ class Measurement:
 
 def _origin(settings: Mapping[str, Any] | None) -> dict[str, Any]:
     return ((settings or {}).get("process") or {}).get("origin") or {}
+
+
+def _reference_origin(settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    return ((settings or {}).get("reference_worker") or {}).get("origin") or {}
 
 
 def _profile_row(summary: Mapping[str, Any] | None) -> dict[str, Any]:

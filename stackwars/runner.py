@@ -425,15 +425,35 @@ def study_process(backend: str, device: str, cache_dir: str | None, threads: int
             "preload": list(registry.backend(backend).preload)}
 
 
+def reference_process(spec: CellSpec, config: MeasureConfig, placement: Placement | None) -> dict[str, Any]:
+    """How a cell's reference worker is made (``reference_first``): forked, like every cell's,
+    from a server that preloaded PyTorch (the references a GPU computes are the PyTorch twins
+    in float64), one server for every reference of the run."""
+    return {"threads": config.threads, "device": spec.device, "cache_dir": None,
+            "env": dict(placement.env) if placement else {},
+            "cpus": list(placement.cpus) if placement and placement.cpus else None,
+            "preload": ["stackwars.harness.reference", "torch"]}
+
+
 def start_servers_ahead(specs: Sequence[CellSpec], config: MeasureConfig, probe: Mapping[str, Any],
-                        placement: Callable[[CellSpec], Placement]) -> dict[str, Any] | None:
+                        placement: Callable[[CellSpec], Placement], reference_dir: str | None = None
+                        ) -> dict[str, Any] | None:
     """Start together the fork servers ``specs`` will be forked from (forkserver.start_ahead),
-    leaving out cells that will not start a worker (unsupported here). Between cells only."""
+    leaving out cells that will not start a worker (unsupported here); with ``reference_dir``,
+    the reference workers' server too, where a cell will compute its reference in a worker of
+    its own first: started as that worker came, it evicted the oldest server of the batch, a
+    cell's, and on the H200 the first cells waited for their servers again (7.9 s in one cold
+    process) and a later batch restarted the evicted (11.2 s). Between cells only."""
     from stackwars.harness import forkserver, settings
 
     if not forkserver.enabled():
         return None
     requests = []
+
+    def request(proc: Mapping[str, Any]) -> None:
+        env, _ = settings.environment(proc["threads"], proc["device"], None, proc["env"], proc["cpus"])
+        requests.append((proc["preload"], env, proc.get("generation") or 0))
+
     for spec in specs:
         try:
             bspec = registry.backend(spec.backend)
@@ -443,10 +463,12 @@ def start_servers_ahead(specs: Sequence[CellSpec], config: MeasureConfig, probe:
             if wl.unsupported(wl.config(spec.preset, dict(spec.overrides)), bspec.framework, bspec.name, spec.phase):
                 continue
             proc = process_request(spec, config, placement(spec), None)
+            if refmod.own_worker_wanted(wl, spec.device, config.parity_mode, reference_dir) and \
+                    not refmod.ReferenceCache(reference_dir).has(refmod.cell_key(spec, config.seed)):
+                request(reference_process(spec, config, placement(spec)))  # needed first: before the cell's
         except Exception:  # noqa: BLE001 - the cell itself records what is wrong with it; its server waits
             continue
-        env, _ = settings.environment(proc["threads"], proc["device"], None, proc["env"], proc["cpus"])
-        requests.append((proc["preload"], env, proc["generation"]))
+        request(proc)
     return forkserver.start_ahead(requests)
 
 
@@ -480,14 +502,14 @@ def reference_first(spec: CellSpec, config: MeasureConfig, reference_dir: str, p
         return {"status": "ok", "source": "already in the run's cache"}  # no worker to start
     task = {"target": "stackwars.harness.reference:compute_in_worker",
             "kwargs": {"spec": spec.to_dict(), "config": config.to_dict(), "reference_dir": reference_dir},
-            "process": {"threads": config.threads, "device": spec.device, "cache_dir": None,
-                        "env": dict(placement.env) if placement else {},
-                        "cpus": list(placement.cpus) if placement and placement.cpus else None,
-                        "preload": ["stackwars.harness.reference"]}}
+            "process": reference_process(spec, config, placement)}
     outcome = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
     out = {"status": outcome.status, "wall_s": outcome.wall_s}
     if outcome.result:
         out.update({k: v for k, v in outcome.result.items() if k in ("source", "where", "computed_s", "placement")})
+        origin = (outcome.result.get("process_settings") or {}).get("origin")
+        if origin:  # how its process was made: the server it was forked from, started ahead or by it
+            out["origin"] = origin
     if outcome.status != "ok":
         out["error"] = (outcome.error or "")[:2000]
     return out
@@ -531,7 +553,7 @@ class CellMeasure:
         """For an executor that runs cells one at a time here: start the fork servers of
         ``specs`` together, before the first of them (``start_servers_ahead``)."""
         if not self.inline:
-            start_servers_ahead(specs, self.config, self.probe, placement)
+            start_servers_ahead(specs, self.config, self.probe, placement, self.reference_dir)
 
     def __call__(self, spec: CellSpec, placement: Placement) -> Measurement:
         if self.plugins and not os.environ.get("STACKWARS_PLUGINS"):

@@ -350,6 +350,35 @@ def test_the_servers_of_a_process_number_start_together_before_its_first_cell(tm
     assert runner.start_servers_ahead(specs[-2:], QUICK, PROBE, executors.here) is None
 
 
+def test_a_reference_workers_server_starts_with_its_cells_servers_and_evicts_none(tmp_path, monkeypatch):
+    """A CUDA cell computes its float64 reference in a worker of its own first. Its server used
+    to start when that worker came, evicting the oldest server of the batch, a cell's: on the
+    H200 the first cells waited for their servers again (7.9 s in one cold process) and a later
+    batch restarted the evicted one (11.2 s). It now starts in the batch, before the cells'.
+    Here on the CPU, a gpt2 cell stands for a CUDA one (its reference wanted in its own worker)."""
+    from stackwars.harness import reference as refmod
+
+    real = refmod.own_worker_wanted
+    monkeypatch.setattr(refmod, "own_worker_wanted", lambda wl, device, mode, directory:
+                        real(wl, "cuda", mode, directory))
+    monkeypatch.setattr(forkserver, "MAX_SERVERS", 3)  # the reference's and a process number's two: full
+    forkserver.close_all()
+    specs = runner.plan_cells(["gpt2"], ["tiny"], ["forward"], ["torch-eager", "jax-jit"], repeats=2)
+    cells, flat = _run(tmp_path, specs)
+    assert all(m.status == "ok" for m in cells.values()), [m.error for m in cells.values()]
+    origins = {k: m.settings["process"]["origin"] for k, m in cells.items()}
+    assert not any(o["started_the_server"] for o in origins.values()), origins  # no cell waited for a server
+    (worker,) = [m.settings["reference_worker"] for m in cells.values()
+                 if m.settings["reference_worker"].get("source") == "computed"]
+    assert worker["origin"]["how"] == "forked from a preloading server" and not worker["origin"]["started_the_server"]
+    assert "torch" in worker["origin"]["preloaded"]  # its worker does not import PyTorch itself
+    first = {o["server_started_ahead"]["batch"] for k, o in origins.items()
+             if "#r" not in k and o.get("server_started_ahead")}
+    assert {worker["origin"]["server_started_ahead"]["batch"]} == first  # one batch: the reference's and process 0's
+    line = tables.overhead_summary(flat)
+    assert "(5 servers in 2 batches)" in line, line
+
+
 def _fake_cuda_server(*preload: str) -> forkserver.Server:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     server = forkserver.Server(("tests.plugins.fake_cuda", *preload), env)

@@ -435,9 +435,11 @@ def overhead_summary(rows: Iterable[Mapping[str, Any]]) -> str | None:
         parts.append(f"harness overhead {fmt.seconds(sum(over))} (per cell: median "
                      f"{fmt.seconds(stats.summarize(over).median)}, max {fmt.seconds(max(over))})")
     # fork servers started together before their cells: in no worker's wall time, so said here
-    ahead = {r["server_ahead_batch"]: r["server_ahead_s"] for r in rows if r.get("server_ahead_batch")}
+    firsts = [(r[f"{who}server_ahead_batch"], r[f"{who}server_ahead_s"]) for who in ("", "reference_") for r in rows
+              if r.get(f"{who}server_ahead_batch")]  # each server's first child carries its batch
+    ahead = dict(firsts)
     if ahead:
-        servers = sum(1 for r in rows if r.get("server_ahead_batch"))
+        servers = len(firsts)
         parts.append(f"fork servers started ahead of their cells {fmt.seconds(sum(ahead.values()))} "
                      f"({servers} servers in {len(ahead)} batches)")
     return "Time: " + "; ".join(parts)

@@ -254,7 +254,8 @@ def test_nan_or_infinity_anywhere_is_a_failure_never_inf_within_inf():
 
 def test_outputs_reach_the_host_exactly_and_no_wider_than_needed():
     """Both frameworks' host copies for the parity check: bfloat16, float16 and float32 as
-    float32 (exact: the comparison subtracts in float64), float64 and integers as float64."""
+    float32 from PyTorch and as the device holds them from JAX (exact either way: the
+    comparison subtracts in float64), float64 and integers as float64."""
     import jax.numpy as jnp
     import torch
 
@@ -268,7 +269,29 @@ def test_outputs_reach_the_host_exactly_and_no_wider_than_needed():
         assert np.array_equal(got.astype(np.float64), t.double().numpy()), name  # not a bit moved
         j = jnp.asarray(values, dtype=getattr(jnp, name)) if name != "float64" else np.asarray(values)
         got = jax_common.to_numpy(j)
-        assert got.dtype == (np.float64 if name == "float64" else np.float32), name
+        assert got.dtype == (np.float64 if name == "float64" else np.dtype(getattr(jnp, name))), name
         assert np.array_equal(got.astype(np.float64), np.asarray(j).astype(np.float64)), name
     assert torch_common.to_numpy(torch.tensor([3])).dtype == np.float64
     assert jax_common.to_numpy(jnp.asarray([3])).dtype == np.float64
+
+
+@pytest.mark.parametrize("dtype", ("bfloat16", "float16"))
+def test_a_narrow_output_is_compared_as_its_float32_widening_is(dtype):
+    """JAX's bfloat16 and float16 outputs reach the comparison unwidened (each slice is widened
+    as it is subtracted): the same figure as their float32 copy, and a NaN or an infinity in a
+    middle slice still fails."""
+    import ml_dtypes
+
+    from stackwars.harness import parity as parity_mod
+    from stackwars.harness.parity import compare
+
+    narrow = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(np.float16)
+    ref = np.random.default_rng(3).standard_normal((3, 2 * parity_mod.CHUNK + 5)).astype(np.float32)
+    out = ref.astype(narrow)
+    wide = compare({"out": out.astype(np.float32)}, {"out": ref}, 1e-2)
+    got = compare({"out": out}, {"out": ref}, 1e-2)
+    assert got.max_rel_err == wide.max_rel_err and 0 < got.max_rel_err < 1e-2 and got.ok
+    for bad in (np.nan, np.inf):
+        broken = out.copy()
+        broken[1, parity_mod.CHUNK + 7] = bad
+        assert compare({"out": broken}, {"out": ref}, 1e-2).per_output["out"] == float("inf")

@@ -96,13 +96,16 @@ def _floats_to(tree: Any, dtype: Any) -> Any:
 
 
 def to_numpy(x: Any) -> np.ndarray:
-    """An output on the host for the parity check: float32 where that holds it exactly
-    (bfloat16, float16, float32; the comparison subtracts in float64), float64 otherwise.
-    Not float64 throughout: ml_dtypes widens bfloat16 to float64 element by element. A GPT-2
-    paper forward's 412 million logits: 3.5 s to float64, 0.1-0.3 s to float32 on the 2-core
-    AMD VM; the H100 run's JAX gpt2 processes spent 1.9-2.0 s copying them for parity."""
+    """An output on the host for the parity check: bfloat16, float16 and float32 as the device
+    holds them (numpy computes with ml_dtypes' bfloat16; the comparison widens each slice to
+    float64 as it subtracts, parity.compare), float64 otherwise. Widened whole, a GPT-2 paper
+    forward's 412 million logits took 3.5 s to float64 and 0.3-2.6 s to float32 on the 2-core
+    AMD VM (most of it page faults in a fresh process), on top of the comparison's 0.8 s; the
+    H100 run's JAX gpt2 processes spent 1.9-2.0 s copying them for parity, the H200's 1.3-1.7 s
+    (PyTorch's 0.6-0.75 s). PyTorch's copies stay float32 (torch_common.to_numpy): its
+    ``numpy()`` has no bfloat16."""
     host = np.asarray(jax.device_get(x))
-    return np.asarray(host, dtype=np.float32 if host.dtype in EXACT_IN_FLOAT32 else np.float64)
+    return host if host.dtype in EXACT_IN_FLOAT32 else np.asarray(host, dtype=np.float64)
 
 
 def make_optimizer(spec: Any) -> optax.GradientTransformation:

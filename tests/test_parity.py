@@ -253,9 +253,9 @@ def test_nan_or_infinity_anywhere_is_a_failure_never_inf_within_inf():
 
 
 def test_outputs_reach_the_host_exactly_and_no_wider_than_needed():
-    """Both frameworks' host copies for the parity check: bfloat16, float16 and float32 as
-    float32 from PyTorch and as the device holds them from JAX (exact either way: the
-    comparison subtracts in float64), float64 and integers as float64."""
+    """Both frameworks' host copies for the parity check: bfloat16, float16 and float32 as the
+    device holds them (exact: the comparison subtracts in float64), float64 and integers as
+    float64."""
     import jax.numpy as jnp
     import torch
 
@@ -265,7 +265,7 @@ def test_outputs_reach_the_host_exactly_and_no_wider_than_needed():
     for name in ("bfloat16", "float16", "float32", "float64"):
         t = torch.tensor(values, dtype=getattr(torch, name))
         got = torch_common.to_numpy(t)
-        assert got.dtype == (np.float64 if name == "float64" else np.float32), name
+        assert got.dtype == (np.float64 if name == "float64" else np.dtype(getattr(jnp, name))), name
         assert np.array_equal(got.astype(np.float64), t.double().numpy()), name  # not a bit moved
         j = jnp.asarray(values, dtype=getattr(jnp, name)) if name != "float64" else np.asarray(values)
         got = jax_common.to_numpy(j)

@@ -36,11 +36,19 @@ def to_tensor(x: np.ndarray, dtype: str, device) -> torch.Tensor:
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
-    """A tensor on the host: float32 where that holds it exactly (bfloat16, float16, float32;
-    the parity check subtracts in float64), float64 otherwise: half the bytes of a float64
-    copy of a model's logits."""
-    exact = t.dtype in (torch.bfloat16, torch.float16, torch.float32)
-    return t.detach().to(device="cpu", dtype=torch.float32 if exact else torch.float64).numpy()
+    """A tensor on the host for the parity check: bfloat16, float16 and float32 as the device
+    holds them (the comparison widens each slice to float64 as it subtracts, parity.compare),
+    float64 otherwise; as JAX's (jax_common.to_numpy). bfloat16 crosses as its bits (PyTorch's
+    ``numpy()`` has none) and is read back as ml_dtypes' bfloat16, exactly: half the bytes
+    a float32 copy of a model's logits moved and allocated in a fresh process."""
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return t.cpu().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    if t.dtype in (torch.float16, torch.float32):
+        return t.cpu().numpy()
+    return t.to(device="cpu", dtype=torch.float64).numpy()
 
 
 def make_optimizer(spec: Any, parameters, impl: str = "default") -> torch.optim.Optimizer:

@@ -64,16 +64,19 @@ def test_typer_usage_errors_also_exit_2():
 @pytest.mark.slow
 def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
     """The issue's command: two micro-ops on two backends, three processes a cell (the
-    default), ends with the verdict table; the same verdict is JSON from `stackwars verdict`."""
+    default), ends with the verdict table; the same verdict is JSON from `stackwars verdict`.
+    No more looks (--max-processes 3): on a machine the other test worker loads, the default's
+    second look added up to six processes and six fork servers a run, by chance; the looks
+    are tested in test_verdict.py."""
     db, out = tmp_path / "r.db", tmp_path / "cells.json"
     cmd = [sys.executable, "-m", "stackwars", "run", "gemm", "ffn", "--preset", "tiny", "-b", "torch-eager",
-           "-b", "jax-jit", "--phase", "forward", "--min-time", "0.15", "--db", str(db), "--json", str(out)]
+           "-b", "jax-jit", "--phase", "forward", "--min-time", "0.15", "--max-processes", "3", "--db", str(db),
+           "--json", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={"COLUMNS": "250", **_env()})
     assert done.returncode == 0, done.stderr
     for header in ("First Run", "Second Run", "Avg Steady State", "± (IQR)", "memory", "parity", "status"):
         assert header in done.stdout
-    # three processes a cell, or up to six where a verdict could not decide (a busy machine)
-    assert "ffn · tiny · forward · cpu · float32" in done.stdout and re.search(r"\b[3-6]/[3-6] procs", done.stdout)
+    assert "ffn · tiny · forward · cpu · float32" in done.stdout and re.search(r"\b3/3 procs", done.stdout)
     assert "Environment:" in done.stdout and "torch" in done.stdout
     # the verdict is what the run ends with: after the cell tables, one row per workload
     tail = done.stdout[done.stdout.index("Verdict · "):]
@@ -81,7 +84,7 @@ def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
     assert "ffn · tiny · forward · cpu · float32" in tail and "Environment:" not in tail
     assert "stackwars verdict" in done.stderr and "-f json" in done.stderr
     cells = json.loads(out.read_text())
-    assert 12 <= len(cells) <= 24 and {0, 1, 2} <= {c["repeat"] for c in cells}
+    assert len(cells) == 12 and {c["repeat"] for c in cells} == {0, 1, 2}
     for c in cells:
         assert set(ROW_KEYS) <= set(c)
         assert c["status"] == "ok", c["error"]
@@ -95,7 +98,7 @@ def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
     found = json.loads(verdict.stdout)["verdicts"]
     assert [v["workload"] for v in found] == ["gemm", "ffn"]
     for v in found:
-        assert (v["best_torch"], v["best_jax"]) == ("torch-eager", "jax-jit") and 2 <= v["processes"] <= 6
+        assert (v["best_torch"], v["best_jax"]) == ("torch-eager", "jax-jit") and 2 <= v["processes"] <= 3
         assert v["ci_low"] <= v["ratio"] <= v["ci_high"] and v["verdict"] in ("JAX faster", "PyTorch faster", "tie",
                                                                               "cannot say")
         assert v["machine"] == cells[0]["machine"] and "CPUs" in v["machine"]

@@ -44,3 +44,26 @@ def test_process_env_is_applied_before_the_framework(restored_env):
     applied = settings.apply(None, "cpu", None, {"XLA_FLAGS": "--xla_gpu_autotune_level=0"})
     assert os.environ["XLA_FLAGS"] == "--xla_cpu_enable_fast_math=false --xla_gpu_autotune_level=0"
     assert applied["env"]["XLA_FLAGS"].endswith("--xla_gpu_autotune_level=0")
+
+
+def test_each_frameworks_probe_runs_in_its_own_worker_at_once_and_fails_alone(monkeypatch):
+    """PyTorch's side and JAX's are probed in two workers at the same time (one after the other
+    in one worker, the run's first cell waited for both); a side whose worker fails is named
+    unavailable with the reason, and the other side stands."""
+    import threading
+
+    from stackwars.harness.isolation import Outcome
+
+    both = threading.Barrier(2, timeout=60)  # broken unless both workers are in flight together
+    real = runner.run_task
+
+    def run_task(task, **kwargs):
+        both.wait()
+        if task["target"].endswith(":probe_jax"):
+            return Outcome(status="error", result=None, error="the JAX worker died", wall_s=0.1)
+        return real(task, **kwargs)
+
+    monkeypatch.setattr(runner, "run_task", run_task)
+    p = runner.probe_machine()
+    assert p["torch"]["importable"] is True and "torch_mlir" in p
+    assert p["jax"] == {"importable": False, "error": "probe failed: the JAX worker died"}

@@ -63,5 +63,15 @@ def _mlir() -> dict[str, Any]:
     return {"importable": True}
 
 
+def probe_torch() -> dict[str, Any]:
+    """PyTorch's side (torch-mlir needs PyTorch): a worker of its own, beside JAX's."""
+    return {"status": "ok", "torch": _torch(), "torch_mlir": _mlir()}
+
+
+def probe_jax() -> dict[str, Any]:
+    return {"status": "ok", "jax": _jax()}
+
+
 def probe() -> dict[str, Any]:
-    return {"status": "ok", "torch": _torch(), "jax": _jax(), "torch_mlir": _mlir()}
+    """Both sides in this process (``--inline``)."""
+    return {**probe_torch(), **probe_jax()}

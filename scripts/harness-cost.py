@@ -15,6 +15,7 @@ import json
 import statistics
 import sys
 from collections import defaultdict
+from datetime import datetime
 
 from stackwars.store.results import Store
 
@@ -26,8 +27,8 @@ STAGES = ("startup_s", "canary_s", "workload_s", "import_s", "device_init_s", "p
 def summarise(path: str) -> dict:
     per: dict[str, list] = defaultdict(list)
     ahead: dict[str, float] = {}  # fork-server batches started between cells: in no worker's wall time
+    references = 0.0  # CUDA cells' reference workers (runner.reference_first): in no cell's worker time
     with Store(path) as store:
-        runs = [store.run(r) for r in store.run_ids()]
         for _, m in store.cells():
             if m.wall_s is None:
                 continue
@@ -40,9 +41,18 @@ def summarise(path: str) -> dict:
                 batch = origin.get("server_started_ahead")
                 if batch:
                     ahead[batch["batch"]] = batch["seconds"]
+            worker = (m.settings or {}).get("reference_worker") or {}
+            if worker.get("source") == "computed":
+                references += worker.get("wall_s") or 0.0
             per[m.spec.backend].append(t)
-        sessions = [(s["started_at"], s.get("ended_at")) for r in runs for s in getattr(r, "sessions", [])]
-    out = {"backends": {}, "all": {}, "servers_ahead_s": sum(ahead.values()), "server_batches": len(ahead)}
+        # each session (a run, or a resume of it), from its start to the last cell it stored: the
+        # probe before it and the tables after it are outside
+        measuring = sum((datetime.fromisoformat(last) - datetime.fromisoformat(first)).total_seconds()
+                        for first, last in store.conn.execute(
+                            "SELECT s.started_at, MAX(c.created_at) FROM sessions s JOIN cells c "
+                            "ON c.session_id = s.session_id GROUP BY s.session_id"))
+    out = {"backends": {}, "all": {}, "servers_ahead_s": sum(ahead.values()), "server_batches": len(ahead),
+           "references_s": references, "measuring_s": measuring}
     every = [t for ts in per.values() for t in ts]
     for name, ts in [*per.items(), ("all", every)]:
         med = {k: statistics.median([t.get(k) or 0.0 for t in ts]) for k in (*STAGES, "wall_s", "overhead_s")}
@@ -72,7 +82,11 @@ def main(argv: list[str]) -> int:
         print(f"{label}: {a['n']} cell-processes, wall {a['wall_sum_s']:.1f} s in workers, "
               f"overhead {a['overhead_sum_s']:.1f} s (median {a['overhead_s']:.2f} s a process)"
               + (f"; fork servers started ahead of their cells {s['servers_ahead_s']:.1f} s in "
-                 f"{s['server_batches']} batches" if s["server_batches"] else ""))
+                 f"{s['server_batches']} batches" if s["server_batches"] else "")
+              + (f"; reference workers {s['references_s']:.1f} s" if s["references_s"] else ""))
+        between = s["measuring_s"] - a["wall_sum_s"] - s["servers_ahead_s"] - s["references_s"]
+        print(f"{label}: sessions' start to their last cell {s['measuring_s']:.1f} s, of which between cells "
+              f"(none of the above: the runner's own work) {between:.1f} s")
     if out_path:
         with open(out_path, "w") as f:
             json.dump(result, f, indent=1, sort_keys=True)

@@ -12,6 +12,7 @@ Each record's ``timeline`` comes from harness/measure.py; ``overhead_s`` from re
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 from collections import defaultdict
@@ -36,14 +37,11 @@ def summarise(path: str) -> dict:
             t["wall_s"], t["overhead_s"] = m.wall_s, m.overhead_s
             t["forked"] = ((m.settings or {}).get("process") or {}).get("origin", {}).get("how", "spawned")
             t["cache"] = ((m.settings or {}).get("cache") or {}).get("mode")
-            for origin in (((m.settings or {}).get("process") or {}).get("origin") or {},
-                           ((m.settings or {}).get("reference_worker") or {}).get("origin") or {}):
-                batch = origin.get("server_started_ahead")
-                if batch:
-                    ahead[batch["batch"]] = batch["seconds"]
-            worker = (m.settings or {}).get("reference_worker") or {}
-            if worker.get("source") == "computed":
-                references += worker.get("wall_s") or 0.0
+            row = m.to_row()  # the same figures the run's `Time:` line reads (records.py)
+            for who in ("", "reference_"):
+                if row.get(f"{who}server_ahead_batch"):
+                    ahead[row[f"{who}server_ahead_batch"]] = row[f"{who}server_ahead_s"]
+            references += row.get("reference_worker_s") or 0.0
             per[m.spec.backend].append(t)
         # each session (a run, or a resume of it), from its start to the last cell it stored: the
         # probe before it and the tables after it are outside
@@ -69,6 +67,10 @@ def main(argv: list[str]) -> int:
         i = argv.index("--json")
         out_path = argv[i + 1]
         argv = argv[:i] + argv[i + 2:]
+    missing = [a.split("=", 1)[-1] for a in argv if not os.path.isfile(a.split("=", 1)[-1])]
+    if missing or not argv:
+        print(f"harness-cost.py: no results database at {', '.join(missing)}" if missing else __doc__, file=sys.stderr)
+        return 2
     result = {}
     cols = ("startup_s", "canary_s", "workload_s", "import_s", "device_init_s", "prepare_s", "first_call_s",
             "stats_s", "observe_s", "counts_s", "parity_s", "wall_s", "overhead_s")

@@ -191,6 +191,34 @@ def test_a_killed_child_or_server_is_an_error_and_the_next_task_runs(plugins_env
         assert again.status == "ok", again.error
 
 
+def test_a_child_whose_server_is_killed_before_the_child_first_runs_still_ends(plugins_env, monkeypatch):
+    """The child learns its server's pid from the server, not from getppid() once it runs: a
+    server killed in between (a loaded machine) has handed the child to init already, and a
+    child watching init's pid would hang on until the cell's timeout."""
+    import threading
+
+    handed: list[int] = []
+    real_fork = forkserver.Server.fork
+
+    def fork(self, *args, **kwargs):
+        child = real_fork(self, *args, **kwargs)
+        if child is not None:
+            handed.append(child.pid)
+        return child
+
+    monkeypatch.setattr(forkserver.Server, "fork", fork)
+    task = _task("hang")
+    task["process"]["preload"] = ["tests.plugins.late_child", *task["process"]["preload"]]
+    found: list[int] = []
+    t = threading.Thread(target=_kill, args=("server", found, handed))
+    t.start()
+    o = isolation.run_task(task, timeout_s=60)
+    t.join()
+    assert found
+    assert o.result is None and o.status == "error" and "died without a result" in o.error, o.error
+    assert o.wall_s < 30, o.wall_s
+
+
 def test_a_server_that_dies_before_it_answers_leaves_the_task_to_a_spawned_worker(plugins_env):
     """The server is stopped before the request reaches it, then killed while the client waits
     for its answer: the task runs in a spawned worker, whose record says why, and the next

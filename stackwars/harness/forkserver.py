@@ -219,6 +219,7 @@ def serve(preload: list[str]) -> int:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     stdin = sys.stdin.buffer
     running: set[int] = set()
+    server_pid = os.getpid()
     buf = b""
     while True:
         ready, _, _ = select.select([stdin, wake_r], [], [])
@@ -251,7 +252,9 @@ def serve(preload: list[str]) -> int:
                 signal.set_wakeup_fd(-1)
                 os.close(wake_r)
                 os.close(wake_w)
-                _child(req, os.getppid(), info)
+                # our pid, not the child's getppid(): a server killed before the child first ran
+                # has already handed it to init, whose pid it would then watch for ever
+                _child(req, server_pid, info)
             running.add(pid)
             send(event="started", id=req["id"], pid=pid)
 

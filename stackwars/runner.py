@@ -523,7 +523,7 @@ def reference_first(spec: CellSpec, config: MeasureConfig, reference_dir: str, p
     outcome = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
     out = {"status": outcome.status, "wall_s": outcome.wall_s}
     if outcome.result:
-        out.update({k: v for k, v in outcome.result.items() if k in ("source", "where", "computed_s", "placement")})
+        out.update({k: v for k, v in outcome.result.items() if k in ("source", "where", "computed_s", "placement", "stages", "init_s")})
         origin = (outcome.result.get("process_settings") or {}).get("origin")
         if origin:  # how its process was made: the server it was forked from, started ahead or by it
             out["origin"] = origin

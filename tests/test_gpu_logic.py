@@ -103,11 +103,18 @@ def test_point6_a_cuda_cells_reference_is_computed_in_its_own_worker_first(tmp_p
     spec = CellSpec("gpt2", "tiny", "forward", "torch-eager")
     first = runner.reference_first(spec, FAST, str(tmp_path))
     assert first["status"] == "ok" and first["source"] == "computed" and first["where"] == "cpu", first
+    # where the worker's seconds went: each stage timed, within the whole; the stored bytes are
+    # float32's (gpt2 tiny's logits: batch 2 x seq 16 x vocab 96)
+    stages = first["stages"]
+    assert set(stages) == {"float64_run_s", "float32_run_s", "to_float32_s", "store_s", "stored_bytes"}, stages
+    assert 0 < sum(v for k, v in stages.items() if k.endswith("_s")) <= first["computed_s"] and first["init_s"] > 0
+    assert stages["stored_bytes"] == 2 * 16 * 96 * 4
     assert runner.reference_first(spec, FAST, str(tmp_path))["source"] == "already in the run's cache"
     m = runner.measure_one(spec, FAST, machine_probe, None, reference_dir=str(tmp_path))
     assert m.status == "ok", m.error
     ref = m.settings["reference"]
     assert ref["source"].startswith("reused") and ref["worker"].startswith("own") and m.timeline["reference_s"] == 0
+    assert ref["stages"] == stages and ref["init_s"] == first["init_s"]  # the cell's record carries them
 
 
 def test_point8_hosts_stood_for_on_one_machine_each_get_their_own_gpus():

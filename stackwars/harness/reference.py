@@ -208,16 +208,26 @@ def compute(workload: Any, cfg: Any, phase: str, params: Mapping[str, np.ndarray
     t1 = time.perf_counter()
     ref = (workload.reference(cfg, phase, params, batch, device=where) if where != "cpu"
            else workload.reference(cfg, phase, params, batch))
+    # where its seconds go (a GPU's float64 run is fast; its outputs' trip to the host and the
+    # cache's file are not), each stage to the host's clock after the one before
+    stages = {"float64_run_s": time.perf_counter() - t1}
     meta = {"where": where, "computed_by": backend}
     run32 = getattr(workload, "reference_float32", None)  # Workload's default: None
     if dtype == "float32" and run32 is not None:  # how far float32 alone takes the reference
+        t = time.perf_counter()
         ref32 = run32(cfg, phase, params, batch, device=where)
         if ref32 is not None:
             meta["float32_error"] = compare(ref32, ref, tolerance).max_rel_err
-    cache.store(ref_key, stored(ref))  # making it available to the run's other cells is part of its cost
-    info.update(source="computed", where=where, computed_s=time.perf_counter() - t1)
-    cache.store_meta(ref_key, {**meta, "computed_in_s": info["computed_s"], "placement": why,
-                               **({"worker": info["worker"]} if "worker" in info else {})})
+        stages["float32_run_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    kept = stored(ref)
+    stages["to_float32_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    cache.store(ref_key, kept)  # making it available to the run's other cells is part of its cost
+    stages.update(store_s=time.perf_counter() - t, stored_bytes=sum(int(np.asarray(v).nbytes) for v in kept.values()))
+    info.update(source="computed", where=where, computed_s=time.perf_counter() - t1, stages=stages)
+    cache.store_meta(ref_key, {**meta, "computed_in_s": info["computed_s"], "placement": why, "stages": stages,
+                               **{k: info[k] for k in ("worker", "init_s") if k in info}})
     info.update(meta)
     return ref
 
@@ -258,9 +268,11 @@ def compute_in_worker(spec: Mapping[str, Any], config: Mapping[str, Any], refere
     with cache.locked(ref_key):
         if cache.has(ref_key):
             return {"status": "ok", "source": "already in the run's cache"}
+        t = time.perf_counter()
         params, batch = workload.init(cfg, cfg_m.seed)
         params = round_all(params, pdtype)
         batch = round_all(batch, cell.dtype)
+        info["init_s"] = time.perf_counter() - t  # the parameters and inputs drawn, as the cell draws them
         tolerance = workload.tolerance(cell.dtype, cfg_m.matmul_precision, cell.phase)
         ref = compute(workload, cfg, cell.phase, params, batch, tolerance, cache, ref_key, cell.device, cell.dtype,
                       cfg_m.parity_mode, "reference worker", info)

@@ -72,7 +72,9 @@ def test_model_parity_bfloat16(workload, backend, phase):
 
 
 OTHER_BACKENDS = [
-    ("gpt2", "train-step", "torch-compile", ()),
+    # gpt2's train step under torch-compile, its default optimizer (foreach, step compiled), is
+    # tests/test_fairness.py's torch-compile case, with these same parity checks: 35 s of
+    # Inductor on the 2-core CPU, once
     # Inductor's forward and backward of a BatchNorm network in training mode (its running
     # statistics updated inside the compiled graph); the optimizer step eager: compiling
     # AdamW over resnet's 60 tensors is the same model-agnostic graph as gpt2's above (and

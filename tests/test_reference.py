@@ -38,12 +38,14 @@ def test_key_depends_on_what_the_reference_depends_on_and_not_on_the_backend():
 
 def test_one_reference_per_run_reused_by_every_backend(tmp_path, machine_probe):
     phase = "train-step"  # the larger reference, with the gradients AdamW's masking needs
-    specs = runner.plan_cells(["gpt2"], ["tiny"], [phase], ["torch-eager", "jax-jit", "jax-eager"])
+    # the other framework's backend reuses it (a third backend, jax-eager, added 15 s of GPT-2
+    # op by op and a fork server on the 2-core CPU, and nothing a second reuse does not show)
+    specs = runner.plan_cells(["gpt2"], ["tiny"], [phase], ["torch-eager", "jax-jit"])
     probe = machine_probe
     with Store(tmp_path / "r.db") as store:
         run_id = runner.new_run(store, specs, FAST)
         done = runner.execute(store, run_id, specs, FAST, envmod.fingerprint(None, probe))
-    assert [m.status for m in done] == ["ok"] * 3, [m.error for m in done]
+    assert [m.status for m in done] == ["ok"] * 2, [m.error for m in done]
     sources = [m.settings["reference"]["source"] for m in done]
     assert sources[0] == "computed" and all(s.startswith("reused") for s in sources[1:]), sources
     assert done[0].timeline["reference_s"] > 0 and all(m.timeline["reference_s"] == 0 for m in done[1:])

@@ -147,7 +147,8 @@ def _kill(target: str, found: list, handed: list) -> None:
     """Kill the task's forked child (``child``) or its server (``server``) once the client holds
     the child (``handed``: the pids ``Server.fork`` returned). A server killed between its fork
     and its answer is one that did not answer: the client spawns the task instead, rightly, and
-    that spawned worker would hang on (the suite saw it once under load). Only the server of
+    that spawned worker would hang on. (The hang the suite saw under load was another: a child
+    that first ran after its server was killed watched init's pid; fixed, and tested below.) Only the server of
     ``_task``'s generation, never another (idle servers started ahead by earlier runs in this
     worker) nor another test's."""
     deadline = time.time() + 60

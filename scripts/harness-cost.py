@@ -28,6 +28,7 @@ STAGES = ("startup_s", "canary_s", "workload_s", "import_s", "device_init_s", "p
 def summarise(path: str) -> dict:
     per: dict[str, list] = defaultdict(list)
     ahead: dict[str, float] = {}  # fork-server batches started between cells: in no worker's wall time
+    overlapped: dict[str, float] = {}  # of those, batches started while the machine probe ran: before the session
     references = 0.0  # CUDA cells' reference workers (runner.reference_first): in no cell's worker time
     computed: list[dict] = []
     with Store(path) as store:
@@ -42,6 +43,8 @@ def summarise(path: str) -> dict:
             for who in ("", "reference_"):
                 if row.get(f"{who}server_ahead_batch"):
                     ahead[row[f"{who}server_ahead_batch"]] = row[f"{who}server_ahead_s"]
+                    if row.get(f"{who}server_ahead_during"):
+                        overlapped[row[f"{who}server_ahead_batch"]] = row[f"{who}server_ahead_s"]
             references += row.get("reference_worker_s") or 0.0
             worker = (m.settings or {}).get("reference_worker") or {}
             if worker.get("source") == "computed":  # where a reference worker's seconds went
@@ -55,6 +58,7 @@ def summarise(path: str) -> dict:
                             "SELECT s.started_at, MAX(c.created_at) FROM sessions s JOIN cells c "
                             "ON c.session_id = s.session_id GROUP BY s.session_id"))
     out = {"backends": {}, "all": {}, "servers_ahead_s": sum(ahead.values()), "server_batches": len(ahead),
+           "servers_during_probe_s": sum(overlapped.values()),
            "references_s": references, "measuring_s": measuring, "reference_workers": computed}
     every = [t for ts in per.values() for t in ts]
     for name, ts in [*per.items(), ("all", every)]:
@@ -90,13 +94,16 @@ def main(argv: list[str]) -> int:
               f"overhead {a['overhead_sum_s']:.1f} s (median {a['overhead_s']:.2f} s a process)"
               + (f"; fork servers started ahead of their cells {s['servers_ahead_s']:.1f} s in "
                  f"{s['server_batches']} batches" if s["server_batches"] else "")
+              + (f" ({s['servers_during_probe_s']:.1f} s of it while the machine probe ran, before the session)"
+                 if s["servers_during_probe_s"] else "")
               + (f"; reference workers {s['references_s']:.1f} s" if s["references_s"] else ""))
         for w in s["reference_workers"]:
             print(f"{label}: reference worker for {w['cell']}: " + ", ".join(
                 f"{k[:-2] if k.endswith('_s') else k} {w[k]:.2f} s" if k.endswith("_s") else f"{k} {w[k]:,}"
                 for k in ("wall_s", "init_s", "float64_run_s", "float32_run_s", "to_float32_s", "store_s",
                           "stored_bytes") if w.get(k) is not None))
-        between = s["measuring_s"] - a["wall_sum_s"] - s["servers_ahead_s"] - s["references_s"]
+        between = (s["measuring_s"] - a["wall_sum_s"] - (s["servers_ahead_s"] - s["servers_during_probe_s"])
+                   - s["references_s"])
         print(f"{label}: sessions' start to their last cell {s['measuring_s']:.1f} s, of which between cells "
               f"(none of the above: the runner's own work) {between:.1f} s")
     if out_path:

@@ -367,11 +367,15 @@ class Measurement:
             "server_start_s": _origin(self.settings).get("server_start_s"),
             "server_ahead_batch": (_origin(self.settings).get("server_started_ahead") or {}).get("batch"),
             "server_ahead_s": (_origin(self.settings).get("server_started_ahead") or {}).get("seconds"),
+            # what the run did meanwhile: a batch started while the machine probe ran
+            "server_ahead_during": (_origin(self.settings).get("server_started_ahead") or {}).get("during"),
             # the same for the server of the cell's reference worker (runner.reference_first)
             "reference_server_ahead_batch": (_reference_origin(self.settings).get("server_started_ahead") or {}
                                              ).get("batch"),
             "reference_server_ahead_s": (_reference_origin(self.settings).get("server_started_ahead") or {}
                                          ).get("seconds"),
+            "reference_server_ahead_during": (_reference_origin(self.settings).get("server_started_ahead") or {}
+                                              ).get("during"),
             "graph_replayed": bool(((self.settings or {}).get("graph_replay") or {}).get("replayed")),
             # the same calls on the device's own clock (CUDA events), after the steady state
             # the compiled program's fingerprint (jax-jit: optimized HLO; torch-compile: Inductor's code)

@@ -48,10 +48,11 @@ def default_memory_limit() -> int:
     return int(0.9 * psutil.virtual_memory().total)
 
 
-def probe_machine(inline: bool = False) -> dict[str, Any]:
+def probe_machine(inline: bool = False, meanwhile: Callable[[], Any] | None = None) -> dict[str, Any]:
     """What this machine can run (harness/probe.py): PyTorch's side and JAX's each in a worker
     of its own, both at once; one after the other in one worker they took 3.9 s on the 2-core
-    VM (2.4 s PyTorch, 1.0 s JAX), before any cell of a run could start."""
+    VM (2.4 s PyTorch, 1.0 s JAX), before any cell of a run could start. ``meanwhile``: work
+    done here while the probe's workers run (``start_servers_during_probe``)."""
     from concurrent.futures import ThreadPoolExecutor
 
     # device None: no platform forced on the probe (JAX_PLATFORMS removed), so it reports every
@@ -64,8 +65,10 @@ def probe_machine(inline: bool = False) -> dict[str, Any]:
     else:
         parts = ("probe_torch", "probe_jax")
         with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="stackwars-probe") as pool:
-            outcomes = dict(zip(parts, pool.map(lambda part: run_task(task(part), timeout_s=PROBE_TIMEOUT_S),
-                                                parts)))
+            futures = [pool.submit(run_task, task(part), timeout_s=PROBE_TIMEOUT_S) for part in parts]
+            if meanwhile is not None:
+                meanwhile()
+            outcomes = dict(zip(parts, (f.result() for f in futures)))
     found: dict[str, Any] = {"status": "ok"}
     for part, outcome in outcomes.items():
         if outcome.result is None:
@@ -74,6 +77,51 @@ def probe_machine(inline: bool = False) -> dict[str, Any]:
         else:
             found.update({k: v for k, v in outcome.result.items() if k != "status"})  # both: the same process_settings
     return found
+
+
+def probe_guess(devices: str | Sequence[str]) -> dict[str, Any]:
+    """What the machine probe will most likely say, known without importing a framework: a
+    framework importable where its package is installed, CUDA visible where NVML sees a GPU.
+    Only to start fork servers while the probe runs (``start_servers_during_probe``): a wrong
+    guess costs a server that idles, never a record (the run plans from the probe itself)."""
+    import importlib.util
+
+    def installed(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            return False
+
+    devices = [devices] if isinstance(devices, str) else list(devices)
+    cuda = "cuda" in devices and machine_memory()[1] is not None
+    return {"torch": {"importable": installed("torch"), "cuda": cuda},
+            "jax": {"importable": installed("jax"), "cuda": cuda},
+            "torch_mlir": {"importable": installed("torch_mlir")}}
+
+
+PROBE_DURING = "the machine probe"  # what a batch of servers started while the probe ran says it overlapped
+
+
+def start_servers_during_probe(specs: Sequence[CellSpec], config: MeasureConfig) -> dict[str, Any] | None:
+    """The first batch of fork servers a run started here will want (its first process
+    number's, and the next ones' where they fit), started while the machine probe's workers
+    run instead of after them: both are imports (PyTorch's CUDA build took 3-5 s on an H100),
+    and the run cannot start before either. ``specs``: the run planned from ``probe_guess``, in
+    its order. The requests are the serial executor's first ones exactly (a new run's
+    reference folder is empty, so a CUDA cell's reference worker's server is among them), so
+    ``execute`` finds these servers running and starts none of them again."""
+    from stackwars import executors
+
+    if not specs:
+        return None
+    first = specs[0].repeat
+    folder = tmp.mkdtemp("probe-references")  # stands for the run's reference folder: empty at its start
+    try:
+        return start_servers_ahead(sorted(specs, key=lambda s: s.repeat != first), config,
+                                   probe_guess(sorted({s.device for s in specs})), executors.here, folder,
+                                   during=PROBE_DURING)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _choose(kind: str, values: Sequence[str], allowed: Sequence[str]) -> None:
@@ -453,8 +501,8 @@ def reference_process(spec: CellSpec, config: MeasureConfig, placement: Placemen
 
 
 def start_servers_ahead(specs: Sequence[CellSpec], config: MeasureConfig, probe: Mapping[str, Any],
-                        placement: Callable[[CellSpec], Placement], reference_dir: str | None = None
-                        ) -> dict[str, Any] | None:
+                        placement: Callable[[CellSpec], Placement], reference_dir: str | None = None,
+                        during: str | None = None) -> dict[str, Any] | None:
     """Start together the fork servers ``specs`` will be forked from (forkserver.start_ahead),
     leaving out cells that will not start a worker (unsupported here); with ``reference_dir``,
     the reference workers' server too, where a cell will compute its reference in a worker of
@@ -486,7 +534,7 @@ def start_servers_ahead(specs: Sequence[CellSpec], config: MeasureConfig, probe:
         except Exception:  # noqa: BLE001 - the cell itself records what is wrong with it; its server waits
             continue
         request(proc)
-    return forkserver.start_ahead(requests)
+    return forkserver.start_ahead(requests, during)
 
 
 def cell_cache(spec: CellSpec, config: MeasureConfig, cache_root: str | None) -> tuple[str, str, bool]:

@@ -85,6 +85,13 @@ def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
     assert "stackwars verdict" in done.stderr and "-f json" in done.stderr
     cells = json.loads(out.read_text())
     assert len(cells) == 12 and {c["repeat"] for c in cells} == {0, 1, 2}
+    # the run's six fork servers (two backends, three process numbers) started in one batch while
+    # the machine probe ran (runner.start_servers_during_probe), and no cell waited for its server
+    assert all(c["server_start_s"] is None for c in cells)
+    firsts = [c for c in cells if c["server_ahead_batch"]]  # each server's first child carries its batch
+    assert len(firsts) == 6 and len({c["server_ahead_batch"] for c in firsts}) == 1, firsts
+    assert {c["server_ahead_during"] for c in firsts} == {"the machine probe"}
+    assert "of it while the machine probe ran" in " ".join((done.stdout + done.stderr).split())
     for c in cells:
         assert set(ROW_KEYS) <= set(c)
         assert c["status"] == "ok", c["error"]

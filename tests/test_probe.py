@@ -67,3 +67,23 @@ def test_each_frameworks_probe_runs_in_its_own_worker_at_once_and_fails_alone(mo
     p = runner.probe_machine()
     assert p["torch"]["importable"] is True and "torch_mlir" in p
     assert p["jax"] == {"importable": False, "error": "probe failed: the JAX worker died"}
+
+
+def test_the_probes_guess_imports_no_framework_and_names_what_is_installed():
+    """runner.probe_guess: what the fork servers started during the probe are planned from.
+    It finds the packages without importing them, and says CUDA only where a GPU is asked for
+    and NVML sees one."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    code = ("import sys; from stackwars import runner; g = runner.probe_guess(['cpu', 'cuda']); "
+            "print(sorted(m for m in ('torch', 'jax', 'torch_mlir') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout  # found, not imported
+    g = runner.probe_guess("cpu")
+    for name in ("torch", "jax", "torch_mlir"):
+        assert g[name]["importable"] == (importlib.util.find_spec(name) is not None)
+    assert not g["torch"]["cuda"] and not g["jax"]["cuda"]  # a CPU run asks for no GPU
+    assert runner.probe_guess("cuda")["torch"]["cuda"] == (runner.machine_memory()[1] is not None)

@@ -200,7 +200,21 @@ def run(
             _check_stablehlo(stablehlo, [s for s in planned if s.backend == "torch-mlir-xla"], config.matmul_precision)
     placer = make_executor(executor, gpus, ray_address, shared_dir, slurm_partition, max_jobs,
                            config.timeout_s if resume is None else timeout, inline)
-    probe = runner.probe_machine(inline)
+    early = None
+    if resume is None and placer.name == "serial" and not inline:
+        # the run's first fork servers start while the probe runs, from the plan the probe will
+        # most likely allow (runner.start_servers_during_probe); the run itself plans from the probe
+        def early() -> None:
+            guess = runner.probe_guess(device)
+            try:
+                guessed = runner.plan_cells(
+                    workloads or [], preset, phase,
+                    backend or runner.backends_for(runner.default_backends(guess, device), workloads or []),
+                    device, dtype, overrides, options, processes, config.timeout_s)
+            except SpecError:  # a guess the plan refuses: the run starts its servers itself, as before
+                return
+            runner.start_servers_during_probe(guessed, config)
+    probe = runner.probe_machine(inline, meanwhile=early)
     if resume is None:
         backends = backend or runner.backends_for(runner.default_backends(probe, device), workloads or [])
         specs = runner.plan_cells(workloads or [], preset, phase, backends, device, dtype, overrides, options,

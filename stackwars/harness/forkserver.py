@@ -465,7 +465,8 @@ def _make_room(keep: set, room: int) -> list[Server]:
 _BATCHES = [0]
 
 
-def start_ahead(requests: Sequence[tuple[Sequence[str], dict[str, str], int]]) -> dict[str, Any] | None:
+def start_ahead(requests: Sequence[tuple[Sequence[str], dict[str, str], int]], during: str | None = None
+                ) -> dict[str, Any] | None:
     """Start together, before their first task, the servers that ``requests`` (preload, env,
     generation: what ``fork`` will be asked, in the order it will be) need and that are not
     running: their imports overlap, where started one by one each task waited for its own.
@@ -474,7 +475,9 @@ def start_ahead(requests: Sequence[tuple[Sequence[str], dict[str, str], int]]) -
     a request names are kept; the rest start when their task comes, as before. Each server
     started here records the batch on its first child (``server_started_ahead``: its id, how
     many servers, their seconds together), so the run's account of the harness's time keeps
-    what no worker's wall time holds. Returns that batch, or None where nothing was started."""
+    what no worker's wall time holds; ``during``: what else the run was doing meanwhile (the
+    machine probe), so that account does not count those seconds twice. Returns that batch, or
+    None where nothing was started."""
     import atexit
 
     with _LOCK:
@@ -501,7 +504,7 @@ def start_ahead(requests: Sequence[tuple[Sequence[str], dict[str, str], int]]) -
         for server in going:
             server.join()
         batch = {"batch": f"{os.getpid()}-{_BATCHES[0]}", "servers": len(servers),
-                 "seconds": time.perf_counter() - t0}
+                 "seconds": time.perf_counter() - t0, **({"during": during} if during else {})}
         for key, server in servers.items():
             if ready[key]:
                 server.ahead = batch

@@ -438,10 +438,14 @@ def overhead_summary(rows: Iterable[Mapping[str, Any]]) -> str | None:
     firsts = [(r[f"{who}server_ahead_batch"], r[f"{who}server_ahead_s"]) for who in ("", "reference_") for r in rows
               if r.get(f"{who}server_ahead_batch")]  # each server's first child carries its batch
     ahead = dict(firsts)
+    during = {r[f"{who}server_ahead_batch"]: r[f"{who}server_ahead_during"] for who in ("", "reference_")
+              for r in rows if r.get(f"{who}server_ahead_during")}
     if ahead:
         servers = len(firsts)
+        overlapped = "".join(f"; {fmt.seconds(ahead[b])} of it while {what} ran" for b, what in during.items()
+                             if b in ahead)
         parts.append(f"fork servers started ahead of their cells {fmt.seconds(sum(ahead.values()))} "
-                     f"({servers} servers in {len(ahead)} batches)")
+                     f"({servers} servers in {len(ahead)} batches{overlapped})")
     return "Time: " + "; ".join(parts)
 
 

@@ -102,16 +102,22 @@ def probe_guess(devices: str | Sequence[str]) -> dict[str, Any]:
 PROBE_DURING = "the machine probe"  # what a batch of servers started while the probe ran says it overlapped
 
 
-def start_servers_during_probe(specs: Sequence[CellSpec], config: MeasureConfig) -> dict[str, Any] | None:
-    """The first batch of fork servers a run started here will want (its first process
-    number's, and the next ones' where they fit), started while the machine probe's workers
-    run instead of after them: both are imports (PyTorch's CUDA build took 3-5 s on an H100),
-    and the run cannot start before either. ``specs``: the run planned from ``probe_guess``, in
-    its order. The requests are the serial executor's first ones exactly (a new run's
-    reference folder is empty, so a CUDA cell's reference worker's server is among them), so
-    ``execute`` finds these servers running and starts none of them again."""
+def start_servers_during_probe(plan_for: Callable[[Mapping[str, Any]], Sequence[CellSpec]],
+                               devices: str | Sequence[str], config: MeasureConfig) -> dict[str, Any] | None:
+    """The first batch of fork servers a new run here will want (its first process number's,
+    and the next ones' where they fit), started while the machine probe's workers run instead of
+    after them: both are imports (PyTorch's CUDA build took 3-5 s on an H100), and the run cannot
+    start before either. ``plan_for``: the run's cells given a probe, here given ``probe_guess``
+    (a plan the guess makes it refuse starts nothing). The requests are the serial executor's
+    first ones exactly (a new run's reference folder is empty, so a CUDA cell's reference
+    worker's server is among them), so ``execute`` finds these servers running and starts none
+    of them again; the run itself plans from the probe."""
     from stackwars import executors
 
+    try:
+        specs = list(plan_for(probe_guess(devices)))
+    except SpecError:
+        return None
     if not specs:
         return None
     first = specs[0].repeat

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -18,7 +18,7 @@ from stackwars.cli.common import (EXECUTOR_OPTION, GPUS_OPTION, MAX_JOBS_OPTION,
                                   table_width, writable_dir)
 from stackwars.parse import assignments
 from stackwars.errors import SpecError
-from stackwars.records import Env, MeasureConfig, Measurement
+from stackwars.records import CellSpec, Env, MeasureConfig, Measurement
 from stackwars.report import format as fmt
 from stackwars.cli import verdict_cmd
 from stackwars.report import verdict as vd
@@ -200,25 +200,17 @@ def run(
             _check_stablehlo(stablehlo, [s for s in planned if s.backend == "torch-mlir-xla"], config.matmul_precision)
     placer = make_executor(executor, gpus, ray_address, shared_dir, slurm_partition, max_jobs,
                            config.timeout_s if resume is None else timeout, inline)
-    early = None
-    if resume is None and placer.name == "serial" and not inline:
-        # the run's first fork servers start while the probe runs, from the plan the probe will
-        # most likely allow (runner.start_servers_during_probe); the run itself plans from the probe
-        def early() -> None:
-            guess = runner.probe_guess(device)
-            try:
-                guessed = runner.plan_cells(
-                    workloads or [], preset, phase,
-                    backend or runner.backends_for(runner.default_backends(guess, device), workloads or []),
-                    device, dtype, overrides, options, processes, config.timeout_s)
-            except SpecError:  # a guess the plan refuses: the run starts its servers itself, as before
-                return
-            runner.start_servers_during_probe(guessed, config)
+    if resume is None:
+        def plan_for(found: Mapping[str, Any]) -> list[CellSpec]:  # the cells, given what the probe found
+            return runner.plan_cells(workloads or [], preset, phase, backend or runner.backends_for(
+                runner.default_backends(found, device), workloads or []), device, dtype, overrides, options,
+                processes, config.timeout_s)
+    # a new run's first fork servers start while the probe runs (runner.start_servers_during_probe)
+    early = (lambda: runner.start_servers_during_probe(plan_for, device, config)) \
+        if resume is None and placer.name == "serial" and not inline else None
     probe = runner.probe_machine(inline, meanwhile=early)
     if resume is None:
-        backends = backend or runner.backends_for(runner.default_backends(probe, device), workloads or [])
-        specs = runner.plan_cells(workloads or [], preset, phase, backends, device, dtype, overrides, options,
-                                  processes, config.timeout_s)
+        specs = plan_for(probe)
         if warm_cache is not None:
             warm_cache.mkdir(parents=True, exist_ok=True)
         placer.check(specs)

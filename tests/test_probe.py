@@ -87,3 +87,21 @@ def test_the_probes_guess_imports_no_framework_and_names_what_is_installed():
         assert g[name]["importable"] == (importlib.util.find_spec(name) is not None)
     assert not g["torch"]["cuda"] and not g["jax"]["cuda"]  # a CPU run asks for no GPU
     assert runner.probe_guess("cuda")["torch"]["cuda"] == (runner.machine_memory()[1] is not None)
+
+
+def test_servers_during_the_probe_start_nothing_for_a_plan_the_guess_refuses(monkeypatch):
+    """A guess the plan refuses (no backend it allows, say) costs nothing: no server starts,
+    and the run starts its servers itself after the probe, as before."""
+    from stackwars.errors import SpecError
+    from stackwars.harness import forkserver
+    from stackwars.records import MeasureConfig
+
+    def refuses(found):
+        assert found["torch"]["importable"] in (True, False)  # planned from the guess
+        raise SpecError("no backend can run here")
+
+    started = []
+    monkeypatch.setattr(forkserver, "start_ahead", lambda *a, **k: started.append(a))
+    assert runner.start_servers_during_probe(refuses, "cpu", MeasureConfig()) is None
+    assert runner.start_servers_during_probe(lambda found: [], "cpu", MeasureConfig()) is None
+    assert not started

@@ -114,8 +114,9 @@ def start_servers_during_probe(plan_for: Callable[[Mapping[str, Any]], Sequence[
     of them again; the run itself plans from the probe."""
     from stackwars import executors
 
+    guess = probe_guess(devices)
     try:
-        specs = list(plan_for(probe_guess(devices)))
+        specs = list(plan_for(guess))
     except SpecError:
         return None
     if not specs:
@@ -123,9 +124,8 @@ def start_servers_during_probe(plan_for: Callable[[Mapping[str, Any]], Sequence[
     first = specs[0].repeat
     folder = tmp.mkdtemp("probe-references")  # stands for the run's reference folder: empty at its start
     try:
-        return start_servers_ahead(sorted(specs, key=lambda s: s.repeat != first), config,
-                                   probe_guess(sorted({s.device for s in specs})), executors.here, folder,
-                                   during=PROBE_DURING)
+        return start_servers_ahead(sorted(specs, key=lambda s: s.repeat != first), config, guess, executors.here,
+                                   folder, during=PROBE_DURING)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -577,7 +577,8 @@ def reference_first(spec: CellSpec, config: MeasureConfig, reference_dir: str, p
     outcome = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
     out = {"status": outcome.status, "wall_s": outcome.wall_s}
     if outcome.result:
-        out.update({k: v for k, v in outcome.result.items() if k in ("source", "where", "computed_s", "placement", "stages", "init_s")})
+        out.update({k: v for k, v in outcome.result.items()
+                    if k in ("source", "where", "computed_s", "placement", "stages", "init_s")})
         origin = (outcome.result.get("process_settings") or {}).get("origin")
         if origin:  # how its process was made: the server it was forked from, started ahead or by it
             out["origin"] = origin

@@ -466,8 +466,9 @@ def _planned_by(command: str, monkeypatch, tmp_path) -> list[str]:
         raise Planned
 
     monkeypatch.setattr(runner_mod, "execute", execute)
-    monkeypatch.setattr(runner_mod, "probe_machine", lambda inline=False: {"torch": {"importable": True},
-                                                                          "jax": {"importable": True}})
+    # a stand-in probe that does not call ``meanwhile`` either: no fork server starts for a plan
+    monkeypatch.setattr(runner_mod, "probe_machine", lambda inline=False, meanwhile=None: {
+        "torch": {"importable": True}, "jax": {"importable": True}})
     args = shlex.split(command)
     assert args[:2] == ["stackwars", "run"]
     done = runner.invoke(app, [*args[1:], "--db", str(tmp_path / "again.db")])

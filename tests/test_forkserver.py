@@ -167,19 +167,25 @@ def _kill(target: str, found: list, handed: list) -> None:
         time.sleep(0.1)
 
 
-def test_a_killed_child_or_server_is_an_error_and_the_next_task_runs(plugins_env, monkeypatch):
-    import threading
-
-    handed: list[int] = []
+@pytest.fixture
+def handed(monkeypatch) -> list[int]:
+    """The pids ``Server.fork`` handed to the client in this test (``_kill`` waits for one)."""
+    pids: list[int] = []
     real_fork = forkserver.Server.fork
 
     def fork(self, *args, **kwargs):
         child = real_fork(self, *args, **kwargs)
         if child is not None:
-            handed.append(child.pid)
+            pids.append(child.pid)
         return child
 
     monkeypatch.setattr(forkserver.Server, "fork", fork)
+    return pids
+
+
+def test_a_killed_child_or_server_is_an_error_and_the_next_task_runs(plugins_env, handed):
+    import threading
+
     for target in ("child", "server"):
         found = []
         t = threading.Thread(target=_kill, args=(target, found, handed))
@@ -192,22 +198,12 @@ def test_a_killed_child_or_server_is_an_error_and_the_next_task_runs(plugins_env
         assert again.status == "ok", again.error
 
 
-def test_a_child_whose_server_is_killed_before_the_child_first_runs_still_ends(plugins_env, monkeypatch):
+def test_a_child_whose_server_is_killed_before_the_child_first_runs_still_ends(plugins_env, handed):
     """The child learns its server's pid from the server, not from getppid() once it runs: a
     server killed in between (a loaded machine) has handed the child to init already, and a
     child watching init's pid would hang on until the cell's timeout."""
     import threading
 
-    handed: list[int] = []
-    real_fork = forkserver.Server.fork
-
-    def fork(self, *args, **kwargs):
-        child = real_fork(self, *args, **kwargs)
-        if child is not None:
-            handed.append(child.pid)
-        return child
-
-    monkeypatch.setattr(forkserver.Server, "fork", fork)
     task = _task("hang")
     task["process"]["preload"] = ["tests.plugins.late_child", *task["process"]["preload"]]
     found: list[int] = []

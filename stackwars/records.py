@@ -512,6 +512,9 @@ class Env:
                                ("python", "torch", "jax", "jaxlib", "flax") and v))
         if threads:
             parts.append(f"threads: {threads} per framework")
+        probed = (d.get("probe") or {}).get("probed") or {}
+        if probed.get("from_cache"):  # harness/probe.py: the answer kept from an earlier command
+            parts.append(f"machine probe kept from {probed.get('at')}")
         if d.get("git_revision"):
             parts.append(f"stackwars {d['git_revision'][:10]}{'+dirty' if d.get('git_dirty') else ''}")
         elif (d.get("versions") or {}).get("stackwars"):  # not a git checkout of its own: the package's version

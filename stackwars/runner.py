@@ -52,14 +52,26 @@ def probe_machine(inline: bool = False, meanwhile: Callable[[], Any] | None = No
     """What this machine can run (harness/probe.py): PyTorch's side and JAX's each in a worker
     of its own, both at once; one after the other in one worker they took 3.9 s on the 2-core
     VM (2.4 s PyTorch, 1.0 s JAX), before any cell of a run could start. ``meanwhile``: work
-    done here while the probe's workers run (``start_servers_during_probe``)."""
+    done here while the probe's workers run (``start_servers_during_probe``).
+
+    The answer is kept between commands (harness/probe.py: the same host, boot, GPUs, install
+    and environment, under a day old): a command that finds it runs no worker and leaves
+    ``meanwhile`` to the run (it plans from the answer at once). ``inline`` probes in this
+    process, every time (its frameworks are imported here anyway)."""
+    import time
     from concurrent.futures import ThreadPoolExecutor
+
+    from stackwars.harness import probe as probemod
 
     # device None: no platform forced on the probe (JAX_PLATFORMS removed), so it reports every
     # device each framework can see; the cells pin their own platform
     def task(part: str) -> dict[str, Any]:
         return {"target": f"stackwars.harness.probe:{part}", "kwargs": {}, "process": {"device": None}}
 
+    key = None if inline else probemod.cache_key()
+    if key is not None and (kept := probemod.read_cached(key, time.time())) is not None:
+        return kept
+    probed_at = time.time()
     if inline:
         outcomes = {"probe": run_inline(task("probe"))}
     else:
@@ -76,7 +88,7 @@ def probe_machine(inline: bool = False, meanwhile: Callable[[], Any] | None = No
             found.update({name: {"importable": False, "error": f"probe failed: {outcome.error}"} for name in names})
         else:
             found.update({k: v for k, v in outcome.result.items() if k != "status"})  # both: the same process_settings
-    return found
+    return found if key is None else probemod.keep(key, found, probed_at)
 
 
 def probe_guess(devices: str | Sequence[str]) -> dict[str, Any]:

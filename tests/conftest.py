@@ -1,4 +1,4 @@
-"""Shared test setup: CPU only, compile caches in a session directory, helpers; and, under
+"""Shared test setup: CPU only, compile caches and stackwars's cache in a session directory, helpers; and, under
 ``pytest -n N`` (pytest-xdist), a test marked ``quiet`` runs with nothing else running."""
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 _CACHE = tempfile.mkdtemp(prefix="stackwars-test-cache-")
 atexit.register(shutil.rmtree, _CACHE, True)  # not left in /tmp by every session
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(_CACHE, "inductor"))
+# stackwars's own cache (the machine probe's answer, decoded MNIST): the session's, never the
+# user's, and empty at its start, so each test process probes for real once, then reads it back
+os.environ.setdefault("STACKWARS_CACHE_DIR", os.path.join(_CACHE, "stackwars"))
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 

@@ -130,7 +130,7 @@ def test_bad_input_exits_2_says_why_and_writes_nothing(case, tmp_path, monkeypat
     work.mkdir()
     monkeypatch.chdir(work)
     monkeypatch.setenv("STACKWARS_DB", str(work / "default.db"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("STACKWARS_CACHE_DIR", str(tmp_path / "cache"))
     values = {"TMP": str(work), "MNIST": str(mnist_dir), **(setup(work) if setup else {})}
     before = _snapshot(work)
     args = [a.format(**values) for a in args]

@@ -33,9 +33,9 @@ def data_dir(mnist_dir):
 
 @pytest.fixture(scope="session", autouse=True)
 def decoded_cache(tmp_path_factory):
-    """The decoded .npz cache in a test directory, never the user's ~/.cache."""
+    """The decoded .npz cache in a folder of this module's, never the user's ~/.cache."""
     mp = pytest.MonkeyPatch()
-    mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+    mp.setenv("STACKWARS_CACHE_DIR", str(tmp_path_factory.mktemp("stackwars-cache")))
     yield
     mp.undo()
 
@@ -135,7 +135,7 @@ def test_checksum_mismatch_and_missing_files(tmp_path, data_dir):
 
 def test_offline_without_files_says_where_to_put_them(tmp_path, monkeypatch, data_dir):
     monkeypatch.delenv(mnist.ENV_DIR, raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("STACKWARS_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(mnist, "MIRRORS", ("http://127.0.0.1:9/",))  # nothing listens: refused at once
     with pytest.raises(idx.DataError, match="--data-dir DIR or set STACKWARS_DATA_DIR"):
         mnist.locate(None)
@@ -210,7 +210,7 @@ def test_cli_writes_csv_png_and_database(tmp_path, data_dir):
     out, db = tmp_path / "out", tmp_path / "r.db"
     done = subprocess.run([sys.executable, "-m", "stackwars", "train", "mnist", "--epochs", "2", "--batch-size",
                            "256", "--data-dir", str(data_dir), "--out", str(out), "--db", str(db)],
-                          capture_output=True, text=True, timeout=900, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
+                          capture_output=True, text=True, timeout=900, env={**os.environ, "STACKWARS_CACHE_DIR": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     assert "epoch  2/2" in done.stderr
     import csv
@@ -278,7 +278,7 @@ def test_a_truncated_file_its_own_sums_vouch_for_is_refused_before_anything_is_w
     target.write_bytes(target.read_bytes()[:5000])
     mnist_fixture.rewrite_sums(d)
     result = CliRunner().invoke(app, ["train", "mnist", "--data-dir", str(d), "--out", str(tmp_path / "o"),
-                                      "--db", str(tmp_path / "x.db")], env={"XDG_CACHE_HOME": str(tmp_path / "c")})
+                                      "--db", str(tmp_path / "x.db")], env={"STACKWARS_CACHE_DIR": str(tmp_path / "c")})
     assert result.exit_code == 2, result.output
     assert "corrupt gzip" in " ".join(result.output.split()) or "truncated" in result.output
     assert not (tmp_path / "o").exists() and not (tmp_path / "x.db").exists()

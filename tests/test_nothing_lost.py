@@ -181,7 +181,7 @@ def test_refused_before_any_work_and_nothing_changed(case, tmp_path, monkeypatch
     work.mkdir()
     monkeypatch.chdir(work)
     monkeypatch.setenv("STACKWARS_DB", str(work / "default.db"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("STACKWARS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("STACKWARS_PLUGINS", raising=False)
     values = _values(work, setup, mnist_dir)
     before, digests = _snapshot(work), _hashes(work)

@@ -250,6 +250,10 @@ CASES = [
      "XLA_PYTHON_CLIENT_MEM_FRACTION='2' is not allowed: give a number from 0.01 to 1"),
     (6, "the fork server switch", ["run", "gemm", *MICRO, "--db", "{DB}"], {"STACKWARS_FORKSERVER": "off"},
      _results_db, "STACKWARS_FORKSERVER='off' is not allowed; allowed: 0, 1"),
+    (6, "the probe cache switch", ["list"], {"STACKWARS_PROBE_CACHE": "no"}, _results_db,
+     "STACKWARS_PROBE_CACHE='no' is not allowed; allowed: 0, 1"),
+    (6, "an empty STACKWARS_CACHE_DIR", ["run", "gemm", *MICRO, "--db", "{DB}"], {"STACKWARS_CACHE_DIR": " "},
+     _results_db, "STACKWARS_CACHE_DIR is set but empty; give a path, or unset it"),
     (6, "an empty STACKWARS_DB", ["runs"], {"STACKWARS_DB": ""}, _results_db,
      "STACKWARS_DB is set but empty; give a path, or unset it"),
 ]
@@ -266,7 +270,7 @@ def test_refused_and_every_file_unchanged(case, tmp_path, monkeypatch):
     work.mkdir()
     monkeypatch.chdir(work)
     monkeypatch.setenv("STACKWARS_DB", str(work / "default.db"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("STACKWARS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("STACKWARS_PLUGINS", raising=False)
     if setup is _loops_at_import:  # the file never finishes: wait 4 s for it, not the stated default's 120 s
         # (only there: a file that imports PyTorch took over 4 s to import in a fresh worker on the 2-core

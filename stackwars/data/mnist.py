@@ -2,10 +2,11 @@
 
 A dataset directory holds the four standard files. Where they come from, in order:
 ``--data-dir``, ``$STACKWARS_DATA_DIR``, else a download from the public mirrors into
-``$XDG_CACHE_HOME/stackwars/mnist`` (``~/.cache/...``). Every file is verified by SHA-256:
-against a ``SHA256SUMS`` file in the directory when there is one, else against the
-published checksums of MNIST or Fashion-MNIST. The decoded arrays are cached as .npz,
-keyed by the checksums, so later runs skip the gzip and parsing.
+``mnist`` in stackwars's cache folder (``tmp.cache_root``: ``~/.cache/stackwars`` by
+default). Every file is verified by SHA-256: against a ``SHA256SUMS`` file in the directory
+when there is one, else against the published checksums of MNIST or Fashion-MNIST. The
+decoded arrays are cached as .npz, keyed by the checksums, so later runs skip the gzip and
+parsing.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from stackwars.data.idx import DataError, read
+from stackwars.harness.tmp import cache_root
 
 FILES = {
     "train_images": "train-images-idx3-ubyte.gz",
@@ -46,10 +48,6 @@ MIRRORS = (
     "https://storage.googleapis.com/cvdf-datasets/mnist/",
 )
 ENV_DIR = "STACKWARS_DATA_DIR"
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stackwars"
 
 
 def sha256(path: Path) -> str:

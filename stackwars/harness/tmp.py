@@ -5,6 +5,9 @@ the system's temporary directory as ``stackwars-<kind>-<pid>-<random>``. A proce
 normally, by Ctrl-C, SIGTERM or SIGHUP removes its own; one killed by SIGKILL (or the
 kernel's OOM killer) cannot, so every stackwars command first removes the directories whose
 owner process no longer exists (``sweep``). Directories of live processes are never touched.
+
+What is kept between commands (a downloaded MNIST, the machine probe's answer) lives in the
+user's cache folder instead (``cache_root``).
 """
 
 from __future__ import annotations
@@ -13,11 +16,23 @@ import os
 import re
 import shutil
 import tempfile
+from pathlib import Path
 
 import psutil
 
 PREFIX = "stackwars-"
 _OWNED = re.compile(r"^stackwars-(?P<kind>[a-z-]+?)-(?P<pid>\d+)-[^-/]+$")
+
+
+CACHE_ENV = "STACKWARS_CACHE_DIR"
+
+
+def cache_root() -> Path:
+    """The user's stackwars cache folder, kept between commands: ``$STACKWARS_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/stackwars``, by default ``~/.cache/stackwars``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stackwars"
 
 
 def mkdtemp(kind: str) -> str:

@@ -70,6 +70,19 @@ def test_each_twin_matches_transformers(results, model, dtype, twin):
     assert worst[1] <= limit, (model, dtype, twin, worst)
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_the_twins_are_one_model_in_float64(results, model):
+    """In float64 the JAX twin and the PyTorch twin may differ only in the order of operations:
+    ~1e-13 on the forward output, the loss and every gradient, so a wrong epsilon, scale or
+    mask shows by orders of magnitude even where HF itself rounds to float32 (FLOAT32_IN_HF).
+    The naive attention variants and BatchNorm's new running statistics: test_models.py's
+    float64 check."""
+    errs = results[model]["float64"]["jax-vs-torch"]
+    assert "out" in errs and "loss" in errs and any(k.startswith("grad.") for k in errs)
+    worst = max(errs.items(), key=lambda kv: kv[1])
+    assert worst[1] < FLOAT64, (model, worst)
+
+
 def test_the_default_inputs_exercise_bert_padding():
     """The check above is only as sharp as its inputs: at the default seed BERT's tokens
     include its padding id, so a twin that let that row learn through the lookup fails."""

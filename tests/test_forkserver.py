@@ -79,46 +79,53 @@ def test_the_inductor_cache_folder_takes_effect_per_cell(tmp_path):
     for m in ms:
         assert m.settings["cache"]["mode"] == "cold"
         assert m.settings["cache"]["contents_after"]["inductor"] > 0, m.settings["cache"]
+        # Inductor's check of the machine's vector instruction set: in the machine's folder, not the cell's
+        checked = m.settings["backend"]["inductor_vec_isa"]["checked"]
+        assert checked.startswith("in ") and "inductor-vec-isa, built once a machine" in checked
+        assert m.settings["cache"]["dir"] not in checked
 
 
-def test_first_process_cold_later_ones_warm_and_first_call_from_cold(tmp_path):
-    specs = runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["torch-compile", "jax-jit"], repeats=2)
-    cells, flat = _run(tmp_path, specs)
-    for b in ("torch-compile", "jax-jit"):
-        first, second = (cells[k] for k in sorted(cells) if f"/{b}/" in k)
-        assert first.settings["cache"]["mode"] == "cold" and first.settings["cache"]["entries_before"] == 0
-        assert second.settings["cache"]["mode"] == "warm" and second.settings["cache"]["entries_before"] > 0
-        assert second.settings["cache"]["dir"] == first.settings["cache"]["dir"]
-    for b in ("torch-compile", "jax-jit"):
-        # first-call figures from the cold process alone; steady state from both (the figures of
-        # both processes, whether or not the machine was busy while either ran: report/gate.py's part)
-        procs = [r for r in flat if r["backend"] == b]
-        figures = tables._figures(procs, stats.NOISE_THRESHOLD)
-        assert figures["first_call_cache"] == "cold" and figures["first_call_processes"] == 1
-        cold = next(r for r in procs if r["cache"] == "cold")
-        assert figures["first_call_s"] == pytest.approx(cold["first_call_s"])
-        assert len(figures["process_medians"]) == 2
-    # every process cold where asked
-    cells, _ = _run(tmp_path, specs[:1] + specs[2:3], MeasureConfig(**{**QUICK.to_dict(), "cold_every_process": True}),
-                    "cold.db")
-    assert {m.settings["cache"]["mode"] for m in cells.values()} == {"cold"}
+_ISA = """
+import json, os
+from torch._inductor import cpp_builder, cpu_vec_isa
+built = []
+real = cpp_builder.CppBuilder.build
+cpp_builder.CppBuilder.build = lambda self: (built.append(1), real(self))[1]
+said = []
+if not os.environ.get("PLAIN"):  # else: what Inductor picks by itself, in its cache folder
+    from stackwars.backends.torch_common import vec_isa_check_per_machine
+    said = [vec_isa_check_per_machine(), vec_isa_check_per_machine()]
+isa = str(cpu_vec_isa.pick_vec_isa())  # as Inductor asks at its first CPU kernel
+print(json.dumps({"vec_isa": isa, "said": said, "built": len(built), "env": os.environ["TORCHINDUCTOR_CACHE_DIR"]}))
+"""
 
 
-def test_a_warm_process_runs_the_program_its_cold_process_compiled(tmp_path):
-    """The program fingerprint is the same whether XLA compiled the program or JAX read it back
-    from the cell's cache (a read-back executable numbers its source locations in another order,
-    which a fingerprint of the whole text called a different program), and so is Inductor's."""
-    specs = runner.plan_cells(["ffn"], ["tiny"], ["forward"], ["torch-compile", "jax-jit"], repeats=2)
-    cells, _ = _run(tmp_path, specs)
-    for b in ("torch-compile", "jax-jit"):
-        cold, warm = (cells[k] for k in sorted(cells) if f"/{b}/" in k)
-        assert (cold.settings["cache"]["mode"], warm.settings["cache"]["mode"]) == ("cold", "warm"), b
-        shas = [m.compile.extra["program_sha"] for m in (cold, warm)]
-        assert shas[0] and shas[0] == shas[1], (b, shas)
-    # and a different program has a different fingerprint
-    other = runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["jax-jit"])
-    gemm, _ = _run(tmp_path, other, name="gemm.db")
-    assert next(iter(gemm.values())).compile.extra["program_sha"] != shas[0]
+def test_inductors_vector_isa_check_is_built_once_a_machine_outside_the_cells_cold_folder(tmp_path):
+    """Inductor builds a test program per candidate vector instruction set with g++ and loads
+    it, once a cache folder (3.8 s in an empty one on the 2-core VM, 0.5-0.7 s to load). A
+    cell's cold folder is its own: the check is pointed at stackwars's cache folder instead,
+    built by the first process and only loaded by the next, and picks what Inductor picks by
+    itself; the cell's folder gets nothing of it."""
+    def run(**env):
+        done = subprocess.run([sys.executable, "-c", _ISA], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "STACKWARS_CACHE_DIR": str(tmp_path / "sw"), **env})
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    cell = str(tmp_path / "cell")
+    first = run(TORCHINDUCTOR_CACHE_DIR=cell)
+    second = run(TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "another-cell"))
+    plain = run(TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "plain"), PLAIN="1")
+    if plain["vec_isa"] == "INVALID_VEC_ISA":
+        pytest.skip("no vector instruction set Inductor can build for here: nothing to check")
+    assert first["built"] >= 1 and second["built"] == 0  # g++ once a machine, then the programs are loaded
+    assert first["vec_isa"] == second["vec_isa"] == plain["vec_isa"]  # the choice Inductor makes by itself
+    machine = tmp_path / "sw" / "inductor-vec-isa"
+    assert first["said"] == [{"checked": f"in {machine}, built once a machine, loaded on the first compile that "
+                                         f"needs it"}] * 2
+    assert first["env"] == cell  # the cell's own folder again for its compiles
+    assert not os.path.exists(cell) or not os.listdir(cell)  # nothing of the check in it
+    assert os.listdir(machine)
 
 
 def test_servers_differ_by_what_their_children_read_at_import():

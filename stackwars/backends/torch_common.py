@@ -63,6 +63,60 @@ def make_optimizer(spec: Any, parameters, impl: str = "default") -> torch.optim.
     raise ValueError(f"unknown optimizer {spec.name!r}")
 
 
+VEC_ISA_FOLDER = "inductor-vec-isa"  # in stackwars's cache folder (harness/tmp.py: cache_root)
+
+
+def vec_isa_check_per_machine() -> dict[str, Any]:
+    """Inductor picks the CPU's vector instruction set at its first CPU kernel in a process by
+    building a test program for each candidate with g++ and loading it
+    (``cpu_vec_isa.valid_vec_isa_list``: 3.8 s in an empty cache folder on the 2-core VM, 0.5-0.7 s
+    where the programs are built). It keeps the built programs in its cache folder, keyed by
+    compiler, flags and PyTorch version (pytorch/pytorch#100378), so a user builds them once a
+    machine and each process of theirs only loads them. A cell's first process has an empty
+    cache folder of its own, so that its first call is its program's cold compile; the build
+    would land in that call every time. Here the check is pointed at one folder for the
+    machine instead, when Inductor first asks for it (inside the first call, as in a user's
+    process): built once, then only loaded; the cell's own compiles stay in its folder.
+    Returns what to record."""
+    import os
+
+    from torch._inductor import cpu_vec_isa
+
+    from stackwars.harness.tmp import cache_root
+
+    real = getattr(cpu_vec_isa, "valid_vec_isa_list", None)
+    if real is None or not hasattr(real, "cache_info"):  # another PyTorch: Inductor's own way
+        return {"checked": "in the cell's cache folder (this PyTorch has no memoised valid_vec_isa_list)"}
+    folder = cache_root() / VEC_ISA_FOLDER
+    said = {"checked": f"in {folder}, built once a machine, loaded on the first compile that needs it"}
+    if getattr(real, "machine_folder", None) == str(folder):  # pointed there earlier in this process
+        return said
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return {"checked": f"in the cell's cache folder ({folder}: {exc.strerror})"}
+    inner = getattr(real, "__wrapped_list__", real)
+
+    def valid_vec_isa_list() -> list:
+        if inner.cache_info().currsize:  # answered in this process: nothing is built or read
+            return inner()
+        before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder)  # read on each use (cache_dir_utils.cache_dir)
+        try:
+            return inner()
+        finally:
+            if before is None:
+                os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+            else:
+                os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
+
+    valid_vec_isa_list.cache_info, valid_vec_isa_list.cache_clear = inner.cache_info, inner.cache_clear
+    valid_vec_isa_list.__wrapped_list__ = inner
+    valid_vec_isa_list.machine_folder = str(folder)
+    cpu_vec_isa.valid_vec_isa_list = valid_vec_isa_list  # pick_vec_isa, its one caller, looks it up here
+    return said
+
+
 def optimizer_plan(spec: Any, parameters, choice: str, compiled_backend: bool
                    ) -> tuple[torch.optim.Optimizer, Callable[[], None], str]:
     """The optimizer and its step, as ``choice`` asks: ``fast`` is what PyTorch's own guidance
@@ -371,6 +425,9 @@ class TorchBackend(Backend):
         model = twin.build(cfg, {k: to_tensor(v, pdtype, self.device) for k, v in params.items()})
         tbatch = {k: to_tensor(v, dtype, self.device) for k, v in batch.items()}
         notes: dict[str, Any] = {"param_dtype": pdtype, "compute_dtype": dtype}
+        inductor = self.compiles or (phase == "train-step" and self.options.get("optimizer_impl") == "compiled")
+        if inductor and self.device.type == "cpu":  # the machine's check built once a machine
+            notes["inductor_vec_isa"] = vec_isa_check_per_machine()
         if choice is not None:
             notes["attention"] = choice.as_dict()
         before = self.before_call

@@ -2,6 +2,7 @@
 runaway allocation caught by the watchdog) are each recorded with the right status,
 while the cells around them finish."""
 
+import json
 import os
 import signal
 import sqlite3
@@ -189,3 +190,39 @@ def test_the_watchdog_lists_a_workers_descendants_once_a_second_and_reads_their_
     assert lists == [0.0, TreeRSS.REFRESH_S]
     assert min(alone) > 0 and before < min(alone) + 100 * 2**20
     assert after - before > 150 * 2**20  # the child's 200 MiB, from the listing after it started
+
+
+_INLINE_JAX = """
+import json, os, shutil, warnings
+import jax, jax.numpy as jnp
+from stackwars.backends.jax_common import configure_jax
+from stackwars.harness import tmp
+cell = tmp.mkdtemp("caches")
+configure_jax({"cache_dir": cell})
+jax.jit(lambda x: x * 2)(jnp.ones(3)).block_until_ready()
+shutil.rmtree(cell)  # the run that made it ended
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    applied = configure_jax({})  # the next inline cell, without a folder of its own
+    jax.jit(lambda x: x + 3)(jnp.ones(3)).block_until_ready()
+mine = os.path.join(os.environ["HOLD"], "mine")
+os.makedirs(mine)
+jax.config.update("jax_compilation_cache_dir", mine)
+shutil.rmtree(mine)
+kept = configure_jax({})["jax_compilation_cache_dir"]
+print(json.dumps({"dir": applied["jax_compilation_cache_dir"], "kept": kept,
+                  "warned": [str(w.message)[:200] for w in caught if "persistent" in str(w.message)]}))
+"""
+
+
+def test_an_inline_cell_without_a_cache_folder_does_not_write_into_an_earlier_cells_removed_one(tmp_path):
+    """--inline measures many cells in one process; JAX's persistent cache, once pointed at a
+    cell's folder, stayed there after that run removed it, and every later executable was a
+    failed write and a warning (about 250 a test session). A folder stackwars made and removed
+    is let go; one the user chose is left as it is."""
+    done = subprocess.run([sys.executable, "-c", _INLINE_JAX], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HOLD": str(tmp_path), "JAX_PLATFORMS": "cpu"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["dir"] is None and got["warned"] == []
+    assert got["kept"] == str(tmp_path / "mine")

@@ -157,6 +157,17 @@ def _reset_compilation_cache() -> None:
         compilation_cache.reset_cache()
 
 
+def _removed_cell_folder(folder: str | None) -> bool:
+    """``folder`` is a compile-cache folder stackwars made (harness/tmp.py names it) and has
+    removed since; a folder the user chose is left as it is."""
+    import tempfile
+
+    from stackwars.harness.tmp import PREFIX
+
+    return bool(folder) and folder.startswith(os.path.join(tempfile.gettempdir(), PREFIX)) \
+        and not os.path.isdir(folder)
+
+
 def configure_jax(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Matmul precision and the persistent compile cache, applied and reported."""
     precision = settings.get("matmul_precision", "float32")
@@ -175,6 +186,11 @@ def configure_jax(settings: Mapping[str, Any]) -> dict[str, Any]:
         # XLA's per-fusion GPU autotuning results live in the same directory (JAX's default,
         # set explicitly so the record says it): a warm cache skips autotuning too
         jax.config.update("jax_persistent_cache_enable_xla_caches", "xla_gpu_per_fusion_autotune_cache_dir")
+    elif _removed_cell_folder(jax.config.jax_compilation_cache_dir):
+        # --inline: an earlier cell's folder, removed with its run; this cell has none, and JAX
+        # would go on writing every executable into the missing folder (a warning each)
+        _reset_compilation_cache()
+        jax.config.update("jax_compilation_cache_dir", None)
     return {
         "jax_version": jax.__version__,
         "jax_default_matmul_precision": jax.config.jax_default_matmul_precision,

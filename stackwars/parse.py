@@ -95,7 +95,8 @@ ENV_CHOICES: dict[str, tuple[str, ...]] = {
     "STACKWARS_FORKSERVER": ("0", "1"),
     "STACKWARS_PROBE_CACHE": ("0", "1"),
 }
-ENV_PATHS = ("STACKWARS_DB", "STACKWARS_DATA_DIR", "STACKWARS_CACHE_DIR")  # set, they must name something (empty is a typo)
+# set, they must name something (empty is a typo)
+ENV_PATHS = ("STACKWARS_DB", "STACKWARS_DATA_DIR", "STACKWARS_CACHE_DIR")
 
 
 def env_number(name: str, environ: Mapping[str, str] | None = None) -> float | None:

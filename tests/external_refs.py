@@ -354,8 +354,8 @@ def compare(name: str, dtypes=("float64", "float32"), seed: int = 0) -> dict[str
             result[dtype][tname] = {k: rel(got[tname][k], v, floor if k.startswith("grad.") else 0.0)
                                     for k, v in ref.items()}
         if dtype == "float64":  # the twins against each other, where HF's float32 parts do not bound it
-            result[dtype]["jax-vs-torch"] = {k: rel(got["jax"][k], got["torch"][k], floor if k.startswith("grad.") else 0.0)
-                                             for k in ref}
+            result[dtype]["jax-vs-torch"] = {k: rel(got["jax"][k], got["torch"][k],
+                                                    floor if k.startswith("grad.") else 0.0) for k in ref}
     return result
 
 

@@ -210,7 +210,8 @@ def test_cli_writes_csv_png_and_database(tmp_path, data_dir):
     out, db = tmp_path / "out", tmp_path / "r.db"
     done = subprocess.run([sys.executable, "-m", "stackwars", "train", "mnist", "--epochs", "2", "--batch-size",
                            "256", "--data-dir", str(data_dir), "--out", str(out), "--db", str(db)],
-                          capture_output=True, text=True, timeout=900, env={**os.environ, "STACKWARS_CACHE_DIR": str(tmp_path)})
+                          capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "STACKWARS_CACHE_DIR": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     assert "epoch  2/2" in done.stderr
     import csv

@@ -203,7 +203,10 @@ def test_a_bad_model_file_exits_2_names_the_problem_and_writes_nothing(case, tmp
     monkeypatch.chdir(work)
     monkeypatch.delenv("STACKWARS_PLUGINS", raising=False)
     before = _snapshot(work)
-    r = runner.invoke(app, ["run", f"{tmp_path}/mine.py:{name}", "-p", "tiny", "--db", str(work / "r.db")])
+    # wide enough that rich wraps no line: at 80 columns a line break fell between "mine.py" and
+    # its comma where pytest's temporary path was one character longer (pytest-100)
+    r = runner.invoke(app, ["run", f"{tmp_path}/mine.py:{name}", "-p", "tiny", "--db", str(work / "r.db")],
+                      env={"COLUMNS": "400"})
     text = " ".join(r.output.split())
     assert r.exit_code == 2, (case, r.output)
     assert message in text, (case, text)

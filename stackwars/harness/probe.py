@@ -88,7 +88,7 @@ def probe() -> dict[str, Any]:
 # plans cells can start. What it finds changes only with what ``cache_key`` holds, so its
 # answer is kept in the user's cache folder and read back while the key is unchanged and the
 # answer under a day old. The run's environment record says which (``probed``).
-CACHE_ENV = "STACKWARS_PROBE_CACHE"  # "0": probe every time, keep nothing
+PROBE_CACHE_ENV = "STACKWARS_PROBE_CACHE"  # "0": probe every time, keep nothing
 CACHE_MAX_AGE_S = 86400.0
 # the variables a framework reads where it looks for its devices, libraries and threads
 KEY_ENV_PREFIXES = ("CUDA_", "NVIDIA_", "JAX_", "XLA_", "TF_", "TPU_", "HIP_", "ROCR_", "GPU_", "OMP_", "MKL_",
@@ -162,7 +162,7 @@ def cacheable(found: Mapping[str, Any], gpus_seen: bool) -> bool:
 def read_cached(key: Mapping[str, Any], now: float) -> dict[str, Any] | None:
     """The kept answer for ``key``, marked as read back (``probed``), or None: none kept, caching
     off (``STACKWARS_PROBE_CACHE=0``), older than ``CACHE_MAX_AGE_S``, or unreadable."""
-    if os.environ.get(CACHE_ENV) == "0":
+    if os.environ.get(PROBE_CACHE_ENV) == "0":
         return None
     try:
         with open(_cache_file(key)) as f:
@@ -179,7 +179,7 @@ def keep(key: Mapping[str, Any], found: Mapping[str, Any], probed_at: float) -> 
     """``found`` marked as probed now; kept for the next command where ``cacheable`` (a cache
     folder that cannot be written costs the next command a probe, nothing else)."""
     marked = {**found, "probed": {"at": _iso(probed_at), "from_cache": False}}
-    if os.environ.get(CACHE_ENV) == "0" or not cacheable(found, bool(key.get("gpus"))):
+    if os.environ.get(PROBE_CACHE_ENV) == "0" or not cacheable(found, bool(key.get("gpus"))):
         return marked
     import tempfile
 

@@ -6,8 +6,8 @@ normally, by Ctrl-C, SIGTERM or SIGHUP removes its own; one killed by SIGKILL (o
 kernel's OOM killer) cannot, so every stackwars command first removes the directories whose
 owner process no longer exists (``sweep``). Directories of live processes are never touched.
 
-What is kept between commands (a downloaded MNIST, the machine probe's answer) lives in the
-user's cache folder instead (``cache_root``).
+What is kept between commands (a downloaded MNIST, the machine probe's answer, Inductor's
+vector-ISA test programs) lives in the user's cache folder instead (``cache_root``).
 """
 
 from __future__ import annotations

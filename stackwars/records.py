@@ -256,13 +256,14 @@ class Measurement:
     @property
     def measured_s(self) -> float | None:
         """Seconds inside the measured windows: first and second call, warm-up, steady state,
-        and after it the calls timed on the device's clock (CUDA) and the energy window."""
+        and after it the calls timed on the device's clock and to their return (CUDA), and the
+        energy window."""
         if self.first_call_s is None:
             return None
         t = self.timeline or {}
         steady = t.get("steady_s", sum(self.samples) * self.number)
         return (self.first_call_s + (self.second_call_s or 0.0) + sum(self.warmup_s) + steady
-                + t.get("device_time_s", 0.0) + t.get("energy_s", 0.0))
+                + t.get("device_time_s", 0.0) + t.get("issue_s", 0.0) + t.get("energy_s", 0.0))
 
     @property
     def overhead_s(self) -> float | None:
@@ -382,6 +383,8 @@ class Measurement:
             "program_sha": ((self.compile.extra or {}).get("program_sha") if self.compile else None),
             "cpu_steal_s": (self.settings or {}).get("cpu_steal_s"),
             "device_time_median_s": _median(((self.settings or {}).get("device_time") or {}).get("samples")),
+            # the host's time to issue a call, and the GPU's clocks while it ran (harness/issue.py)
+            **_issue_row((self.settings or {}).get("issue")),
             # the profiled steps' median (run --profile N), for why a cell's processes disagree (report/spread.py)
             **_profile_row(((self.settings or {}).get("profile") or {}).get("summary")),
             # joules per call from the device's energy counter (harness/energy.py), None where there is none
@@ -390,6 +393,12 @@ class Measurement:
         }
         row.update(roofline(self.flops, self.bytes_moved, median, self.peak))
         return row
+
+
+def _issue_row(issue: Mapping[str, Any] | None) -> dict[str, Any]:
+    clocks = (issue or {}).get("clocks") or {}
+    return {"issue_median_s": _median((issue or {}).get("samples")), "gpu_sm_mhz": clocks.get("sm_mhz"),
+            "gpu_sm_max_mhz": clocks.get("sm_max_mhz"), "gpu_clock_reasons": clocks.get("reasons")}
 
 
 def _origin(settings: Mapping[str, Any] | None) -> dict[str, Any]:

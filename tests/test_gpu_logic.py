@@ -204,3 +204,69 @@ def test_point5_command_buffers_formed_on_the_thunk_sequence_are_counted_from_it
     assert got["xla_command_buffers"] == 0
     assert got["xla_command_buffers_source"].startswith("command_buffer computations in the optimized HLO (no "
                                                         "thunk-sequence dump")
+
+
+def test_point5_the_issue_time_stops_at_the_calls_return_and_the_clocks_are_read_while_the_device_works():
+    """harness/issue.py: each call starts after a sync and is timed to its return, not to its
+    output's completion; the clocks are read once, after the last call returned and before its
+    output is waited for."""
+    from stackwars.harness import issue
+
+    now, events = [0.0], []
+
+    def call():
+        now[0] += 1.0  # the host's part: issuing the call
+        events.append("call")
+        return "out"
+
+    def sync(outs):
+        now[0] += 10.0  # the device's part, which the issue time must not hold
+        events.append("sync")
+
+    def busy():
+        events.append("clocks")
+        return {"sm_mhz": 1980}
+
+    rec = issue.issue_times(call, sync, samples=3, clock=lambda: now[0], while_busy=busy)
+    assert rec["samples"] == [1.0, 1.0, 1.0]
+    assert events == ["call", "sync", "call", "sync", "call", "clocks", "sync"]
+    assert rec["clocks"] == {"sm_mhz": 1980}
+    assert "clocks" not in issue.issue_times(call, sync, samples=1, clock=lambda: now[0])
+    # 20 calls of a GEMM, 5 of llama3-8b's 52 ms forward: the window stays near 0.1 s or 5 calls
+    assert [issue.samples_for(s) for s in (20e-6, 3e-3, 10e-3, 52e-3, 0.0)] == [20, 20, 10, 5, 20]
+
+
+def test_point5_nvml_clocks_and_slowdown_reasons_in_words(monkeypatch):
+    """The GPU's clocks from NVML with its reason bits named (a fake NVML: no driver here), and
+    a clear why where NVML cannot start."""
+    import sys
+    import types
+
+    from stackwars.harness import issue
+
+    assert issue.reasons(0x1 | 0x80) == ["idle", "hardware power brake"]
+    assert issue.reasons(0x4000) == ["unknown reason bits 0x4000"]
+    fake = types.SimpleNamespace(
+        NVML_CLOCK_SM=1, NVML_CLOCK_MEM=2, nvmlInit=lambda: None, nvmlShutdown=lambda: None,
+        nvmlDeviceGetHandleByIndex=lambda i: f"gpu{i}",
+        nvmlDeviceGetClockInfo=lambda h, which: {1: 1410, 2: 2619}[which],
+        nvmlDeviceGetMaxClockInfo=lambda h, which: 1980,
+        nvmlDeviceGetTemperature=lambda h, sensor: 71,
+        nvmlDeviceGetPowerUsage=lambda h: 612_000,
+        nvmlDeviceGetCurrentClocksEventReasons=lambda h: 0x4 | 0x40)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    assert issue.gpu_clocks() == {"sm_mhz": 1410, "sm_max_mhz": 1980, "mem_mhz": 2619, "temperature_c": 71,
+                                  "power_w": 612.0, "reasons": ["software power cap", "hardware thermal slowdown"]}
+
+    def no_driver():
+        raise RuntimeError("NVML Shared Library Not Found")
+
+    monkeypatch.setattr(fake, "nvmlInit", no_driver)
+    assert issue.gpu_clocks() == {"why": "NVML cannot be initialised (RuntimeError: NVML Shared Library Not Found)"}
+
+
+def test_point5_a_cpu_cell_has_no_issue_window():
+    """The issue time and the clocks are a CUDA cell's evidence; a CPU cell's record has none."""
+    m = _cell(CellSpec("gemm", "tiny", "forward", "torch-eager"))
+    assert "issue" not in m.settings and m.to_row()["issue_median_s"] is None

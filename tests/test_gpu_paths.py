@@ -101,8 +101,13 @@ def test_point9_wall_time_against_cuda_events(gpu_probe):
     wall, device = statistics.median(m.samples), statistics.median(events["samples"])
     assert 0.8 * wall <= device <= 1.02 * wall, (wall, device)
     assert m.to_row()["device_time_median_s"] == pytest.approx(device)
+    # a GEMM of milliseconds: the host issues it in a small part of its time, at a working SM clock
+    issue = m.settings["issue"]
+    assert len(issue["samples"]) == 20 and statistics.median(issue["samples"]) < 0.5 * wall, (issue, wall)
+    assert issue["clocks"].get("sm_mhz", 0) > 0 and isinstance(issue["clocks"]["reasons"], list), issue
     j = _ok(CellSpec("gemm", "tiny", "forward", "jax-jit", "cuda"), gpu_probe)
     assert j.settings["device_time"]["available"] is False and "--profile" in j.settings["device_time"]["why"]
+    assert len(j.settings["issue"]["samples"]) == 20 and j.to_row()["issue_median_s"] > 0  # both frameworks
 
 
 def test_point6_the_reference_runs_in_its_own_worker_on_the_gpu(gpu_probe, tmp_path):

@@ -675,13 +675,15 @@ def test_a_budget_stops_the_looks_that_would_not_fit_and_says_so(tmp_path, monke
                      r"s; stopped undecided", notes[0]), notes
 
 
-def _gpu_cell(backend, scale, proc, device_s, sha="p1", cache="cold"):
+def _gpu_cell(backend, scale, proc, device_s, sha="p1", cache="cold", issue_s=None, sm_mhz=None, reasons=()):
     from stackwars.records import CompileStats
 
     m = _cell(backend, scale, proc)
-    return dataclasses.replace(m, compile=CompileStats(total_s=1.0, extra={"program_sha": sha}),
-                               settings={"device_time": {"samples": [device_s] * 5},
-                                         "cache": {"mode": cache}})
+    settings = {"device_time": {"samples": [device_s] * 5}, "cache": {"mode": cache}}
+    if issue_s is not None:
+        settings["issue"] = {"samples": [issue_s] * 20,
+                             "clocks": {"sm_mhz": sm_mhz, "sm_max_mhz": 1980, "reasons": list(reasons)}}
+    return dataclasses.replace(m, compile=CompileStats(total_s=1.0, extra={"program_sha": sha}), settings=settings)
 
 
 def test_a_spread_between_processes_is_explained_and_device_time_stands_beside_wall_time(tmp_path):
@@ -707,7 +709,37 @@ def test_a_spread_between_processes_is_explained_and_device_time_stands_beside_w
     cells[1] = _gpu_cell("torch-compile", 2.0, 1, 1.0e-3, sha="p2")
     _, found = _store(tmp_path / "s2.db", cells)
     (line,) = tables.spread_lines(found)
-    assert "different compiled programs (p1 vs p2)" in line and "the device itself ran slower" in line
+    # the events rose with the wall clock: without the host's issue time that is no proof of a slower device
+    assert "different compiled programs (p1 vs p2)" in line and "the device itself ran slower" not in line
+    assert "slower kernels, or a device waiting for a slower host" in line and "issue time or a profile" in line
+
+
+def test_device_time_that_rises_with_the_wall_clock_is_told_apart_by_the_hosts_issue_time_and_the_sm_clock(tmp_path):
+    """The H200's resnet50 torch-compile processes ran at 2.0 or 3.5 ms a call, the same program,
+    the CUDA events rising as much: a host that took most of the call to issue it (the device
+    waited for its launches), or a device that ran slower (the host well ahead, or a lower SM
+    clock with NVML's reason). Each reading is named only where its evidence holds."""
+    from stackwars.report import tables
+
+    def spread(slow_issue_s, fast_mhz=1980, slow_mhz=1980, reasons=()):
+        cells = [_gpu_cell("torch-compile", 2.0, 0, 2.0e-3, issue_s=1.9e-3, sm_mhz=fast_mhz),
+                 _gpu_cell("torch-compile", 3.5, 1, 3.5e-3, issue_s=slow_issue_s, sm_mhz=slow_mhz, reasons=reasons),
+                 _gpu_cell("torch-compile", 2.1, 2, 2.1e-3, issue_s=2.0e-3, sm_mhz=fast_mhz)]
+        (line,) = tables.spread_lines(_store(tmp_path / f"{slow_issue_s}-{slow_mhz}.db", cells)[1])
+        return line
+
+    host = spread(3.3e-3)  # 94% of the call spent issuing it
+    assert "as it does when the device waits for the host's launches" in host, host
+    assert "the host took 3.30 ms to issue a call of 3.50 ms in the slowest (94%): host-bound" in host
+    assert "GPU SM clock 1980 MHz in both" in host and "the device itself ran slower" not in host
+    device = spread(0.4e-3)  # the host issued it in 11% of its time: the device set the pace
+    assert "the device itself ran slower" in device and "the device's work set the pace" in device, device
+    clocked = spread(3.3e-3, slow_mhz=1400, reasons=("hardware power brake", "idle"))
+    assert "GPU SM clock 1980 vs 1400 MHz (hardware power brake): the device was slowed" in clocked, clocked
+    assert "the device itself ran slower" in clocked and "idle" not in clocked
+    partly = spread(2.3e-3)  # 66%: neither reading holds alone
+    assert "partly host-bound" in partly and "slower kernels, or a device waiting for a slower host" in partly
+    assert "issue time or a profile" not in partly  # the issue time was measured; it just did not settle it
 
 
 def _profiled(proc, scale, kernels, busy_s, wall_s):

@@ -15,7 +15,9 @@ Order of events, each phase kept apart and its wall time kept in ``timeline``:
 5. compile timers read, outputs copied to the host for the parity check (untimed);
 6. second call; warm-up calls; steady state (blocked autorange, every sample kept), with
    the CPU time other processes took on the worker's CPUs while the samples were taken
-   (``contention``);
+   (``contention``); on CUDA then the same calls on the device's clock (``device_time_s``,
+   CUDA events), the host's time to issue a call with the GPU's clocks read meanwhile
+   (``issue_s``, harness/issue.py), and the energy window (``energy_s``);
 7. memory peaks, compile statistics (``stats_s``; recompiles during the steady state
    count), and what actually ran (``observe``: one extra untimed step where that needs a
    profiler); with ``profile_steps``, that many more steps under the framework's profiler,
@@ -31,8 +33,8 @@ VM) says whether the host ran at its usual speed; a process whose canary is off 
 decides nothing.
 
 The harness's own cost of a cell (``overhead_s`` in the row) is the worker's wall time
-minus the measured windows (first call, second call, warm-up, steady state) and the
-reference computed for it.
+minus the measured windows (first call, second call, warm-up, steady state, and on CUDA
+the device-clock, issue and energy windows) and the reference computed for it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import hashlib
 import json
 import os
 import re
+import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -50,7 +53,7 @@ import psutil
 from stackwars import canary, registry
 from stackwars.backends.base import Prepared
 from stackwars.errors import Unsupported
-from stackwars.harness import energy, progress
+from stackwars.harness import energy, issue, progress
 from stackwars.harness import reference as refmod
 from stackwars.harness.contention import ForeignLoad
 from stackwars.harness.memory import PeakRSS, current_rss
@@ -297,6 +300,14 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
             cell.device, replay or prepared.call, prepared.sync,
             min(len(steady.samples), DEVICE_TIME_SAMPLES), steady.number, between)
         timeline["device_time_s"] = time.perf_counter() - t0
+        # what the host takes to issue a call and the GPU's clocks meanwhile: host-bound or a
+        # slowed device, which the events above cannot tell apart (harness/issue.py)
+        stage("host issue time and GPU clocks")
+        t0 = time.perf_counter()
+        settings["issue"] = issue.issue_times(replay or prepared.call, prepared.sync,
+                                              issue.samples_for(statistics.median(steady.samples)),
+                                              while_busy=issue.gpu_clocks)
+        timeline["issue_s"] = time.perf_counter() - t0
     if cfg_m.energy:
         # a window of its own after the steady state, on the device's energy counter (harness/energy.py)
         stage("energy window")

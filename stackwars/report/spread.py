@@ -10,7 +10,11 @@ The evidence, each where the records hold it:
   equal or not; eager modes run the same operators in every process;
 * **host against device**: on CUDA, the calls' time on the device's own clock (CUDA events)
   beside the wall clock: the same device time under different wall times is host time
-  (launches, Python, the driver);
+  (launches, Python, the driver). Device time that rose with the wall time is not by itself a
+  slower device: the events span the gaps in which the device waits for the host. So the
+  host's time to issue a call (``issue_median_s``: most of the call's time means the device
+  waited for it) and the GPU's SM clock with NVML's slowdown reasons (harness/issue.py) say
+  which;
 * **the kernels**: with ``run --profile N``, each process's profiled steps: the same kernel
   mix or not (which kernels only one ran, which ran a different number of times), and
   whether the difference lies in the device's busy time or in the gaps between kernels
@@ -26,10 +30,16 @@ from __future__ import annotations
 import statistics
 from typing import Any, Mapping, Sequence
 
+from stackwars.harness.issue import SLOWING
 from stackwars.report import format as fmt
 from stackwars.stats import CONTENTION_MIN_WINDOW_S as MIN_WINDOW_S
 
 SPREAD_THRESHOLD = 0.10  # process medians further apart than this are explained in the row
+# the host's time to issue a call, as a share of the call's wall time: at or over HOST_BOUND_SHARE
+# the device waited for the host; under DEVICE_BOUND_SHARE the host ran well ahead of it
+HOST_BOUND_SHARE = 0.8
+DEVICE_BOUND_SHARE = 0.5
+CLOCK_DROP = 0.05  # an SM clock this much lower in the slowest process: a slowed device
 
 
 def _pct(x: float) -> str:
@@ -54,12 +64,7 @@ def explain(procs: Sequence[Mapping[str, Any]], threshold: float = SPREAD_THRESH
                    f"different compiled programs ({a} vs {b}): the compiler chose other kernels")
     elif not str(fast.get("backend", "")).endswith(("jit", "compile", "cudagraphs", "autotune", "xla")):
         why.append("eager: the same operators in both")
-    da, db = fast.get("device_time_median_s"), slow.get("device_time_median_s")
-    if da and db:
-        device = db / da - 1.0
-        where = ("the device ran the same work; the difference is host time (launches, Python, the driver)"
-                 if abs(device) < spread / 2 else "the device itself ran slower")
-        why.append(f"device time a call {fmt.seconds(da)} vs {fmt.seconds(db)} ({_pct(device)}): {where}")
+    why += _device_and_host(fast, slow, med[id(fast)], med[id(slow)], spread)
     why.append(_kernels(fast, slow))
     if fast.get("cache") and slow.get("cache") and fast["cache"] != slow["cache"]:
         why.append(f"caches: fastest {fast['cache']}, slowest {slow['cache']}")
@@ -84,6 +89,49 @@ def explain(procs: Sequence[Mapping[str, Any]], threshold: float = SPREAD_THRESH
                    "part of it ran slowed")
     return {"spread": float(spread), "fastest": fast.get("repeat"), "slowest": slow.get("repeat"),
             "fastest_s": float(med[id(fast)]), "slowest_s": float(med[id(slow)]), "why": "; ".join(why)}
+
+
+def _device_and_host(fast: Mapping[str, Any], slow: Mapping[str, Any], fast_s: float, slow_s: float,
+                     spread: float) -> list[str]:
+    """The device's clock (CUDA events), the host's time to issue a call and the GPU's SM clock
+    of the two processes. Events span the gaps in which the device waits for the host, so
+    event time that rose with the wall clock is a slower device only where the host issued its
+    calls well inside their time (or the SM clock fell); where it took most of a call to issue
+    it, the device waited on the host."""
+    out = []
+    ia, ib = fast.get("issue_median_s"), slow.get("issue_median_s")
+    share = ib / slow_s if ib and slow_s else None
+    host_bound = share is not None and share >= HOST_BOUND_SHARE
+    device_bound = share is not None and share < DEVICE_BOUND_SHARE
+    ca, cb = fast.get("gpu_sm_mhz"), slow.get("gpu_sm_mhz")
+    slowed_clock = bool(ca and cb and cb < (1.0 - CLOCK_DROP) * ca)
+    da, db = fast.get("device_time_median_s"), slow.get("device_time_median_s")
+    if da and db:
+        device = db / da - 1.0
+        if abs(device) < spread / 2:
+            where = "the device ran the same work; the difference is host time (launches, Python, the driver)"
+        elif host_bound and not slowed_clock:
+            where = ("the device's clock rose with it, as it does when the device waits for the host's launches "
+                     "(CUDA events span the gaps between kernels)")
+        elif device_bound or slowed_clock:
+            where = "the device itself ran slower"
+        else:
+            where = ("the device's clock rose with it: slower kernels, or a device waiting for a slower host "
+                     "(CUDA events span the gaps between kernels)"
+                     + ("; the host's issue time or a profile would tell which" if share is None else ""))
+        out.append(f"device time a call {fmt.seconds(da)} vs {fmt.seconds(db)} ({_pct(device)}): {where}")
+    if share is not None:
+        pace = ("host-bound: the device waited for its launches" if host_bound else
+                "the device's work set the pace" if device_bound else "partly host-bound")
+        also = f"; the fastest {fmt.seconds(ia)} of {fmt.seconds(fast_s)}" if ia else ""
+        out.append(f"the host took {fmt.seconds(ib)} to issue a call of {fmt.seconds(slow_s)} in the slowest "
+                   f"({share:.0%}): {pace}{also}")
+    if ca and cb:
+        held = [r for r in slow.get("gpu_clock_reasons") or () if r in SLOWING]
+        out.append(f"GPU SM clock {ca} vs {cb} MHz" + (f" ({', '.join(held)})" if held else "")
+                   + (": the device was slowed" if slowed_clock else "") if ca != cb or held
+                   else f"GPU SM clock {ca} MHz in both")
+    return out
 
 
 def _too_short(row: Mapping[str, Any]) -> bool:

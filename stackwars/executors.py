@@ -84,7 +84,9 @@ def here(spec: CellSpec, gpu: str | None = None, env: Mapping[str, str] | None =
     if spec.device != "cuda":
         return Placement(socket.gethostname(), "cpu", dict(env or {}), tuple(cpus) if cpus else None, device_kind(None))
     if gpu is None:
-        gpu = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
+        from stackwars.harness.energy import cell_gpu
+
+        gpu = cell_gpu()
     return Placement(socket.gethostname(), f"cuda:{gpu}", dict(env or {}), tuple(cpus) if cpus else None,
                      device_kind(gpu))
 
@@ -244,7 +246,9 @@ def _remote_cell(measure: Measure, spec: CellSpec) -> Measurement:
     granted is this process's ``CUDA_VISIBLE_DEVICES``), measured in a fresh worker as always."""
     if spec.device != "cuda":
         return measure(spec, here(spec))
-    gpu = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
+    from stackwars.harness.energy import cell_gpu
+
+    gpu = cell_gpu()
     return measure(spec, here(spec, gpu, cpus=gpu_core_share(gpu)))
 
 

@@ -49,6 +49,17 @@ class Counter:
     close: Callable[[], None] = lambda: None
 
 
+def cell_gpu(gpu: str | None = None) -> str:
+    """The cell's GPU as NVML names it: ``gpu`` (an index or a UUID), else the first of
+    ``CUDA_VISIBLE_DEVICES``, else 0."""
+    return gpu or (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
+
+
+def nvml_handle(pynvml: Any, gpu: str) -> Any:
+    """NVML's handle of ``gpu`` (an index or a UUID)."""
+    return pynvml.nvmlDeviceGetHandleByIndex(int(gpu)) if gpu.isdigit() else pynvml.nvmlDeviceGetHandleByUUID(gpu)
+
+
 def nvml_counter(gpu: str | None = None) -> tuple[Counter | None, str | None]:
     """NVML's total-energy counter of the cell's GPU (``gpu``: an index as NVML numbers them, or
     a UUID; default: the first of ``CUDA_VISIBLE_DEVICES``, else 0), or why there is none."""
@@ -58,11 +69,10 @@ def nvml_counter(gpu: str | None = None) -> tuple[Counter | None, str | None]:
         pynvml.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - no library, no driver
         return None, f"NVML cannot be initialised ({type(exc).__name__}: {exc})"
-    gpu = gpu or (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
+    gpu = cell_gpu(gpu)
     handle = None
     try:
-        handle = (pynvml.nvmlDeviceGetHandleByIndex(int(gpu)) if gpu.isdigit()
-                  else pynvml.nvmlDeviceGetHandleByUUID(gpu))
+        handle = nvml_handle(pynvml, gpu)
         pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)  # NotSupported before Volta, and on a MIG slice
     except Exception as exc:  # noqa: BLE001
         mig = _is_mig(pynvml, gpu, handle)
@@ -98,9 +108,7 @@ def foreign_gpu_processes(gpu: str | None = None, ours: set[int] | None = None) 
     except Exception:  # noqa: BLE001
         return None
     try:
-        gpu = gpu or (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
-        handle = (pynvml.nvmlDeviceGetHandleByIndex(int(gpu)) if gpu.isdigit()
-                  else pynvml.nvmlDeviceGetHandleByUUID(gpu))
+        handle = nvml_handle(pynvml, cell_gpu(gpu))
         procs = list(pynvml.nvmlDeviceGetComputeRunningProcesses(handle))
         procs += list(pynvml.nvmlDeviceGetGraphicsRunningProcesses(handle))
     except Exception:  # noqa: BLE001 - a driver that does not say: unknown, not "none"

@@ -28,9 +28,10 @@ the row).
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any, Callable, Sequence
+
+from stackwars.harness.energy import cell_gpu, nvml_handle
 
 ISSUE_SAMPLES = 20  # single calls timed to their return, at most
 ISSUE_MIN_SAMPLES = 5  # and at least, however long a call is
@@ -70,9 +71,7 @@ def gpu_clocks(gpu: str | None = None) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - no library, no driver
         return {"why": f"NVML cannot be initialised ({type(exc).__name__}: {exc})"}
     try:
-        gpu = gpu or (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
-        handle = (pynvml.nvmlDeviceGetHandleByIndex(int(gpu)) if gpu.isdigit()
-                  else pynvml.nvmlDeviceGetHandleByUUID(gpu))
+        handle = nvml_handle(pynvml, cell_gpu(gpu))
         out: dict[str, Any] = {
             "sm_mhz": int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)),
             "sm_max_mhz": int(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)),

@@ -321,6 +321,8 @@ class Measurement:
             "contention": (self.settings or {}).get("contention", {}).get("fraction"),
             "contended": (self.settings or {}).get("contention", {}).get("contended"),
             "contention_window_s": (self.settings or {}).get("contention", {}).get("window_s"),
+            # the cell's own child processes' share of its CPUs meanwhile (Inductor's compile pool)
+            "descendants_share": (self.settings or {}).get("contention", {}).get("descendants_fraction"),
             # the machine's canary before and after the cell (stackwars/canary.py); judged per run by canary.judge
             "canary_before_s": (((self.settings or {}).get("canary") or {}).get("before") or {}).get("s"),
             "canary_after_s": (((self.settings or {}).get("canary") or {}).get("after") or {}).get("s"),

@@ -737,6 +737,12 @@ def test_device_time_that_rises_with_the_wall_clock_is_told_apart_by_the_hosts_i
     clocked = spread(3.3e-3, slow_mhz=1400, reasons=("hardware power brake", "idle"))
     assert "GPU SM clock 1980 vs 1400 MHz (hardware power brake): the device was slowed" in clocked, clocked
     assert "the device itself ran slower" in clocked and "idle" not in clocked
+    busy_pool = [_gpu_cell("torch-compile", s, p, s * 1e-3, issue_s=s * 0.9e-3, sm_mhz=1980)
+                 for p, s in enumerate((2.0, 3.5, 2.1))]
+    busy_pool[1].settings["contention"] = {"fraction": 0.0, "descendants_fraction": 0.6, "window_s": 0.4}
+    busy_pool[0].settings["contention"] = {"fraction": 0.0, "descendants_fraction": 0.0, "window_s": 0.4}
+    (line,) = tables.spread_lines(_store(tmp_path / "pool.db", busy_pool)[1])
+    assert "machine: its own child processes (Inductor's compile pool) took 0% / 60% of its CPUs" in line, line
     partly = spread(2.3e-3)  # 66%: neither reading holds alone
     assert "partly host-bound" in partly and "slower kernels, or a device waiting for a slower host" in partly
     assert "issue time or a profile" not in partly  # the issue time was measured; it just did not settle it

@@ -48,20 +48,23 @@ def _busy_and_steal(cpus: list[int]) -> tuple[float, float]:
     return busy, steal
 
 
-def _own(process: psutil.Process) -> float:
-    """CPU time of the worker and everything it started: its live descendants (Inductor's
-    compile workers, a data loader) and the children it has already waited for. They are
-    the cell's own work, not other people's load."""
-    def cpu(t) -> float:  # its own and its waited-for children's (a reaped process is listed nowhere else)
-        return t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
+def _own(process: psutil.Process) -> tuple[float, float]:
+    """CPU time of the worker, and of everything it started: its live descendants (Inductor's
+    compile workers, a data loader) and the children it has already waited for. Both are the
+    cell's own work, not other people's load; the second is kept apart because it is not the
+    measured program either (a compile pool starting up beside the timed calls)."""
+    def children(t) -> float:  # waited-for children's (a reaped process is listed nowhere else)
+        return getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
 
-    total = cpu(process.cpu_times())
+    t = process.cpu_times()
+    descendants = children(t)
     for child in process.children(recursive=True):
         try:
-            total += cpu(child.cpu_times())
+            c = child.cpu_times()
+            descendants += c.user + c.system + children(c)
         except psutil.Error:  # exited between listing and reading: counted once reaped
             pass
-    return total
+    return t.user + t.system, descendants
 
 
 class ForeignLoad:
@@ -74,16 +77,18 @@ class ForeignLoad:
 
     def start(self) -> "ForeignLoad":
         busy, steal = _busy_and_steal(self.cpus)
-        self._start = (time.perf_counter(), busy, steal, _own(self.process))
+        self._start = (time.perf_counter(), busy, steal, *_own(self.process))
         return self
 
     def stop(self) -> dict[str, Any]:
         if self._start is None:
             raise RuntimeError("ForeignLoad.stop() before start()")
-        t0, busy0, steal0, own0 = self._start
+        t0, busy0, steal0, self0, descendants0 = self._start
         busy, steal = _busy_and_steal(self.cpus)
         wall = time.perf_counter() - t0
-        own = _own(self.process) - own0
+        mine, descendants = _own(self.process)
+        descendants = max(0.0, descendants - descendants0)
+        own = (mine - self0) + descendants
         # the worker's own threads may run outside its CPUs (threads started before pinning):
         # that only lowers the estimate, never raises it
         foreign = max(0.0, (busy - busy0) - own)
@@ -91,5 +96,8 @@ class ForeignLoad:
         capacity = wall * len(self.cpus)
         fraction = (foreign + steal_s) / capacity if capacity > 0 else 0.0
         return {"window_s": wall, "cpus": len(self.cpus), "own_cpu_s": own, "foreign_cpu_s": foreign,
+                # the cell's own child processes (Inductor's compile pool): its work, not the timed program's
+                "descendants_cpu_s": descendants,
+                "descendants_fraction": descendants / capacity if capacity > 0 else 0.0,
                 "steal_s": steal_s, "fraction": fraction, "threshold": THRESHOLD,
                 "contended": bool(wall >= MIN_WINDOW_S and fraction > THRESHOLD)}

@@ -21,7 +21,10 @@ The evidence, each where the records hold it:
   (host time); without profiles the row says how to get them;
 * **caches**: a cold process beside a warm one;
 * **the machine**: others' share of the process's CPUs, the canary before and after, the
-  hypervisor's steal;
+  hypervisor's steal, and the share its own child processes took (Inductor starts its compile
+  pool, a sidecar and a worker per CPU, at the first compile, whether or not a warm cache
+  leaves anything to compile: on a 16-CPU GPU host it may still be starting while the calls
+  are timed);
 * **the process itself**: a slowest process whose own samples spread (a slowed phase).
 """
 
@@ -40,6 +43,7 @@ SPREAD_THRESHOLD = 0.10  # process medians further apart than this are explained
 HOST_BOUND_SHARE = 0.8
 DEVICE_BOUND_SHARE = 0.5
 CLOCK_DROP = 0.05  # an SM clock this much lower in the slowest process: a slowed device
+DESCENDANTS_SHARE = 0.05  # the cell's own child processes' share of its CPUs worth naming
 
 
 def _pct(x: float) -> str:
@@ -79,6 +83,9 @@ def explain(procs: Sequence[Mapping[str, Any]], threshold: float = SPREAD_THRESH
     ka, kb = fast.get("canary_before_s"), slow.get("canary_before_s")
     if ka and kb and abs(kb / ka - 1.0) >= 0.05:
         machine.append(f"canary {fmt.seconds(ka)} / {fmt.seconds(kb)}")
+    oa, ob = fast.get("descendants_share"), slow.get("descendants_share")
+    if oa is not None and ob is not None and max(oa, ob) >= DESCENDANTS_SHARE:
+        machine.append(f"its own child processes (Inductor's compile pool) took {oa:.0%} / {ob:.0%} of its CPUs")
     sa, sb = fast.get("cpu_steal_s"), slow.get("cpu_steal_s")
     if sa is not None and sb is not None and max(sa, sb) >= 0.01:
         machine.append(f"hypervisor steal {sa:.2f} / {sb:.2f} s")

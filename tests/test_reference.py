@@ -161,10 +161,16 @@ def test_the_timeline_names_the_workloads_import_and_its_counts(tmp_path, monkey
     in a stage of their own: they were in no stage, so the timeline of a user's model cell
     did not say where seconds of its wall time went (its file imports both frameworks; its
     FLOPs come from PyTorch's counter)."""
-    from tests.plugins import slow_parts
+    import sys
+
+    from stackwars import registry
 
     monkeypatch.setenv("STACKWARS_PLUGINS", "tests.plugins.slow_parts")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    # loaded as the plugin it is: imported directly, it would register as a built-in in this
+    # process (and show in the workloads reference that test_docs compares, run after it)
+    assert registry.origin("workload", "slow-parts") == "plugin tests.plugins.slow_parts"
+    slow_parts = sys.modules["tests.plugins.slow_parts"]
     spec = CellSpec("slow-parts", "ok", "forward", "torch-eager")
     m = runner.measure_one(spec, FAST, machine_probe, None, reference_dir=str(tmp_path))
     assert m.status == "ok", m.error

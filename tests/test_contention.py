@@ -108,3 +108,36 @@ def test_a_cell_whose_child_process_is_busy_is_not_contended(plugins_env):
     assert contention["window_s"] >= 1.5
     assert contention["own_cpu_s"] > 0.5 * contention["window_s"], contention  # the child's time is the cell's
     assert not contention["contended"], contention
+
+
+def test_the_timed_calls_wait_for_the_cells_own_busy_children_and_no_longer_than_the_limit(one_cpu):
+    """A child that burns CPU (Inductor's compile pool starting) is waited for before the
+    calls are timed; a worker without children waits for nothing; a child still busy at the
+    limit is timed anyway, and the record says it was not quiet."""
+    from stackwars.harness.contention import settle_descendants
+
+    import psutil
+
+    lone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])  # no children of its own
+    try:
+        assert settle_descendants(psutil.Process(lone.pid)) == {"children": 0, "waited_s": 0.0, "quiet": True}
+    finally:
+        lone.kill()
+        lone.wait()
+    child = subprocess.Popen([sys.executable, "-c", (SPIN % (one_cpu, 1.0)) + "\ntime.sleep(5)"])
+    try:
+        time.sleep(0.3)  # the interpreter has started and is spinning
+        got = settle_descendants(max_s=6.0)
+        assert got["quiet"] and got["children"] >= 1, got  # pytest's process may hold idle children of its own
+        assert 0.4 <= got["waited_s"] <= 2.5 and got["descendants_cpu_s"] > 0.3, got  # it waited for the spin
+    finally:
+        child.kill()
+        child.wait()
+    child = subprocess.Popen([sys.executable, "-c", SPIN % (one_cpu, 3.0)])
+    try:
+        time.sleep(0.3)
+        got = settle_descendants(max_s=0.5)
+        assert not got["quiet"] and 0.5 <= got["waited_s"] < 1.5, got
+    finally:
+        child.kill()
+        child.wait()

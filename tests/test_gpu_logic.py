@@ -270,3 +270,5 @@ def test_point5_a_cpu_cell_has_no_issue_window():
     """The issue time and the clocks are a CUDA cell's evidence; a CPU cell's record has none."""
     m = _cell(CellSpec("gemm", "tiny", "forward", "torch-eager"))
     assert "issue" not in m.settings and m.to_row()["issue_median_s"] is None
+    # every cell waits for its own busy children before its timed calls, and says how long
+    assert m.settings["settle"]["quiet"] and m.timeline["settle_s"] >= m.settings["settle"]["waited_s"]

@@ -67,6 +67,41 @@ def _own(process: psutil.Process) -> tuple[float, float]:
     return t.user + t.system, descendants
 
 
+SETTLE_POLL_S = 0.1  # how often the descendants' CPU time is read while waiting for them
+SETTLE_QUIET_SHARE = 0.2  # of one CPU over a poll: quiet (two 10 ms ticks in 0.1 s; a busy child reads 10)
+SETTLE_MAX_S = 8.0  # the longest wait; a cell whose children are still busy then is timed anyway, and says so
+
+
+def settle_descendants(process: psutil.Process | None = None, max_s: float = SETTLE_MAX_S,
+                       poll_s: float = SETTLE_POLL_S, quiet_share: float = SETTLE_QUIET_SHARE) -> dict[str, Any]:
+    """Wait until the worker's own child processes are quiet before its calls are timed.
+
+    Inductor starts its compile pool (a sidecar interpreter that imports torch, then a worker
+    per CPU) at a process's first compile, even when a warm cache leaves nothing to compile. A
+    warm torch-compile process is timed seconds later, possibly while that pool is still
+    starting. The pool is the cell's own work, so contention never flags it. It is not the
+    timed program either: in a long-running job it sits idle. A worker with no child processes
+    (every JAX cell, every cell on a host without Triton) waits for nothing."""
+    process = process or psutil.Process()
+    try:
+        n = len(process.children(recursive=True))
+    except psutil.Error:
+        n = 0
+    if not n:
+        return {"children": 0, "waited_s": 0.0, "quiet": True}
+    t0 = time.perf_counter()
+    first = last = _own(process)[1]
+    while True:
+        time.sleep(poll_s)
+        now = _own(process)[1]
+        waited = time.perf_counter() - t0
+        quiet = now - last <= quiet_share * poll_s + 1e-9
+        last = now
+        if quiet or waited >= max_s:
+            return {"children": n, "waited_s": waited, "quiet": quiet, "descendants_cpu_s": now - first,
+                    "max_s": max_s}
+
+
 class ForeignLoad:
     """Start it before a window, ``stop()`` after: returns what others did meanwhile."""
 

@@ -13,7 +13,9 @@ Order of events, each phase kept apart and its wall time kept in ``timeline``:
 3. baseline RSS, reset the peak-RSS window;
 4. first call (trace + compile + run), synchronised on its whole output;
 5. compile timers read, outputs copied to the host for the parity check (untimed);
-6. second call; warm-up calls; steady state (blocked autorange, every sample kept), with
+6. second call; a wait until the cell's own child processes are quiet (``settle_s``:
+   Inductor's compile pool starting, harness/contention.py); warm-up calls; steady state
+   (blocked autorange, every sample kept), with
    the CPU time other processes took on the worker's CPUs while the samples were taken
    (``contention``); on CUDA then the same calls on the device's clock (``device_time_s``,
    CUDA events), the host's time to issue a call with the GPU's clocks read meanwhile
@@ -55,7 +57,7 @@ from stackwars.backends.base import Prepared
 from stackwars.errors import Unsupported
 from stackwars.harness import energy, issue, progress
 from stackwars.harness import reference as refmod
-from stackwars.harness.contention import ForeignLoad
+from stackwars.harness.contention import ForeignLoad, settle_descendants
 from stackwars.harness.memory import PeakRSS, current_rss
 from stackwars.harness.timer import Timer
 from stackwars.records import CellSpec, Measurement, MeasureConfig, MemoryStats
@@ -279,6 +281,11 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
         replay, settings["graph_replay"] = graph_replay(prepared, cell)
         if replay is not None:
             timer = Timer(replay, prepared.sync, between=between)
+    # the cell's own child processes (Inductor's compile pool starting) quiet before the timed calls
+    stage("own child processes settling")
+    t0 = time.perf_counter()
+    settings["settle"] = settle_descendants()
+    timeline["settle_s"] = time.perf_counter() - t0
     others = ForeignLoad()  # what other processes did on our CPUs while the samples were taken
     warm, steady = timer.warm_then_steady(cfg_m.warmup, cfg_m.min_samples, cfg_m.min_time_s, cfg_m.max_samples,
                                           cfg_m.min_block_s, second_s, before_steady=others.start)

@@ -4,7 +4,7 @@ Loaded into parent and workers through STACKWARS_PLUGINS=tests.plugins.faults. I
 presets are the faults: ``ok`` (behaves), ``sleep`` (4 s first call, then fine),
 ``crash`` (SIGSEGV), ``hang`` (never returns), ``oom`` (raises MemoryError), ``alloc``
 (allocates until something stops it), ``raise`` (an ordinary exception), ``child`` (starts
-a child process that stays busy for 4 s: the cell's own work, as Inductor's compile
+a child process that stays busy for 2 s: the cell's own work, as Inductor's compile
 workers are). It is also a
 twin module for both frameworks: y = x * w, per-example squared error.
 """
@@ -56,7 +56,7 @@ def misbehave(mode: str) -> None:
         import subprocess
         import sys
         subprocess.Popen([sys.executable, "-c", "import time\nt = time.perf_counter()\n"
-                          "while time.perf_counter() - t < 4.0: pass"])
+                          "while time.perf_counter() - t < 2.0: pass"])
 
 
 class Fault(Workload):

@@ -101,7 +101,8 @@ def main(argv: list[str]) -> int:
             print(f"{label}: reference worker for {w['cell']}: " + ", ".join(
                 f"{k[:-2] if k.endswith('_s') else k} {w[k]:.2f} s" if k.endswith("_s") else f"{k} {w[k]:,}"
                 for k in ("wall_s", "init_s", "float64_run_s", "float32_run_s", "to_float32_s", "store_s",
-                          "stored_bytes") if w.get(k) is not None))
+                          "stored_bytes") if w.get(k) is not None)
+                + "".join(f"; float64 run's {k[:-2]} {v:.2f} s" for k, v in (w.get("float64_parts") or {}).items()))
         between = (s["measuring_s"] - a["wall_sum_s"] - (s["servers_ahead_s"] - s["servers_during_probe_s"])
                    - s["references_s"])
         print(f"{label}: sessions' start to their last cell {s['measuring_s']:.1f} s, of which between cells "

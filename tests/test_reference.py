@@ -202,3 +202,24 @@ def test_a_runs_flops_are_counted_once_and_read_by_its_other_cells(tmp_path):
     assert run_flops(wl, other, "forward", shared)[1] == "counted in this process"  # another size: counted
     assert calls == ["forward", "train-step", "forward"]
     assert run_flops(wl, cfg, "forward", refmod.ReferenceCache(None))[1] == "counted in this process"
+
+
+@pytest.mark.parametrize("phase", ["forward", "train-step"])
+def test_a_models_float64_run_says_where_its_seconds_went(tmp_path, phase):
+    """A model's reference times its parts (the twin built on the device, the run, the outputs'
+    trip to the host: on the H200 GPT-2 paper's float64 run took 8.5 s whole, unexplained); on
+    the host its outputs stay float64."""
+    from stackwars import registry
+    from stackwars.harness import reference as refmod
+
+    wl = registry.workload("gpt2")
+    cfg = wl.config("tiny", {})
+    params, batch = wl.init(cfg, 0)
+    info: dict = {}
+    ref = refmod.compute(wl, cfg, phase, params, batch, 1e-3, refmod.ReferenceCache(str(tmp_path)), "k", "cpu",
+                         "float32", "auto", "torch-eager", info)
+    parts = info["stages"]["float64_parts"]
+    assert set(parts) == {"build_s", "run_s", "to_host_s"} and all(v >= 0 for v in parts.values()), parts
+    assert sum(parts.values()) <= info["stages"]["float64_run_s"] + 1e-6
+    assert all(np.asarray(v).dtype == np.float64 for k, v in ref.items() if k != "grad_floor"), \
+        {k: np.asarray(v).dtype for k, v in ref.items()}

@@ -26,6 +26,7 @@ import dataclasses
 import fcntl
 import glob
 import hashlib
+import inspect
 import json
 import math
 import os
@@ -206,11 +207,15 @@ def compute(workload: Any, cfg: Any, phase: str, params: Mapping[str, np.ndarray
         return None
     _release_device_memory()
     t1 = time.perf_counter()
-    ref = (workload.reference(cfg, phase, params, batch, device=where) if where != "cpu"
-           else workload.reference(cfg, phase, params, batch))
+    parts: dict[str, float] = {}  # a workload that times its own parts fills this (models: build, run, to host)
+    timed = {"stages": parts} if "stages" in inspect.signature(workload.reference).parameters else {}
+    ref = (workload.reference(cfg, phase, params, batch, device=where, **timed) if where != "cpu"
+           else workload.reference(cfg, phase, params, batch, **timed))
     # where its seconds go (a GPU's float64 run is fast; its outputs' trip to the host and the
     # cache's file are not), each stage to the host's clock after the one before
-    stages = {"float64_run_s": time.perf_counter() - t1}
+    stages: dict[str, Any] = {"float64_run_s": time.perf_counter() - t1}
+    if parts:
+        stages["float64_parts"] = parts
     meta = {"where": where, "computed_by": backend}
     run32 = getattr(workload, "reference_float32", None)  # Workload's default: None
     if dtype == "float32" and run32 is not None:  # how far float32 alone takes the reference

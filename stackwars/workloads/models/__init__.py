@@ -138,44 +138,72 @@ class ModelWorkload(Workload):
 
     reference_devices = ("cpu", "cuda")  # the PyTorch twin in float64 runs on a GPU too
 
-    def reference(self, cfg, phase: str, params: Arrays, batch: Arrays, device: str = "cpu") -> Arrays:
-        return self._twin_run(cfg, phase, params, batch, device, "float64")
+    def reference(self, cfg, phase: str, params: Arrays, batch: Arrays, device: str = "cpu",
+                  stages: dict[str, float] | None = None) -> Arrays:
+        """The PyTorch twin in float64; ``stages``, where given, gets the seconds of its parts
+        (harness/reference.py keeps them: on the H200 GPT-2 paper's float64 run took 8.5 s
+        whole, more than its arithmetic explains)."""
+        return self._twin_run(cfg, phase, params, batch, device, "float64", stages)
 
     def reference_float32(self, cfg, phase: str, params: Arrays, batch: Arrays, device: str = "cpu") -> Arrays:
         """The same PyTorch twin and step in float32 (exact float32 matmuls on the CPU)."""
         out = self._twin_run(cfg, phase, params, batch, device, "float32")
         return {k: v for k, v in out.items() if not k.startswith("grad") and k != "grad_floor"}
 
-    def _twin_run(self, cfg, phase: str, params: Arrays, batch: Arrays, device: str, dtype: str) -> Arrays:
+    def _twin_run(self, cfg, phase: str, params: Arrays, batch: Arrays, device: str, dtype: str,
+                  stages: dict[str, float] | None = None) -> Arrays:
+        """The twin's step at ``dtype`` on ``device``. On a GPU the outputs are rounded to float32
+        there, before they cross to the host: the run's cache keeps float32 anyway
+        (harness/reference.stored), and GPT-2 paper's float64 logits are 3.3 GB."""
+        import time
+
         import torch
 
         from stackwars.backends.torch_common import make_optimizer
         from stackwars.workloads.models import torch_nets
 
+        narrow = torch.float32 if device != "cpu" else torch.float64
+        parts: dict[str, float] = {}
+        clock = [time.perf_counter()]
+
+        def lap(name: str) -> None:  # the part just done, synchronised on a GPU
+            if device != "cpu":
+                torch.cuda.synchronize(device)
+            now = time.perf_counter()
+            parts[name] = parts.get(name, 0.0) + now - clock[0]
+            clock[0] = now
+
         def host(t):
-            return t.detach().cpu().double().numpy()
+            lap("run_s")
+            out = t.detach().to(narrow).cpu().numpy()
+            lap("to_host_s")
+            return out
 
         npd = {"float64": np.float64, "float32": np.float32}[dtype]
         model = torch_nets.build(cfg, {k: torch.from_numpy(np.asarray(v, dtype=npd)).to(device)
                                        for k, v in params.items()})
         tb = {k: torch.from_numpy(v if np.issubdtype(v.dtype, np.integer) else np.asarray(v, dtype=npd))
               .to(device) for k, v in batch.items()}
+        lap("build_s")  # the twin and its inputs at dtype on the device
         if phase == "forward":
             model.eval()
             with torch.no_grad():
-                return {"out": host(model(tb))}
-        model.train()
-        before = {k: v.detach().clone() for k, v in torch_nets.canonical(model).items()}
-        opt = make_optimizer(self.optimizer(cfg), model.parameters())
-        loss = model(tb, loss=True)
-        loss.backward()
-        grads = {n: host(p.grad).copy() for n, p in model.named_parameters()}
-        opt.step()
-        out = {"loss": host(loss)}
-        for k, v in torch_nets.canonical(model).items():
-            out[f"update.{k}"] = host(v - before[k])
-        out.update({f"grad.{k}": g for k, g in grads.items()})
-        out["grad_floor"] = np.asarray(100 * 1e-8)  # 100 x AdamW's eps (torch and optax default)
+                out = {"out": host(model(tb))}
+        else:
+            model.train()
+            before = {k: v.detach().clone() for k, v in torch_nets.canonical(model).items()}
+            opt = make_optimizer(self.optimizer(cfg), model.parameters())
+            loss = model(tb, loss=True)
+            loss.backward()
+            grads = {n: host(p.grad).copy() for n, p in model.named_parameters()}
+            opt.step()
+            out = {"loss": host(loss)}
+            for k, v in torch_nets.canonical(model).items():
+                out[f"update.{k}"] = host(v - before[k])
+            out.update({f"grad.{k}": g for k, g in grads.items()})
+            out["grad_floor"] = np.asarray(100 * 1e-8)  # 100 x AdamW's eps (torch and optax default)
+        if stages is not None:
+            stages.update(parts)
         return out
 
     def reference_name(self, cfg) -> str:

@@ -106,7 +106,9 @@ def test_point6_a_cuda_cells_reference_is_computed_in_its_own_worker_first(tmp_p
     # where the worker's seconds went: each stage timed, within the whole; the stored bytes are
     # float32's (gpt2 tiny's logits: batch 2 x seq 16 x vocab 96)
     stages = first["stages"]
-    assert set(stages) == {"float64_run_s", "float32_run_s", "to_float32_s", "store_s", "stored_bytes"}, stages
+    assert set(stages) == {"float64_run_s", "float64_parts", "float32_run_s", "to_float32_s", "store_s",
+                           "stored_bytes"}, stages
+    assert sum(stages["float64_parts"].values()) <= stages["float64_run_s"]  # the model's parts, within its run
     assert 0 < sum(v for k, v in stages.items() if k.endswith("_s")) <= first["computed_s"] and first["init_s"] > 0
     assert stages["stored_bytes"] == 2 * 16 * 96 * 4
     assert runner.reference_first(spec, FAST, str(tmp_path))["source"] == "already in the run's cache"

@@ -511,11 +511,13 @@ def study_process(backend: str, device: str, cache_dir: str | None, threads: int
 def reference_process(spec: CellSpec, config: MeasureConfig, placement: Placement | None) -> dict[str, Any]:
     """How a cell's reference worker is made (``reference_first``): forked, like every cell's,
     from a server that preloaded PyTorch (the references a GPU computes are the PyTorch twins
-    in float64), one server for every reference of the run."""
+    in float64), one server for every reference of the run. torch._dynamo too: a twin is
+    built on the meta device, whose initialisers dispatch through torch._refs, which imports
+    it (2.5 s of a fresh worker's float64 run on the 2-core VM)."""
     return {"threads": config.threads, "device": spec.device, "cache_dir": None,
             "env": dict(placement.env) if placement else {},
             "cpus": list(placement.cpus) if placement and placement.cpus else None,
-            "preload": ["stackwars.harness.reference", "torch"]}
+            "preload": ["stackwars.harness.reference", "torch", "torch._dynamo"]}
 
 
 def start_servers_ahead(specs: Sequence[CellSpec], config: MeasureConfig, probe: Mapping[str, Any],

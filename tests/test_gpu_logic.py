@@ -274,3 +274,27 @@ def test_point5_a_cpu_cell_has_no_issue_window():
     assert "issue" not in m.settings and m.to_row()["issue_median_s"] is None
     # every cell waits for its own busy children before its timed calls, and says how long
     assert m.settings["settle"]["quiet"] and m.timeline["settle_s"] >= m.settings["settle"]["waited_s"]
+
+
+def test_point6_the_reference_workers_server_preloads_what_a_model_reference_imports(tmp_path):
+    """In a fresh interpreter holding only what the reference worker's server preloads, a model's
+    float64 reference imports no framework module of its own: building the twin on the meta
+    device imported torch._dynamo (2.5 s of the worker's float64 run on the 2-core VM)."""
+    import json
+    import subprocess
+    import sys
+
+    from stackwars import runner
+
+    preload = runner.reference_process(CellSpec("gpt2", "tiny", "forward", "torch-eager"), FAST, None)["preload"]
+    script = (
+        "import importlib, json, sys\n"
+        f"for name in {preload!r}: importlib.import_module(name)\n"
+        "from stackwars import registry\n"
+        "wl = registry.workload('gpt2'); cfg = wl.config('tiny', {}); p, b = wl.init(cfg, 0)\n"
+        "before = set(sys.modules)\n"
+        "wl.reference(cfg, 'forward', p, b)\n"
+        "print(json.dumps(sorted(m for m in set(sys.modules) - before if m.startswith('torch'))))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    late = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not [m for m in late if m.startswith(("torch._dynamo", "torch._inductor"))], late

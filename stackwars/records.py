@@ -427,6 +427,9 @@ def _energy_row(e: Mapping[str, Any] | None) -> dict[str, Any]:
             "energy_power_w": None if voided else e.get("mean_power_w"),
             "energy_window_s": e.get("window_s"), "energy_source": e.get("source"),
             "energy_started_unix": e.get("started_unix"), "energy_ended_unix": e.get("ended_unix"),
+            # the window's marks (harness/energy.py): its slowest and fastest call rate, the SM clock's range
+            "energy_calls_per_s": (e.get("trace") or {}).get("calls_per_s"),
+            "energy_sm_mhz": (e.get("trace") or {}).get("sm_mhz_range"),
             "energy_why": voided or e.get("why") or (None if e else "not measured (--no-energy, or an older record)")}
 
 

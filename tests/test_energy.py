@@ -75,6 +75,34 @@ def test_a_counter_too_coarse_or_stuck_gives_no_figure_and_says_why():
     assert "joules_per_call" not in r and "did not move" in r["why"]
 
 
+def test_the_window_keeps_a_trace_that_shows_calls_slowing_without_the_clock():
+    """The H200's resnet50 torch-compile processes ran at two speeds within one process; the
+    window's marks say whether the calls slowed with the SM clock or without it."""
+    d = Device(watts=300.0, call_s=2e-3, period_s=0.05)
+    real = d.call
+
+    def call():  # halfway through the window the host takes twice as long to feed the device
+        if d.t > 0.7:
+            d.call_s = 4e-3
+        return real()
+
+    counter = dataclasses.replace(d.counter(), sm_mhz=lambda: 1980)
+    r = energy.measure(call, lambda outs: None, counter, min_window_s=1.0, clock=d.clock)
+    trace = r["trace"]
+    assert trace["every_s"] == energy.TRACE_EVERY_S
+    assert len(trace["t_s"]) >= 0.9 * r["window_s"] / energy.TRACE_EVERY_S - 1
+    assert trace["t_s"] == sorted(trace["t_s"]) and trace["calls"] == sorted(trace["calls"])
+    assert trace["calls"][-1] <= r["calls"] and trace["joules"][-1] <= r["joules"]
+    low, high = trace["calls_per_s"]
+    assert low == pytest.approx(250, rel=0.05) and high == pytest.approx(500, rel=0.05)  # 4 ms, then 2 ms a call
+    assert trace["sm_mhz_range"] == [1980, 1980]  # the clock held: the device was not slowed
+    # a counter without a clock (RAPL's): the marks without it
+    plain = Device(watts=50.0, call_s=1e-3, period_s=0.01)
+    r = energy.measure(plain.call, lambda outs: None, plain.counter(), min_window_s=0.25, clock=plain.clock)
+    assert r["trace"]["sm_mhz_range"] is None and set(r["trace"]["sm_mhz"]) == {None}
+    assert r["trace"]["calls_per_s"][0] == pytest.approx(1000, rel=0.05)
+
+
 class FakeNVML(types.ModuleType):
     """pynvml with one GPU: its energy counter (millijoules) and its process list."""
 
@@ -96,6 +124,12 @@ class FakeNVML(types.ModuleType):
 
     def nvmlDeviceGetHandleByUUID(self, u):
         return ("gpu", u)
+
+    NVML_CLOCK_SM = 1
+
+    def nvmlDeviceGetClockInfo(self, handle, which):
+        assert which == self.NVML_CLOCK_SM
+        return 1755
 
     def nvmlDeviceGetTotalEnergyConsumption(self, handle):
         if not self.supported:
@@ -140,6 +174,7 @@ def test_nvml_reads_millijoules_as_joules_and_another_process_voids_the_figure(m
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     counter, why = energy.nvml_counter("0")
     assert why is None and counter.read() == pytest.approx(fake.mj / 1e3)
+    assert counter.sm_mhz() == 1755  # the window's marks read the same GPU's SM clock
     assert energy.foreign_gpu_processes("0") == [424242]  # ours is not foreign
     monkeypatch.setattr(energy, "measure", lambda *a, **k: {"source": "nvml", "scope": "x", "joules_per_call": 0.5,
                                                              "mean_power_w": 250.0, "window_s": 1.0})

@@ -748,6 +748,29 @@ def test_device_time_that_rises_with_the_wall_clock_is_told_apart_by_the_hosts_i
     assert "issue time or a profile" not in partly  # the issue time was measured; it just did not settle it
 
 
+
+def test_the_slowest_processs_energy_window_says_whether_its_calls_slowed_with_the_sm_clock(tmp_path):
+    """Process #4 on the H200 ran slow for 24 samples, then fast: one process at two speeds. Its
+    energy window (a second of its calls, marked every 0.1 s with the SM clock) shows the same,
+    and whether the clock moved with the calls."""
+    from stackwars.report import tables
+
+    def line(clocks, rates=(250.0, 480.0)):
+        cells = [_gpu_cell("torch-compile", s, p, s * 1e-3, issue_s=s * 0.9e-3, sm_mhz=1980)
+                 for p, s in enumerate((2.0, 3.5, 2.1))]
+        cells[1].settings["energy"] = {"source": "nvml", "joules_per_call": 1.1, "mean_power_w": 380.0,
+                                       "window_s": 1.0, "trace": {"calls_per_s": list(rates), "sm_mhz_range": clocks}}
+        (out,) = tables.spread_lines(_store(tmp_path / f"e-{clocks}-{rates}.db", cells)[1])
+        return out
+
+    held = line([1965, 1980])
+    assert "in its energy window the slowest made 250-480 calls a second with its SM clock held at 1965-1980 MHz: " \
+           "not a slowed device" in held, held
+    moved = line([1350, 1980])
+    assert "its SM clock 1350-1980 MHz: the clock moved with its calls" in moved, moved
+    assert "energy window" not in line([1980, 1980], rates=(470.0, 480.0))  # one speed: nothing to say
+
+
 def _profiled(proc, scale, kernels, busy_s, wall_s):
     """A torch-compile process whose --profile summary ran ``kernels`` {name: count a step}."""
     from stackwars.harness import profile as prof

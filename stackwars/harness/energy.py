@@ -18,7 +18,11 @@ that began and ended between steps would read the step, not the calls. So the wi
 3. ends on a step too: after the length is reached it calls until the counter moves.
 
 Joules per call = the energy between the two steps / the calls made between them; the mean
-power = that energy / the window's time. A counter that does not step within
+power = that energy / the window's time. Every ``TRACE_EVERY_S`` of the window a mark keeps
+the calls made so far, the counter's reading and, on a GPU, NVML's SM clock (``trace``): the
+window is a second of the cell's calls, and a process that ran at two speeds shows whether
+its calls slowed with the clock (a slowed device) or without it (a device waiting for the
+host), as the H200's resnet50 torch-compile processes did on 2026-11-26. A counter that does not step within
 ``STEP_WAIT_S`` gives no figure and says why. This runs after the steady state, apart from it
 (like the CUDA-event window): its calls are not timed samples.
 """
@@ -36,6 +40,7 @@ MIN_WINDOW_S = {"cuda": 1.0, "cpu": 0.25}  # the least window asked for, by devi
 # a counter that does not move for this long while the device works is stuck or too coarse: no
 # figure (so a window is never lengthened past WINDOW_PERIODS of this: 10 s)
 STEP_WAIT_S = 1.0
+TRACE_EVERY_S = 0.1  # a mark of the window's progress this often (NVML's counter steps about as often)
 
 
 @dataclass
@@ -47,6 +52,7 @@ class Counter:
     source: str  # "nvml" or "rapl"
     scope: str  # what the energy is of, in words
     close: Callable[[], None] = lambda: None
+    sm_mhz: Callable[[], int] | None = None  # the GPU's SM clock now, where the counter is a GPU's
 
 
 def cell_gpu(gpu: str | None = None) -> str:
@@ -84,7 +90,7 @@ def nvml_counter(gpu: str | None = None) -> tuple[Counter | None, str | None]:
                       f"newer have one")
     return Counter(lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(handle) / 1e3, "nvml",
                    "the whole GPU (NVML's total-energy counter), not this process alone",
-                   pynvml.nvmlShutdown), None
+                   pynvml.nvmlShutdown, lambda: int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))), None
 
 
 def _is_mig(pynvml: Any, gpu: str, handle: Any) -> bool:
@@ -199,7 +205,12 @@ def measure(call: Callable[[], Any], sync: Callable[[Any], Any], counter: Counte
     window = max(min_window_s, WINDOW_PERIODS * period)
     e0, t0, calls = second[0], second[1], 0
     started_unix = time.time()  # the wall clock too: a power meter sampled beside it can be lined up
-    while clock() - t0 < window:
+    trace = Trace(counter, e0)
+    mark = t0 + TRACE_EVERY_S
+    while (now := clock()) - t0 < window:
+        if now >= mark:
+            trace.mark(now - t0, calls)
+            mark = now + TRACE_EVERY_S
         calls += step()
     last = counter.read()
     end = until_moved(last)
@@ -210,7 +221,37 @@ def measure(call: Callable[[], Any], sync: Callable[[Any], Any], counter: Counte
     joules = e1 - e0
     return {**base, "joules_per_call": joules / calls, "mean_power_w": joules / (t1 - t0), "joules": joules,
             "calls": calls, "window_s": t1 - t0, "asked_window_s": min_window_s, "update_period_s": period,
-            "lengthened": window > min_window_s, "started_unix": started_unix, "ended_unix": time.time()}
+            "lengthened": window > min_window_s, "started_unix": started_unix, "ended_unix": time.time(),
+            "trace": trace.record()}
+
+
+class Trace:
+    """Marks of an energy window's progress (``TRACE_EVERY_S`` apart, taken between steps):
+    seconds since the window began, calls made, the counter's joules since then and the SM
+    clock where the counter has one. ``record`` gives them as columns, with the call rate and
+    the clock's range over the marks."""
+
+    def __init__(self, counter: Counter, e0: float):
+        self.counter, self.e0 = counter, e0
+        self.cols: dict[str, list] = {"t_s": [], "calls": [], "joules": [], "sm_mhz": []}
+
+    def mark(self, t_s: float, calls: int) -> None:
+        self.cols["t_s"].append(round(t_s, 4))
+        self.cols["calls"].append(calls)
+        self.cols["joules"].append(round(self.counter.read() - self.e0, 4))
+        try:
+            mhz = self.counter.sm_mhz() if self.counter.sm_mhz else None
+        except Exception:  # noqa: BLE001 - a clock the driver does not give: the mark without it
+            mhz = None
+        self.cols["sm_mhz"].append(mhz)
+
+    def record(self) -> dict[str, Any]:
+        t, n = self.cols["t_s"], self.cols["calls"]
+        rates = [(n[i] - n[i - 1]) / (t[i] - t[i - 1]) for i in range(1, len(t)) if t[i] > t[i - 1]]
+        clocks = [c for c in self.cols["sm_mhz"] if c is not None]
+        return {"every_s": TRACE_EVERY_S, **self.cols,
+                "calls_per_s": [min(rates), max(rates)] if rates else None,
+                "sm_mhz_range": [min(clocks), max(clocks)] if clocks else None}
 
 
 def cell_energy(device: str, call: Callable[[], Any], sync: Callable[[Any], Any], number: int) -> dict[str, Any]:

@@ -14,7 +14,8 @@ The evidence, each where the records hold it:
   slower device: the events span the gaps in which the device waits for the host. So the
   host's time to issue a call (``issue_median_s``: most of the call's time means the device
   waited for it) and the GPU's SM clock with NVML's slowdown reasons (harness/issue.py) say
-  which;
+  which; so does the slowest process's energy window where it ran at two speeds too (its
+  marks every 0.1 s: whether the SM clock moved with its calls, harness/energy.py);
 * **the kernels**: with ``run --profile N``, each process's profiled steps: the same kernel
   mix or not (which kernels only one ran, which ran a different number of times), and
   whether the difference lies in the device's busy time or in the gaps between kernels
@@ -133,6 +134,16 @@ def _device_and_host(fast: Mapping[str, Any], slow: Mapping[str, Any], fast_s: f
         also = f"; the fastest {fmt.seconds(ia)} of {fmt.seconds(fast_s)}" if ia else ""
         out.append(f"the host took {fmt.seconds(ib)} to issue a call of {fmt.seconds(slow_s)} in the slowest "
                    f"({share:.0%}): {pace}{also}")
+    rates, clocks = slow.get("energy_calls_per_s"), slow.get("energy_sm_mhz")
+    if rates and rates[0] > 0 and rates[1] / rates[0] - 1.0 >= spread / 2:
+        # the slowest process's energy window (a second of its calls, marked every 0.1 s) ran at
+        # two speeds too: whether the SM clock moved with them says which reading holds
+        moved = bool(clocks and clocks[0] < (1.0 - CLOCK_DROP) * clocks[1])
+        line = f"in its energy window the slowest made {rates[0]:,.0f}-{rates[1]:,.0f} calls a second"
+        if clocks:
+            line += (f", its SM clock {clocks[0]}-{clocks[1]} MHz: the clock moved with its calls" if moved else
+                     f" with its SM clock held at {clocks[0]}-{clocks[1]} MHz: not a slowed device")
+        out.append(line)
     if ca and cb:
         held = [r for r in slow.get("gpu_clock_reasons") or () if r in SLOWING]
         out.append(f"GPU SM clock {ca} vs {cb} MHz" + (f" ({', '.join(held)})" if held else "")

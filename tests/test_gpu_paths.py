@@ -105,6 +105,10 @@ def test_point9_wall_time_against_cuda_events(gpu_probe):
     issue = m.settings["issue"]
     assert len(issue["samples"]) == 20 and statistics.median(issue["samples"]) < 0.5 * wall, (issue, wall)
     assert issue["clocks"].get("sm_mhz", 0) > 0 and isinstance(issue["clocks"]["reasons"], list), issue
+    # the energy window's marks, every 0.1 s of at least a second: calls, joules and the same GPU's SM clock
+    trace = m.settings["energy"]["trace"]
+    assert len(trace["t_s"]) >= 8 and all(c and c > 0 for c in trace["sm_mhz"]), trace
+    assert trace["calls_per_s"][0] > 0 and m.to_row()["energy_sm_mhz"] == trace["sm_mhz_range"]
     j = _ok(CellSpec("gemm", "tiny", "forward", "jax-jit", "cuda"), gpu_probe)
     assert j.settings["device_time"]["available"] is False and "--profile" in j.settings["device_time"]["why"]
     assert len(j.settings["issue"]["samples"]) == 20 and j.to_row()["issue_median_s"] > 0  # both frameworks

@@ -45,11 +45,11 @@ def summarise(path: str) -> dict:
                     ahead[row[f"{who}server_ahead_batch"]] = row[f"{who}server_ahead_s"]
                     if row.get(f"{who}server_ahead_during"):
                         overlapped[row[f"{who}server_ahead_batch"]] = row[f"{who}server_ahead_s"]
-            references += row.get("reference_worker_s") or 0.0
+            references += row.get("reference_worker_extra_s") or 0.0  # beyond the servers' start it overlapped
             worker = (m.settings or {}).get("reference_worker") or {}
             if worker.get("source") == "computed":  # where a reference worker's seconds went
                 computed.append({"cell": m.spec.key, "wall_s": worker.get("wall_s"), "init_s": worker.get("init_s"),
-                                 **(worker.get("stages") or {})})
+                                 "after_servers_s": worker.get("after_servers_s"), **(worker.get("stages") or {})})
             per[m.spec.backend].append(t)
         # each session (a run, or a resume of it), from its start to the last cell it stored: the
         # probe before it and the tables after it are outside
@@ -96,11 +96,11 @@ def main(argv: list[str]) -> int:
                  f"{s['server_batches']} batches" if s["server_batches"] else "")
               + (f" ({s['servers_during_probe_s']:.1f} s of it while the machine probe ran, before the session)"
                  if s["servers_during_probe_s"] else "")
-              + (f"; reference workers {s['references_s']:.1f} s" if s["references_s"] else ""))
+              + (f"; reference workers {s['references_s']:.1f} s that no server start overlapped" if s["references_s"] else ""))
         for w in s["reference_workers"]:
             print(f"{label}: reference worker for {w['cell']}: " + ", ".join(
                 f"{k[:-2] if k.endswith('_s') else k} {w[k]:.2f} s" if k.endswith("_s") else f"{k} {w[k]:,}"
-                for k in ("wall_s", "init_s", "float64_run_s", "float32_run_s", "to_float32_s", "store_s",
+                for k in ("wall_s", "after_servers_s", "init_s", "float64_run_s", "float32_run_s", "to_float32_s", "store_s",
                           "stored_bytes") if w.get(k) is not None)
                 + "".join(f"; float64 run's {k[:-2]} {v:.2f} s" for k, v in (w.get("float64_parts") or {}).items()))
         between = (s["measuring_s"] - a["wall_sum_s"] - (s["servers_ahead_s"] - s["servers_during_probe_s"])

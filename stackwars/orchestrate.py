@@ -145,12 +145,15 @@ class Run:
 
     @classmethod
     def start(cls, store: Store, specs: Sequence[CellSpec], config: MeasureConfig, probe: Mapping[str, Any],
-              executor: Executor, inline: bool = False, command: str | None = None, kind: str = "cells") -> "Run":
+              executor: Executor, inline: bool = False, command: str | None = None, kind: str = "cells",
+              references: str | None = None) -> "Run":
+        """A new run; ``references``: its float64 reference folder where one was made before the
+        machine probe (runner.run_references), else ``measure`` makes it."""
         env = envmod.fingerprint(config.threads, probe)
         run_id = runner.new_run(store, specs, config, command, kind)
         lock = RunLock(store.path, run_id).acquire()
         return cls(store, run_id, list(specs), config, env, executor, inline, budget=Budget(config.budget_s),
-                   lock=lock)
+                   references=references, lock=lock)
 
     @classmethod
     def resume(cls, store: Store, run_id: str, probe: Mapping[str, Any], executor: Executor, inline: bool = False,
@@ -216,8 +219,9 @@ class Run:
         # starts warm from what the cell's first process compiled (runner.cell_cache)
         self.caches = self.executor.scratch("caches")
         # and its float64 references: a top-up process compares with the reference its cell's
-        # first process had computed, not computing it again in a worker of its own
-        self.references = self.executor.scratch("reference")
+        # first process had computed, not computing it again in a worker of its own (the folder
+        # made before the probe where there was one: references may have been computed into it)
+        self.references = self.references or self.executor.scratch("reference")
         try:
             done = self._execute(self.specs, hooks, unsaved)
             for _ in range(top_ups):

@@ -355,6 +355,9 @@ class Measurement:
             # a CUDA cell's reference computed in a worker of its own before the cell's: that worker's wall time
             "reference_worker_s": ((self.settings or {}).get("reference_worker") or {}).get("wall_s")
             if ((self.settings or {}).get("reference_worker") or {}).get("source") == "computed" else None,
+            # of it, what no other account holds: all of it, or (computed while the fork servers started,
+            # runner.start_servers_ahead) what it took beyond them
+            "reference_worker_extra_s": _reference_extra((self.settings or {}).get("reference_worker") or {}),
             # how the steady state was timed: caches flushed before each call, CUDA graph replays
             "flushed": bool((self.settings or {}).get("flush")),
             # the conditions a comparison holds under: matmul precision, what PyTorch's optimizer ran
@@ -431,6 +434,12 @@ def _energy_row(e: Mapping[str, Any] | None) -> dict[str, Any]:
             "energy_calls_per_s": (e.get("trace") or {}).get("calls_per_s"),
             "energy_sm_mhz": (e.get("trace") or {}).get("sm_mhz_range"),
             "energy_why": voided or e.get("why") or (None if e else "not measured (--no-energy, or an older record)")}
+
+
+def _reference_extra(worker: Mapping[str, Any]) -> float | None:
+    if worker.get("source") != "computed":
+        return None
+    return worker["after_servers_s"] if "after_servers_s" in worker else worker.get("wall_s")
 
 
 def _median(samples: Sequence[float] | None) -> float | None:

@@ -382,33 +382,59 @@ def test_the_servers_of_a_process_number_start_together_before_its_first_cell(tm
     assert runner.start_servers_ahead(specs[-2:], QUICK, PROBE, executors.here) is None
 
 
-def test_a_reference_workers_server_starts_with_its_cells_servers_and_evicts_none(tmp_path, monkeypatch):
-    """A CUDA cell computes its float64 reference in a worker of its own first. Its server used
-    to start when that worker came, evicting the oldest server of the batch, a cell's: on the
-    H200 the first cells waited for their servers again (7.9 s in one cold process) and a later
-    batch restarted the evicted one (11.2 s). It now starts in the batch, before the cells'.
-    Here on the CPU, a gpt2 cell stands for a CUDA one (its reference wanted in its own worker)."""
+def test_a_cuda_cells_reference_is_computed_while_its_cells_servers_start_and_evicts_none(tmp_path, monkeypatch):
+    """A CUDA cell computes its float64 reference in a worker of its own first. On the H200
+    gpt2's took 11.6 s before its first cell, after the 14.7 s its servers took to start. It is
+    now computed while they start, in a spawned worker (the servers' lock is theirs meanwhile),
+    and recorded by the first cell of its key; no reference workers' server is started, so none
+    of the cells' is evicted (its own, started as its worker came, once evicted one of the
+    batch: 7.9 s waited again in a cold process on the H200). Here on the CPU, a gpt2 cell
+    stands for a CUDA one (its reference wanted in its own worker)."""
     from stackwars.harness import reference as refmod
+    from stackwars.harness import worker as workermod
 
     real = refmod.own_worker_wanted
     monkeypatch.setattr(refmod, "own_worker_wanted", lambda wl, device, mode, directory:
                         real(wl, "cuda", mode, directory))
-    monkeypatch.setattr(forkserver, "MAX_SERVERS", 3)  # the reference's and a process number's two: full
+    monkeypatch.setattr(forkserver, "MAX_SERVERS", 2)  # a process number's two: full without a reference server
     forkserver.close_all()
+    def timed(real, spans):
+        def call(*args, **kwargs):
+            t0 = time.monotonic()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                spans.append((t0, time.monotonic(), args[5:6] == (True,)))  # reference_first's spawn
+        return call
+
+    spans: list = []
+    batches: list = []
+    monkeypatch.setattr(runner, "reference_first", timed(runner.reference_first, spans))
+    monkeypatch.setattr(forkserver, "start_ahead", timed(forkserver.start_ahead, batches))
     specs = runner.plan_cells(["gpt2"], ["tiny"], ["forward"], ["torch-eager", "jax-jit"], repeats=2)
     cells, flat = _run(tmp_path, specs)
     assert all(m.status == "ok" for m in cells.values()), [m.error for m in cells.values()]
     origins = {k: m.settings["process"]["origin"] for k, m in cells.items()}
     assert not any(o["started_the_server"] for o in origins.values()), origins  # no cell waited for a server
-    (worker,) = [m.settings["reference_worker"] for m in cells.values()
-                 if m.settings["reference_worker"].get("source") == "computed"]
-    assert worker["origin"]["how"] == "forked from a preloading server" and not worker["origin"]["started_the_server"]
-    assert "torch" in worker["origin"]["preloaded"]  # its worker does not import PyTorch itself
-    first = {o["server_started_ahead"]["batch"] for k, o in origins.items()
-             if "#r" not in k and o.get("server_started_ahead")}
-    assert {worker["origin"]["server_started_ahead"]["batch"]} == first  # one batch: the reference's and process 0's
+    assert all("stackwars.harness.reference" not in o["preloaded"] for o in origins.values())
+    first_key = specs[0].key
+    worker = cells[first_key].settings["reference_worker"]
+    assert worker["source"] == "computed" and worker["status"] == "ok", worker
+    assert worker["origin"]["how"] == workermod.SPAWNED  # not a fork: the servers were starting
+    assert worker["computed"] == "while the fork servers started, before the cells"
+    others = [cells[k].settings["reference_worker"] for k in cells if k != first_key]
+    assert all(w["source"] == "already in the run's cache" for w in others), others
+    # it ran while the first batch of servers started: the two spans overlap
+    (spawned,) = [(a, b) for a, b, spawn in spans if spawn]
+    assert spawned[0] < batches[0][1] and batches[0][0] < spawned[1], (spawned, batches)
+    assert runner._EARLY == {}  # taken by the cell that records it
     line = tables.overhead_summary(flat)
-    assert "(5 servers in 2 batches)" in line, line
+    assert "(4 servers in 2 batches)" in line, line
+    # the account counts only what the reference took beyond the servers' start it ran beside
+    (row,) = [r for r in flat if r["reference_worker_s"] is not None]
+    assert 0.0 <= row["reference_worker_extra_s"] == worker["after_servers_s"] < row["reference_worker_s"], row
+    assert "1 computed in workers of their own" in line and "more than the fork servers' start they ran beside" \
+        in line, line
 
 
 def _fake_cuda_server(*preload: str) -> forkserver.Server:

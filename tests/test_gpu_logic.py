@@ -184,6 +184,11 @@ def test_point6_the_runs_time_split_counts_references_computed_in_their_own_work
             {"wall_s": 8.0, "measured_s": 4.0, "overhead_s": 4.0, "reference_source": "reused from this run's cache"}]
     line = overhead_summary(rows)
     assert "(computed 0, reused 1); 1 computed in workers of their own, 30.00 s more" in line, line
+    # computed while the run's fork servers started: only what it took beyond them is more
+    rows[0]["reference_worker_extra_s"] = 2.5
+    line = overhead_summary(rows)
+    assert "1 computed in workers of their own, 30.00 s, 2.50 s more than the fork servers' start they ran beside" \
+        in line, line
 
 
 def test_point5_command_buffers_formed_on_the_thunk_sequence_are_counted_from_its_dump(tmp_path):

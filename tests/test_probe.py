@@ -115,6 +115,38 @@ def test_servers_during_the_probe_start_nothing_for_a_plan_the_guess_refuses(mon
     assert not started
 
 
+
+def test_a_new_runs_references_are_computed_into_its_folder_while_the_probe_runs(monkeypatch, tmp_path):
+    """`run` makes the new run's reference folder before the probe (runner.run_references) and
+    the servers started meanwhile compute into it the references its CUDA cells want in workers
+    of their own; without the run's folder the batch's stand-in folder is gone afterwards and
+    the references wait for their cells. Here a gpt2 cell on the CPU stands for a CUDA one."""
+    from stackwars.harness import forkserver
+    from stackwars.harness import reference as refmod
+    from stackwars.records import MeasureConfig
+
+    real = refmod.own_worker_wanted
+    monkeypatch.setattr(refmod, "own_worker_wanted", lambda wl, device, mode, directory:
+                        real(wl, "cuda", mode, directory))
+    monkeypatch.setattr(forkserver, "start_ahead", lambda requests, during=None: {"servers": len(requests)})
+    config = MeasureConfig()
+    specs = runner.plan_cells(["gpt2"], ["tiny"], ["forward"], ["torch-eager"], repeats=1)
+    key = refmod.cell_key(specs[0], config.seed)
+    folder = runner.run_references()
+    runner.start_servers_during_probe(lambda found: specs, "cpu", config, folder)
+    assert refmod.ReferenceCache(folder).has(key)
+    early = runner._EARLY.pop((folder, key))
+    assert early["status"] == "ok" and early["computed"] == \
+        "while the fork servers started, during the machine probe, before the cells"
+    # the stand-in folder: the reference server requested in the batch instead, nothing computed
+    asked = []
+    monkeypatch.setattr(forkserver, "start_ahead", lambda requests, during=None: asked.extend(requests))
+    monkeypatch.setattr(runner.tmp, "mkdtemp", lambda kind: str(tmp_path / kind))
+    (tmp_path / "probe-references").mkdir()
+    runner.start_servers_during_probe(lambda found: specs, "cpu", config)
+    assert any("stackwars.harness.reference" in preload for preload, _, _ in asked)
+    assert not (tmp_path / "probe-references").exists() and runner._EARLY == {}
+
 # ---- the answer kept between commands ---------------------------------------------------------------
 
 def _counting_probe(monkeypatch, jax_side=None):

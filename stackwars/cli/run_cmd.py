@@ -205,9 +205,10 @@ def run(
             return runner.plan_cells(workloads or [], preset, phase, backend or runner.backends_for(
                 runner.default_backends(found, device), workloads or []), device, dtype, overrides, options,
                 processes, config.timeout_s)
-    # a new run's first fork servers start while the probe runs (runner.start_servers_during_probe)
-    early = (lambda: runner.start_servers_during_probe(plan_for, device, config)) \
-        if resume is None and placer.name == "serial" and not inline else None
+    # a new run's first fork servers start while the probe runs, and the references its CUDA cells
+    # compute in workers of their own are computed meanwhile (runner.start_servers_during_probe)
+    references = runner.run_references() if resume is None and placer.name == "serial" and not inline else None
+    early = (lambda: runner.start_servers_during_probe(plan_for, device, config, references)) if references else None
     probe = runner.probe_machine(inline, meanwhile=early)
     if resume is None:
         specs = plan_for(probe)
@@ -224,7 +225,8 @@ def run(
     with Store(path, on_wait=waiting) as store:
         note = lambda text: err.print(text, highlight=False)  # noqa: E731
         if resume is None:
-            the_run = orchestrate.Run.start(store, specs, config, probe, placer, inline, command_line())
+            the_run = orchestrate.Run.start(store, specs, config, probe, placer, inline, command_line(),
+                                            references=references)
         else:
             the_run = orchestrate.Run.resume(store, resume, probe, placer, inline,
                                              timeout if "timeout" in given_options(ctx) else None, note)

@@ -425,12 +425,17 @@ def overhead_summary(rows: Iterable[Mapping[str, Any]]) -> str | None:
     measured = sum(r.get("measured_s") or 0.0 for r in rows)
     refs = [r.get("reference_computed_s") or 0.0 for r in rows]
     own = [r["reference_worker_s"] for r in rows if r.get("reference_worker_s") is not None]
+    # of it, beyond the fork servers' start they ran beside (runner.start_servers_ahead); all of it where not
+    extra = sum(r.get("reference_worker_extra_s", r["reference_worker_s"]) or 0.0 for r in rows
+                if r.get("reference_worker_s") is not None)
     over = [r["overhead_s"] for r in rows if r.get("overhead_s") is not None]
     computed = sum(1 for r in rows if r.get("reference_source") == "computed")
     reused = sum(1 for r in rows if (r.get("reference_source") or "").startswith("reused")) - len(own)
     parts = [f"{len(rows)} cells, worker time {fmt.seconds(wall)}: measured windows {fmt.seconds(measured)}",
              f"float64 references {fmt.seconds(sum(refs))} (computed {computed}, reused {reused})"
-             + (f"; {len(own)} computed in workers of their own, {fmt.seconds(sum(own))} more" if own else "")]
+             + (f"; {len(own)} computed in workers of their own, {fmt.seconds(sum(own))}"
+                + (" more" if extra >= sum(own) - 1e-9 else
+                   f", {fmt.seconds(extra)} more than the fork servers' start they ran beside") if own else "")]
     if over:
         parts.append(f"harness overhead {fmt.seconds(sum(over))} (per cell: median "
                      f"{fmt.seconds(stats.summarize(over).median)}, max {fmt.seconds(max(over))})")

@@ -42,6 +42,28 @@ def plugins_env(monkeypatch):
     yield
 
 
+@pytest.fixture
+def isolated_plugins():
+    """A test that loads a plugin in this process leaves the registry and the imported test
+    plugin modules as it found them: a plugin that imports another (slow_parts imports faults)
+    registers the other's names under its own origin, and a later test of the same worker naming
+    the other would find them there (test_nothing_lost's origin check did, once the files ran
+    in another order)."""
+    from stackwars import registry
+
+    tables = (registry._WORKLOADS, registry._BACKENDS, registry._STUDIES, registry._ORIGIN)
+    saved = [dict(t) for t in tables], set(registry._plugins), set(sys.modules)
+    yield
+    for table, old in zip(tables, saved[0]):
+        table.clear()
+        table.update(old)
+    registry._plugins.clear()
+    registry._plugins.update(saved[1])
+    for name in set(sys.modules) - saved[2]:
+        if name.startswith("tests.plugins."):
+            del sys.modules[name]
+
+
 @pytest.fixture(scope="session")
 def mnist_dir(tmp_path_factory):
     """A generated MNIST-style directory (tests/mnist_fixture.py), shared by the session."""

@@ -156,7 +156,8 @@ def test_overhead_is_wall_time_minus_measured_windows_and_reference(tmp_path, ma
     assert "harness overhead" in line and "computed 1, reused 0" in line
 
 
-def test_the_timeline_names_the_workloads_import_and_its_counts(tmp_path, monkeypatch, machine_probe):
+def test_the_timeline_names_the_workloads_import_and_its_counts(tmp_path, monkeypatch, machine_probe,
+                                                                isolated_plugins):
     """A plugin's (or a user's model file's) import in the worker and the FLOP count each land
     in a stage of their own: they were in no stage, so the timeline of a user's model cell
     did not say where seconds of its wall time went (its file imports both frameworks; its

@@ -44,14 +44,14 @@ def plugins_env(monkeypatch):
 
 @pytest.fixture
 def isolated_plugins():
-    """A test that loads a plugin in this process leaves the registry and the imported test
-    plugin modules as it found them: a plugin that imports another (slow_parts imports faults)
-    registers the other's names under its own origin, and a later test of the same worker naming
-    the other would find them there (test_nothing_lost's origin check did, once the files ran
-    in another order)."""
+    """A test that loads a plugin or a model file in this process leaves the registry and the
+    imported test plugin modules as it found them, as a new process would: a plugin that imports
+    another (slow_parts imports faults) registers the other's names under its own origin, and a
+    later test of the same worker naming the other would find them there (test_nothing_lost's
+    origin check did, once the files ran in another order)."""
     from stackwars import registry
 
-    tables = (registry._WORKLOADS, registry._BACKENDS, registry._STUDIES, registry._ORIGIN)
+    tables = (registry._WORKLOADS, registry._BACKENDS, registry._STUDIES, registry._ORIGIN, registry._files)
     saved = [dict(t) for t in tables], set(registry._plugins), set(sys.modules)
     yield
     for table, old in zip(tables, saved[0]):

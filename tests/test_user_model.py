@@ -26,17 +26,11 @@ FAST = ["-p", "tiny", "--processes", "1", "--min-time", "0", "--warmup", "2", "-
 
 
 @pytest.fixture(autouse=True)
-def _fresh_registry(monkeypatch):
+def _fresh_registry(monkeypatch, isolated_plugins):
     """Each test loads its own files: what one registered (a file's models, the plugin path
     it adds for the workers) is gone for the next, as it would be in a new process."""
-    saved = (dict(registry._WORKLOADS), dict(registry._ORIGIN), dict(registry._files), set(registry._plugins))
     monkeypatch.setenv("STACKWARS_PLUGINS", os.environ.get("STACKWARS_PLUGINS", ""))
     yield
-    for table, old in zip((registry._WORKLOADS, registry._ORIGIN, registry._files), saved[:3]):
-        table.clear()
-        table.update(old)
-    registry._plugins.clear()
-    registry._plugins.update(saved[3])
     from stackwars import runner as runner_mod
     runner_mod._verified.clear()
 

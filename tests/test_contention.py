@@ -98,7 +98,7 @@ def test_contended_cell_is_marked_in_the_table():
 def test_a_cell_whose_child_process_is_busy_waits_for_it_and_is_not_contended(plugins_env):
     """Through a real worker: the cell's first call starts a child that spins for 2 s (as
     Inductor's compile pool starts at the first compile). The worker waits for it before its
-    timed calls, and neither the wait nor the child makes the cell contended."""
+    timed calls, and neither the wait nor the child counts as others' load."""
     from stackwars import runner
     from stackwars.records import CellSpec, MeasureConfig
 
@@ -111,7 +111,12 @@ def test_a_cell_whose_child_process_is_busy_waits_for_it_and_is_not_contended(pl
     assert settle["descendants_cpu_s"] > 1.0 and m.timeline["settle_s"] >= settle["waited_s"], settle
     contention = m.settings["contention"]
     assert contention["window_s"] >= 0.5 and contention["descendants_fraction"] < 0.1, contention  # it had finished
-    assert not contention["contended"], contention
+    # Had the child spun on in the window and been taken for someone else's, others would have
+    # taken a whole CPU of the window. What others took is the machine's background (the test
+    # runner, CI's agent): 6 ticks of 10 ms in a 0.5 s window of 2 CPUs once flagged this cell
+    # on CI (6% against the 5% threshold), so whether the background crosses that line is not
+    # this test's question.
+    assert contention["foreign_cpu_s"] < 0.5 * contention["window_s"], contention
 
 
 def test_the_timed_calls_wait_for_the_cells_own_busy_children_and_no_longer_than_the_limit(one_cpu):

@@ -184,7 +184,7 @@ def test_list_is_a_short_overview_with_details_on_request():
 @pytest.mark.quiet  # a quiet round must be stored: under pytest -n, no other test may run beside it
 def test_peaks_take_the_best_round_and_refuse_a_contended_measurement(tmp_path, monkeypatch):
     """Measured in-process (inline) so that the contention meter can be made to read a busy
-    machine: the peak is then not stored, and a quiet measurement is."""
+    machine, then a quiet one: the peak is then not stored, and the quiet measurement is."""
     from stackwars import runner
     from stackwars.harness import contention, env as envmod
     from stackwars.records import MeasureConfig
@@ -197,10 +197,15 @@ def test_peaks_take_the_best_round_and_refuse_a_contended_measurement(tmp_path, 
     def busy(self):
         return {**real_stop(self), "fraction": 0.4, "contended": True}
 
+    # and reads quiet for the second: whether this machine's background stays under the 5% line
+    # in a 0.05 s round is not this test's question (a CI runner's took 6% of a 0.5 s window once)
+    def quiet(self):
+        return {**real_stop(self), "fraction": 0.0, "contended": False}
+
     with Store(tmp_path / "p.db") as store:
         monkeypatch.setattr(contention.ForeignLoad, "stop", busy)
         refused = runner.measure_peaks(store, "cpu", ["float32"], config, env, inline=True, min_time_s=0.05)[0]
-        monkeypatch.setattr(contention.ForeignLoad, "stop", real_stop)
+        monkeypatch.setattr(contention.ForeignLoad, "stop", quiet)
         kept = runner.measure_peaks(store, "cpu", ["float32"], config, env, inline=True, min_time_s=0.05)[0]
         stored = store.peaks()
     assert refused["id"] is None and "not stored" in refused["refused"]

@@ -85,6 +85,51 @@ def test_the_inductor_cache_folder_takes_effect_per_cell(tmp_path):
         assert m.settings["cache"]["dir"] not in checked
 
 
+def test_first_process_cold_later_ones_warm_from_the_same_program_and_first_call_from_cold(tmp_path):
+    """A cell's first process starts with an empty cache folder of the cell's own, its second
+    finds it warm (Inductor's FX graphs, JAX's executables) and runs the program the first
+    compiled: the same fingerprint whether XLA compiled it or JAX read it back (a read-back
+    executable numbers its source locations in another order) and whether Inductor generated it
+    or loaded it. First-call figures come from the cold process alone; steady state from both.
+    The warm torch-compile process compiles with one thread (no compile pool beside its first
+    calls); the cold one with Inductor's own number."""
+    specs = runner.plan_cells(["ffn"], ["tiny"], ["forward"], ["torch-compile", "jax-jit"], repeats=2)
+    cells, flat = _run(tmp_path, specs)
+    shas = {}
+    for b in ("torch-compile", "jax-jit"):
+        first, second = (cells[k] for k in sorted(cells) if f"/{b}/" in k)
+        assert first.status == second.status == "ok", (first.error, second.error)
+        assert first.settings["cache"]["mode"] == "cold" and first.settings["cache"]["entries_before"] == 0
+        assert second.settings["cache"]["mode"] == "warm" and second.settings["cache"]["entries_before"] > 0
+        assert second.settings["cache"]["dir"] == first.settings["cache"]["dir"]
+        shas[b] = [m.compile.extra["program_sha"] for m in (first, second)]
+        assert shas[b][0] and shas[b][0] == shas[b][1], (b, shas[b])
+        # first-call figures from the cold process alone; steady state from both
+        procs = [r for r in flat if r["backend"] == b]
+        figures = tables._figures(procs, stats.NOISE_THRESHOLD)
+        assert figures["first_call_cache"] == "cold" and figures["first_call_processes"] == 1
+        cold = next(r for r in procs if r["cache"] == "cold")
+        assert figures["first_call_s"] == pytest.approx(cold["first_call_s"])
+        assert len(figures["process_medians"]) == 2
+        if b == "torch-compile":
+            threads = [m.settings["applied"]["inductor_compile_threads"] for m in (first, second)]
+            default = threads[0]["inductor_default"]
+            assert threads[0] == {"value": default, "inductor_default": default}, threads
+            assert threads[1]["value"] == 1 and threads[1]["inductor_default"] == default, threads
+            assert ("why" in threads[1]) == (default > 1), threads
+            # the warm process loaded what the cold one compiled
+            assert second.compile.extra["fx_graph_cache"].get("fxgraph_cache_hit", 0) >= 1, second.compile.extra
+    # a different program has a different fingerprint
+    gemm, _ = _run(tmp_path, runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["jax-jit"]), name="gemm.db")
+    assert next(iter(gemm.values())).compile.extra["program_sha"] != shas["jax-jit"][0]
+    # every process cold where asked: Inductor's own threads in each
+    every = MeasureConfig(**{**QUICK.to_dict(), "cold_every_process": True})
+    cold_cells, _ = _run(tmp_path, runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["torch-compile"], repeats=2),
+                         every, "cold.db")
+    assert {m.settings["cache"]["mode"] for m in cold_cells.values()} == {"cold"}
+    assert all("why" not in m.settings["applied"]["inductor_compile_threads"] for m in cold_cells.values())
+
+
 _ISA = """
 import json, os
 from torch._inductor import cpp_builder, cpu_vec_isa

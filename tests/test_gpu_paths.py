@@ -114,6 +114,29 @@ def test_point9_wall_time_against_cuda_events(gpu_probe):
     assert len(j.settings["issue"]["samples"]) == 20 and j.to_row()["issue_median_s"] > 0  # both frameworks
 
 
+def test_point2_a_warm_torch_compile_process_starts_no_compile_pool(gpu_probe, tmp_path):
+    """On a GPU, Inductor starts its compile pool (a sidecar interpreter and a worker per CPU)
+    at a process's first compile, even where the FX-graph cache leaves nothing to compile. A
+    run's cold process compiles with it and waits for it to go quiet before its timed calls;
+    its warm process compiles with one thread and has no child process to wait for."""
+    from stackwars.harness import env as envmod
+    from stackwars.store.results import Store
+
+    specs = runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["torch-compile"], devices=("cuda",), repeats=2)
+    config = MeasureConfig(warmup=1, min_samples=5, min_time_s=0.0, timeout_s=400)
+    with Store(tmp_path / "r.db") as store:
+        run_id = runner.new_run(store, specs, config)
+        runner.execute(store, run_id, specs, config, envmod.fingerprint(None, gpu_probe))
+        cold, warm = sorted((m for _, m in store.cells(run_id)), key=lambda m: m.spec.repeat)
+    assert cold.status == warm.status == "ok", (cold.error, warm.error)
+    assert (cold.settings["cache"]["mode"], warm.settings["cache"]["mode"]) == ("cold", "warm")
+    threads = [m.settings["applied"]["inductor_compile_threads"] for m in (cold, warm)]
+    assert threads[0]["value"] > 1 and threads[1]["value"] == 1, threads
+    assert cold.settings["settle"]["children"] >= 1, cold.settings["settle"]  # the pool: what the warm one is spared
+    assert warm.settings["settle"]["children"] == 0, warm.settings["settle"]
+    assert warm.compile.extra["program_sha"] == cold.compile.extra["program_sha"]
+
+
 def test_point6_the_reference_runs_in_its_own_worker_on_the_gpu(gpu_probe, tmp_path):
     m = _ok(CellSpec("gpt2", "tiny", "forward", "jax-jit", "cuda"), gpu_probe, reference_dir=str(tmp_path))
     worker = m.settings["reference_worker"]

@@ -11,13 +11,45 @@ latter two read at the end of the cell so recompiles during the steady state cou
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import torch
 
 from stackwars.backends.base import Prepared
 from stackwars.backends.torch_common import TorchBackend
+from stackwars.harness.settings import RUN_CELL_CACHE
 from stackwars.records import CompileStats
+
+_INDUCTOR_THREADS: list[int] = []  # Inductor's own number of compile threads in this process, before any cell set it
+
+
+def compile_threads(cache: Mapping[str, Any]) -> dict[str, Any]:
+    """Inductor's compile threads for this process, set and reported.
+
+    At a process's first compile on a GPU, Inductor starts its compile pool (a sidecar
+    interpreter that imports torch, then a worker per CPU: 16 on the H200's host), even where
+    the FX-graph cache leaves nothing to compile. A process of a run that finds its cell's
+    cache warm is there for its steady state (only cold processes give the run's first-call
+    figures): its programs come from that cache, and the pool would only be host load beside
+    its first calls, which the cell then waits out (``settle``). Such a process compiles with one
+    thread: no pool, and whatever the cache lacks is compiled here, a kernel at a time. Every
+    other process (a cold one, the user's ``--warm-cache``, the cache study's warm run: their
+    first calls are figures) keeps Inductor's own number, as its users run it."""
+    from torch._inductor import config
+
+    if not _INDUCTOR_THREADS:
+        from torch._inductor.async_compile import get_compile_threads
+
+        _INDUCTOR_THREADS.append(get_compile_threads())
+    default = _INDUCTOR_THREADS[0]
+    steady_only = cache.get("mode") == "warm" and cache.get("source") == RUN_CELL_CACHE
+    config.compile_threads = 1 if steady_only else default
+    out: dict[str, Any] = {"value": config.compile_threads, "inductor_default": default}
+    if steady_only and default > 1:
+        out["why"] = ("a warm process of the run, there for its steady state: its programs come from the cell's "
+                      "cache, and one thread starts no compile pool beside its first calls")
+    return out
+
 
 def _first_line(reason: str) -> str:
     return reason.strip().splitlines()[0][:200] if reason.strip() else reason
@@ -45,6 +77,11 @@ class TorchCompile(TorchBackend):
     """Serves torch-compile, torch-compile-max-autotune and torch-cudagraphs (mode differs)."""
 
     compiles = True
+
+    def configure(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        applied = super().configure(settings)
+        applied["inductor_compile_threads"] = compile_threads(settings.get("cache") or {})
+        return applied
 
     def wrap(self, fn: Callable) -> Callable:
         return torch.compile(fn, mode=self.options["mode"], fullgraph=self.options["fullgraph"])

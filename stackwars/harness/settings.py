@@ -25,6 +25,9 @@ import os
 from typing import Any, Mapping
 
 NO_PLATFORM = "unset: no platform forced (every platform the framework can initialise)"
+# the source of a run's own compile cache of one cell (runner.cell_cache): a process that finds it
+# warm is there for its steady state (only cold processes give a run's first-call figures)
+RUN_CELL_CACHE = "the cell's own, kept between its processes in this run"
 # what XLA's GPU allocator may take of the device's memory: all but what the CUDA context, cuDNN and
 # NCCL hold outside it (about 1-2 GiB of an 80 GiB H100); XLA's own default is 0.75
 JAX_GPU_MEMORY_FRACTION = "0.95"

@@ -61,7 +61,9 @@ def test_our_own_child_process_is_not_foreign(one_cpu):
     finally:
         child.wait()
     assert got["own_cpu_s"] > 0.5, got  # the child's CPU time counts as ours
-    assert got["fraction"] < THRESHOLD and not got["contended"], got
+    # taken for someone else's, the child would be a whole CPU of the window (fraction near 1);
+    # what is left is the machine's background, which may cross the 5% line on its own (CI's did)
+    assert got["foreign_cpu_s"] < 0.25 * got["window_s"], got
     # and it is kept apart: a compile pool beside the timed calls is not the timed program
     assert got["descendants_cpu_s"] > 0.5 and got["descendants_fraction"] > 0.5, got
 

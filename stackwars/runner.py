@@ -623,7 +623,7 @@ def cell_cache(spec: CellSpec, config: MeasureConfig, cache_root: str | None) ->
     (``cold_every_process``, or no run folder) a fresh folder, removed after. The worker
     records the mode the folder was in (``settings.cache.mode``), and only cold processes give
     first-call figures (report/tables.py)."""
-    from stackwars.harness import settings
+    from stackwars.harness.settings import RUN_CELL_CACHE
 
     if config.cache_dir is not None:
         return config.cache_dir, "shared directory", False
@@ -632,7 +632,7 @@ def cell_cache(spec: CellSpec, config: MeasureConfig, cache_root: str | None) ->
 
         folder = os.path.join(cache_root, hashlib.sha256(spec.key.split("#r")[0].encode()).hexdigest()[:16])
         os.makedirs(folder, exist_ok=True)
-        return folder, settings.RUN_CELL_CACHE, False
+        return folder, RUN_CELL_CACHE, False
     return tmp.mkdtemp("cold-cache"), "fresh per process", True
 
 

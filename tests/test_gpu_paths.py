@@ -162,3 +162,4 @@ def test_points3_5_7_jax_allocator_cap_command_buffers_and_the_same_warm_up(gpu_
     t = _ok(CellSpec("gpt2", "tiny", "forward", "torch-eager", "cuda"), gpu_probe)
     for m in (j, t):  # both frameworks warm cuBLAS (both dtypes) and cuDNN before the first call
         assert {"gemm_s", "gemm_bf16_s", "conv_s"} <= set(m.settings["device_init"]), m.settings["device_init"]
+    assert j.settings["device_init"]["compile_options"] == {"xla_gpu_autotune_level": 0}  # XLA took them on CUDA

@@ -208,27 +208,47 @@ def configure_jax(settings: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+# XLA options for the initialisation's own programs (the GEMMs and the convolution below):
+# compiled, so the compiler pipeline's first use stays out of the first call, but not
+# autotuned. On the H200 a cold process spent 2.1-2.6 s compiling the float32 GEMM, 0.5 s the
+# bfloat16 one and 1.0 s the convolution, where a warm one read them back from its cache in
+# 0.04, 0.01 and 0.19 s: XLA tried Triton GEMM configurations and cuDNN algorithms for
+# programs nobody measures (results/gpu-h200-2026-11-26b). Executed, they still make the
+# cuBLAS, cuBLASLt and cuDNN handles PyTorch's initialisation makes too. The measured
+# program's first call autotunes its own fusions, as a user's first call does.
+INIT_COMPILE_OPTIONS = {"xla_gpu_autotune_level": 0}
+
+
+def _init_run(fn: Callable, *args: Any) -> Any:
+    """``fn`` jitted, compiled with ``INIT_COMPILE_OPTIONS`` and run once, synchronised."""
+    compiled = jax.jit(fn).lower(*args).compile(compiler_options=INIT_COMPILE_OPTIONS)
+    return jax.block_until_ready(compiled(*args))
+
+
 def init_jax_device(device: str) -> dict[str, Any]:
-    """JAX's client for the platform, then a GEMM executed on it (the compiler pipeline's and
-    the BLAS library's first use), synchronised. On a GPU, what PyTorch's initialisation
-    warms too: GEMMs in float32 and bfloat16 (cuBLAS and cuBLASLt handles and workspaces)
-    and a small convolution (the cuDNN handle), so that neither framework's first call pays
-    a library's start-up the other's initialisation took."""
+    """JAX's client for the platform, then a GEMM compiled and executed on it (the compiler
+    pipeline's and the BLAS library's first use), synchronised. On a GPU, what PyTorch's
+    initialisation warms too: GEMMs in float32 and bfloat16 (cuBLAS and cuBLASLt handles and
+    workspaces) and a small convolution (the cuDNN handle), so that neither framework's first
+    call pays a library's start-up the other's initialisation took. These programs are not
+    autotuned (``INIT_COMPILE_OPTIONS``); their inputs are made on the host, so nothing else
+    is compiled."""
     import time
 
     t0 = time.perf_counter()
     dev = jax.devices("gpu" if device == "cuda" else "cpu")[0]
-    steps: dict[str, Any] = {"client_s": time.perf_counter() - t0}
+    steps: dict[str, Any] = {"client_s": time.perf_counter() - t0, "compile_options": dict(INIT_COMPILE_OPTIONS)}
     n = WARM_GEMM if device == "cuda" else 8
     for dtype in ((np.float32, jnp.bfloat16) if device == "cuda" else (np.float32,)):
         t0 = time.perf_counter()
-        x = jax.device_put(np.ones((n, n), np.float32), dev).astype(dtype)
-        jax.block_until_ready(x @ x)
+        x = jax.device_put(np.ones((n, n), dtype), dev)
+        _init_run(jnp.matmul, x, x)
         steps["gemm_s" if dtype is np.float32 else "gemm_bf16_s"] = time.perf_counter() - t0
     if device == "cuda":
         t0 = time.perf_counter()
         img = jax.device_put(np.ones((1, 1, 8, 8), np.float32), dev)
-        jax.block_until_ready(jax.lax.conv(img, jnp.ones((1, 1, 3, 3), jnp.float32, device=dev), (1, 1), "SAME"))
+        kernel = jax.device_put(np.ones((1, 1, 3, 3), np.float32), dev)
+        _init_run(lambda a, k: jax.lax.conv(a, k, (1, 1), "SAME"), img, kernel)
         steps["conv_s"] = time.perf_counter() - t0
     return steps
 

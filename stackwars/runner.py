@@ -504,15 +504,17 @@ def process_request(spec: CellSpec, config: MeasureConfig, placement: Placement 
                     cache_dir: str | None) -> dict[str, Any]:
     """How a cell's worker process is made (isolation.run_task): its threads, device, caches,
     environment and cores, and the fork server it comes from: one that preloaded the
-    framework (and what the workload's file imports whatever the backend: a user's model file's
-    frameworks), a server of its own for each process number of a cell (harness/forkserver.py)."""
+    framework (and what the workload's cells import: a user's model file's frameworks whatever
+    the backend, a built-in model's twin on that framework), a server of its own for each
+    process number of a cell (harness/forkserver.py)."""
     bspec, wl = registry.backend(spec.backend), registry.workload(spec.workload)
     return {"threads": config.threads, "device": spec.device, "cache_dir": cache_dir,
             "env": {**bspec.process_env(dict(spec.options), spec.device),
                     **wl.process_env(wl.config(spec.preset, dict(spec.overrides)), spec.device),
                     **(dict(placement.env) if placement else {})},
             "cpus": list(placement.cpus) if placement and placement.cpus else None,
-            "preload": list(dict.fromkeys((*bspec.preload, *wl.preload))), "generation": spec.repeat}
+            "preload": list(dict.fromkeys((*bspec.preload, *wl.preload_for(bspec.framework)))),
+            "generation": spec.repeat}
 
 
 def study_process(backend: str, device: str, cache_dir: str | None, threads: int | None = None) -> dict[str, Any]:

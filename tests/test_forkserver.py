@@ -465,6 +465,13 @@ def test_a_cuda_cells_reference_is_computed_while_its_cells_servers_start_and_ev
     origins = {k: m.settings["process"]["origin"] for k, m in cells.items()}
     assert not any(o["started_the_server"] for o in origins.values()), origins  # no cell waited for a server
     assert all("stackwars.harness.reference" not in o["preloaded"] for o in origins.values())
+    # a model's JAX cells come from servers that imported its JAX twin (and flax.nnx with it: 0.25 s
+    # a process on the idle 2-core VM), its PyTorch cells from the PyTorch servers the micro-ops use
+    for k, o in origins.items():
+        assert ("stackwars.workloads.models.jax_nets" in o["preloaded"]) == ("/jax-jit/" in k), (k, o["preloaded"])
+    micro = runner.process_request(runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["jax-jit"])[0],
+                                   MeasureConfig(), None, None)
+    assert "stackwars.workloads.models.jax_nets" not in micro["preload"]
     first_key = specs[0].key
     worker = cells[first_key].settings["reference_worker"]
     assert worker["source"] == "computed" and worker["status"] == "ok", worker

@@ -137,6 +137,15 @@ class Workload:
     # user's model file imports both frameworks at its top): its fork servers preload them
     # (harness/forkserver.py), so each process does not import them again
     preload: tuple[str, ...] = ()
+    # modules this workload's cell-processes on one framework import while they prepare (a
+    # model's JAX twin imports flax.nnx: 0.25 s of each process on the idle 2-core VM, beside
+    # what the JAX servers preload): that framework's fork servers preload them too (``preload_for``)
+    framework_preload: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+
+    def preload_for(self, framework: str) -> tuple[str, ...]:
+        """What the fork servers of this workload's ``framework`` cell-processes preload beside
+        the backend's own modules (runner.process_request)."""
+        return tuple(dict.fromkeys((*self.preload, *self.framework_preload.get(framework, ()))))
 
     def variant_label(self, overrides: Mapping[str, Any], framework: str | None, device: str = "cpu") -> str | None:
         """A row label for a non-default variant (``variant_params``), or None."""

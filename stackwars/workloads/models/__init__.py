@@ -84,6 +84,9 @@ def _draw(seed: int, name: str, shape: tuple[int, ...]) -> np.ndarray:
 class ModelWorkload(Workload):
     twin_modules = {"torch": "stackwars.workloads.models.torch_nets",
                     "jax": "stackwars.workloads.models.jax_nets"}
+    # the JAX twin imports flax.nnx (0.25 s a process on the idle 2-core VM): its servers preload
+    # it; the PyTorch twin's 0.01 s is not worth a server of its own beside the micro-ops' servers
+    framework_preload = {"jax": ("stackwars.workloads.models.jax_nets",)}
     published_params: int = 0  # the published count (e.g. HF's BertModel), checked by the tests
     training_heads: tuple[str, ...] = ()  # parameters only the loss uses, outside the published count
     source: str = ""

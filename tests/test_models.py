@@ -290,6 +290,46 @@ def test_windowed_attention_flops_in_closed_form_equal_the_sum():
             _brute_force_attention_flops(cfg) - _brute_force_attention_flops(other)
 
 
+def test_weights_are_drawn_in_blocks_the_same_whatever_the_threads_and_rounded_in_chunks_as_one_by_one(monkeypatch):
+    """A model's tensors are drawn in blocks of rows, each from its own stream, in parallel
+    threads (so GPT-2's token embedding is not drawn by one thread while the others idle): the
+    weights do not depend on how many threads drew them; the blocks of a tensor are not
+    repeats of one block; a tensor of one block is its single stream (seed, name). Rounding to
+    bfloat16 in chunks across threads gives round_to's values, tensor by tensor."""
+    import numpy as np
+
+    from stackwars.workloads import base, models
+
+    monkeypatch.setattr(models, "DRAW_BLOCK", 32 * 16)  # tiny's 96x32 token embedding: 6 blocks of 16 rows
+    wl = registry.workload("gpt2")
+    cfg = wl.config("tiny", {})
+    many, _ = wl.init(cfg, 0)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})  # one thread draws every block
+    one, _ = wl.init(cfg, 0)
+    assert list(many) == list(one) and all(np.array_equal(many[k], one[k]) for k in many)
+    emb = many["tok_emb.weight"]
+    blocks = models._blocks(emb.shape)
+    assert blocks == [(lo, lo + 16) for lo in range(0, 96, 16)]
+    assert len({emb[lo:hi].tobytes() for lo, hi in blocks}) == len(blocks)
+    assert 0.015 < float(emb.std()) < 0.025  # every block drawn at the embedding's scale (0.02)
+    bias = many["blocks.0.attn.q.bias"]  # 32 values: one block, from the stream (seed, its name)
+    rng = np.random.default_rng(np.random.SeedSequence(0, spawn_key=(models._stream("blocks.0.attn.q.bias"),)))
+    np.testing.assert_array_equal(bias, rng.standard_normal(bias.shape, dtype=np.float32) * np.float32(0.02))
+    assert len(models._blocks(many["pos_emb.weight"].shape)) == 2  # 32x32 at 512 a block: 16 rows each
+
+    monkeypatch.setattr(base, "ROUND_CHUNK", 100)  # several chunks a tensor, in threads
+    monkeypatch.setattr(base, "ROUND_THREADS_FROM", 0)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    arrays = {**many, "ids": np.arange(7)}
+    rounded = base.round_all(arrays, "bfloat16")
+    assert list(rounded) == list(arrays) and rounded["ids"] is arrays["ids"]
+    for k, v in many.items():
+        expected = base.round_to(v, "bfloat16")
+        assert rounded[k].dtype == np.float32 and rounded[k].shape == v.shape
+        np.testing.assert_array_equal(rounded[k], expected)
+    assert not np.array_equal(rounded["tok_emb.weight"], emb)  # rounding changed it
+
+
 @pytest.mark.parametrize("workload", ("llama3-8b", "resnet50"))
 def test_building_a_jax_twin_never_holds_two_whole_copies_of_the_weights(workload, monkeypatch):
     """The JAX twins transpose every kernel into Flax's layout. Built from a dict that kept

@@ -48,37 +48,52 @@ def _stream(name: str) -> int:
     return zlib.crc32(name.encode())
 
 
-def _draw(seed: int, name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """One canonical tensor, float32, from its own stream (seed, name)."""
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_stream(name),)))
+DRAW_BLOCK = 1 << 22  # elements one random stream draws at most (16 MiB of float32)
 
-    def normal(scale: float) -> np.ndarray:
-        v = rng.standard_normal(shape, dtype=np.float32)
-        v *= np.float32(scale)  # in place: no second copy of a large tensor
-        return v
+
+def _blocks(shape: tuple[int, ...]) -> list[tuple[int, int]]:
+    """The rows [lo, hi) of each block a tensor is drawn in: whole rows, about ``DRAW_BLOCK``
+    elements each (one block for all but the large tensors)."""
+    rows = shape[0] if shape else 1
+    per_row = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    step = max(1, DRAW_BLOCK // max(1, per_row))
+    return [(lo, min(rows, lo + step)) for lo in range(0, rows, step)]
+
+
+def _draw_block(seed: int, name: str, shape: tuple[int, ...], out: np.ndarray, block: int, lo: int, hi: int) -> None:
+    """Rows [lo, hi) of one canonical tensor, float32, into ``out``, from the block's own
+    stream: (seed, name) for the first block, so a tensor of one block is what it always was,
+    and (seed, name, block) for the others."""
+    key = (_stream(name),) if block == 0 else (_stream(name), block)
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
+    view = out[lo:hi] if shape else out
+
+    def normal(scale: float) -> None:
+        rng.standard_normal(dtype=np.float32, out=view)
+        np.multiply(view, np.float32(scale), out=view)  # in place: no second copy of a large tensor
 
     if name.endswith("running_mean"):
-        return normal(0.1)
-    if name.endswith("running_var"):
-        return rng.uniform(0.5, 1.5, shape).astype(np.float32)
-    if name.endswith("bn3.weight"):
+        normal(0.1)
+    elif name.endswith("running_var"):
+        view[...] = rng.uniform(0.5, 1.5, view.shape)
+    elif name.endswith("bn3.weight"):
         # the last BatchNorm of each bottleneck starts near zero (torchvision's
         # zero_init_residual, Goyal et al. 2017): at 1, a random ResNet-50's gradients move
         # by 1.5% of their largest when the weights move by 1e-7, so no float32 step could
         # agree with the float64 one; near zero, by 2e-7
-        return normal(0.02)
-    if name.endswith("weight") and len(shape) == 1:  # a norm's scale
-        v = normal(0.02)
-        v += np.float32(1.0)
-        return v
-    if len(shape) == 4:  # convolution: He initialisation
-        return normal(float(np.sqrt(2.0 / np.prod(shape[1:]))))
-    if len(shape) == 2 and "emb" not in name:
+        normal(0.02)
+    elif name.endswith("weight") and len(shape) == 1:  # a norm's scale
+        normal(0.02)
+        view += np.float32(1.0)
+    elif len(shape) == 4:  # convolution: He initialisation
+        normal(float(np.sqrt(2.0 / np.prod(shape[1:]))))
+    elif len(shape) == 2 and "emb" not in name:
         # a linear layer [out, in]: std 1/sqrt(in), so attention scores are O(1) and the
         # softmax far from uniform; with GPT-2's 0.02 a tiny model's queries and keys would
         # get gradients too small for a float32 comparison to test them
-        return normal(1 / np.sqrt(shape[1]))
-    return normal(0.02)
+        normal(1 / np.sqrt(shape[1]))
+    else:
+        normal(0.02)
 
 
 class ModelWorkload(Workload):
@@ -116,14 +131,21 @@ class ModelWorkload(Workload):
         model would not fit beside it): non-zero biases and perturbed norm scales, so a bias or
         scale that a twin dropped would show.
 
-        Each tensor has its own random stream, seeded by (seed, its name): the draw does not
-        depend on the order of the tensors, and the tensors are drawn in parallel threads
-        (numpy's generators release the GIL), which makes an 8-billion-parameter model take
-        seconds per cell rather than minutes."""
+        Each tensor has its own random streams, one a block of rows (``_blocks``), seeded by
+        (seed, its name, the block): the draw does not depend on the order of the tensors or
+        on the threads, and the blocks are drawn in parallel threads (numpy's generators
+        release the GIL). In blocks, the largest tensor no longer sets the time: GPT-2's
+        token embedding alone is 31% of its weights, which one thread drew while the others
+        had finished."""
         shapes = self.shapes(cfg)[0]
+        params = {name: np.empty(shape, np.float32) for name, shape in shapes.items()}
+        jobs = [(name, shape, block, lo, hi) for name, shape in shapes.items()
+                for block, (lo, hi) in enumerate(_blocks(shape))]
         workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            params = dict(zip(shapes, pool.map(lambda item: _draw(seed, *item), shapes.items())))
+            # the largest blocks first, so that no large one starts last
+            jobs.sort(key=lambda job: (job[4] - job[3]) * int(np.prod(job[1][1:])), reverse=True)
+            list(pool.map(lambda job: _draw_block(seed, job[0], job[1], params[job[0]], *job[2:]), jobs))
         return params, self.init_batch(cfg, seed)
 
     def init_batch(self, cfg, seed: int) -> Arrays:

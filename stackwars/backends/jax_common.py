@@ -212,8 +212,9 @@ def configure_jax(settings: Mapping[str, Any]) -> dict[str, Any]:
 # compiled, so the compiler pipeline's first use stays out of the first call, but not
 # autotuned. On the H200 a cold process spent 2.1-2.6 s compiling the float32 GEMM, 0.5 s the
 # bfloat16 one and 1.0 s the convolution, where a warm one read them back from its cache in
-# 0.04, 0.01 and 0.19 s: XLA tried Triton GEMM configurations and cuDNN algorithms for
-# programs nobody measures (results/gpu-h200-2026-11-26b). Executed, they still make the
+# 0.04, 0.01 and 0.19 s, most of it presumably XLA trying GEMM configurations and cuDNN
+# algorithms for programs nobody measures (results/gpu-h200-2026-11-26b; the next GPU run's
+# cold processes say how much this saves). Executed, they still make the
 # cuBLAS, cuBLASLt and cuDNN handles PyTorch's initialisation makes too. The measured
 # program's first call autotunes its own fusions, as a user's first call does.
 INIT_COMPILE_OPTIONS = {"xla_gpu_autotune_level": 0}

@@ -27,13 +27,13 @@ bias, holds only noise), and never below ``grad_floor`` when the reference gives
 from __future__ import annotations
 
 import math
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping
 
 import numpy as np
 
 from stackwars.records import Parity
+from stackwars.workloads.base import host_threads
 
 FLOOR = 0.05
 
@@ -46,7 +46,7 @@ CHUNK = 1 << 18  # elements looked at at once: float64 temporaries of 2 MiB, in 
 
 
 def _workers() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return host_threads()
 
 
 def _in_threads(part: Any, starts: range) -> list:

@@ -349,6 +349,12 @@ def _round_bfloat16(bits: np.ndarray, out: np.ndarray, lo: int) -> None:
     o &= np.uint32(0xFFFF0000)
 
 
+def host_threads() -> int:
+    """The CPUs this process may run on: the threads that draw, round and lay out a model's
+    weights on the host."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def round_all(arrays: Arrays, dtype: str) -> Arrays:
     """``round_to`` over every array, in parallel threads (numpy's ufuncs release the GIL),
     chunk by chunk (``ROUND_CHUNK``): a model's weights are rounded in seconds on a many-core
@@ -370,8 +376,7 @@ def round_all(arrays: Arrays, dtype: str) -> Arrays:
         rounded = np.empty_like(bits)
         out[k] = rounded.view(np.float32).reshape(x32.shape)
         jobs += [(bits, rounded, lo) for lo in range(0, bits.size, ROUND_CHUNK)]
-    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=host_threads()) as pool:
         list(pool.map(lambda job: _round_bfloat16(*job), jobs))
     return {k: out[k] for k, _ in items}
 

@@ -14,7 +14,6 @@ cross-framework check; the tests also run the JAX twin in float64 against it).
 from __future__ import annotations
 
 import dataclasses
-import os
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -24,7 +23,7 @@ import numpy as np
 from stackwars.registry import register_workload
 from stackwars.workloads.attention import Geometry
 from stackwars.records import DTYPES
-from stackwars.workloads.base import Arrays, OptimizerSpec, Workload, itemsize, param_dtype
+from stackwars.workloads.base import Arrays, OptimizerSpec, Workload, host_threads, itemsize, param_dtype
 from stackwars.workloads.models.config import ResNetConfig, TransformerConfig
 from stackwars.workloads.models.shapes import canonical_shapes, counts
 
@@ -141,8 +140,7 @@ class ModelWorkload(Workload):
         params = {name: np.empty(shape, np.float32) for name, shape in shapes.items()}
         jobs = [(name, shape, block, lo, hi) for name, shape in shapes.items()
                 for block, (lo, hi) in enumerate(_blocks(shape))]
-        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+        with ThreadPoolExecutor(max_workers=host_threads()) as pool:
             # the largest blocks first, so that no large one starts last
             jobs.sort(key=lambda job: (job[4] - job[3]) * int(np.prod(job[1][1:])), reverse=True)
             list(pool.map(lambda job: _draw_block(seed, job[0], job[1], params[job[0]], *job[2:]), jobs))

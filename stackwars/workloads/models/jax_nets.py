@@ -371,8 +371,9 @@ def _fill_in_threads(fill: Callable[[Any, Any], Any], *trees: Any) -> tuple:
     without the GIL), then placed. One by one, GPT-2's took 0.75 s of a jax-jit ``prepare`` on
     the 2-core VM, in one thread of a host's many. At most one array a thread is in flight, so
     the canonical set and the laid-out one still never stand whole side by side."""
-    import os
     from concurrent.futures import ThreadPoolExecutor
+
+    from stackwars.workloads.base import host_threads
 
     flat = [jax.tree_util.tree_flatten_with_path(tree) for tree in trees]
     out: list[list[Any]] = [[None] * len(leaves) for leaves, _ in flat]
@@ -383,8 +384,7 @@ def _fill_in_threads(fill: Callable[[Any, Any], Any], *trees: Any) -> tuple:
         i, j, path, leaf = job
         out[i][j] = fill(path, leaf)
 
-    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=host_threads()) as pool:
         list(pool.map(run, jobs))
     return tuple(jax.tree_util.tree_unflatten(treedef, values) for (_, treedef), values in zip(flat, out))
 

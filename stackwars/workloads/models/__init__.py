@@ -140,9 +140,9 @@ class ModelWorkload(Workload):
         params = {name: np.empty(shape, np.float32) for name, shape in shapes.items()}
         jobs = [(name, shape, block, lo, hi) for name, shape in shapes.items()
                 for block, (lo, hi) in enumerate(_blocks(shape))]
+        # the largest blocks first, so that no large one starts last
+        jobs.sort(key=lambda job: (job[4] - job[3]) * int(np.prod(job[1][1:])), reverse=True)
         with ThreadPoolExecutor(max_workers=host_threads()) as pool:
-            # the largest blocks first, so that no large one starts last
-            jobs.sort(key=lambda job: (job[4] - job[3]) * int(np.prod(job[1][1:])), reverse=True)
             list(pool.map(lambda job: _draw_block(seed, job[0], job[1], params[job[0]], *job[2:]), jobs))
         return params, self.init_batch(cfg, seed)
 

@@ -25,6 +25,7 @@ import numpy as np
 import optax
 from flax import nnx
 
+from stackwars.workloads.base import host_threads
 from stackwars.workloads.jax_util import dot_product_attention
 from stackwars.workloads.models.config import ResNetConfig, TransformerConfig, rope_inv_freq
 
@@ -335,10 +336,10 @@ def build(cfg, params: dict[str, Any], place: Callable[[Any], jax.Array] | None 
 
     ``place``: given, ``params`` are the host's (numpy) arrays, each put in Flax's layout on
     the host and then placed by ``place(array)``, in parallel threads (``_fill_in_threads``).
-    A transpose on the device compiles one
-    program per kernel shape: resnet50's jax-jit ``prepare`` took 6.2 s in a process with
-    empty caches on the H200 (1.1-1.4 s with warm ones), likely most of it those programs;
-    on the 2-core VM, resnet50 small's went from 3.5-4.0 s to 1.6-2.1 s without them.
+    A transpose on the device compiles one program per kernel shape: resnet50's jax-jit
+    ``prepare`` took 6.2 s in a process with empty caches on the H200 (1.1-1.4 s with warm
+    ones), likely most of it those programs; on the 2-core VM, resnet50 small's went from
+    3.5-4.0 s to 1.6-2.1 s without them.
 
     Empties ``params`` as it goes: each array leaves the dict as its (transposed) copy is made,
     so the canonical set and the transposed one never stand whole side by side on the device.
@@ -368,12 +369,11 @@ def build(cfg, params: dict[str, Any], place: Callable[[Any], jax.Array] | None 
 def _fill_in_threads(fill: Callable[[Any, Any], Any], *trees: Any) -> tuple:
     """``fill(path, leaf)`` over every leaf of ``trees``, in parallel threads, the largest
     first: each laid out and converted on the host (a transpose and a cast, which numpy runs
-    without the GIL), then placed. One by one, GPT-2's took 0.75 s of a jax-jit ``prepare`` on
-    the 2-core VM, in one thread of a host's many. At most one array a thread is in flight, so
-    the canonical set and the laid-out one still never stand whole side by side."""
+    without the GIL), then placed. GPT-2 small's bfloat16 build took 0.66-0.83 s one by one
+    and 0.48-0.56 s in threads on the idle 2-core VM; a GPU host has many more threads. At
+    most one array a thread is in flight, so the canonical set and the laid-out one still
+    never stand whole side by side."""
     from concurrent.futures import ThreadPoolExecutor
-
-    from stackwars.workloads.base import host_threads
 
     flat = [jax.tree_util.tree_flatten_with_path(tree) for tree in trees]
     out: list[list[Any]] = [[None] * len(leaves) for leaves, _ in flat]

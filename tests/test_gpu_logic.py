@@ -303,3 +303,29 @@ def test_point6_the_reference_workers_server_preloads_what_a_model_reference_imp
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
     late = json.loads(out.stdout.strip().splitlines()[-1])
     assert not [m for m in late if m.startswith(("torch._dynamo", "torch._inductor"))], late
+
+
+def test_point3_jax_initialisation_compiles_without_autotuning_and_survives_an_option_xla_refuses(monkeypatch):
+    """JAX's device initialisation compiles its own programs with XLA's autotuning off (on the
+    H200 a cold process spent 3.6-4.1 s compiling them); the record keeps the options. An XLA
+    that does not know an option refuses it: the programs are then compiled as XLA would, and
+    the record says why, rather than every JAX cell failing."""
+    from stackwars.backends import jax_common
+
+    steps = jax_common.init_jax_device("cpu")
+    assert steps["compile_options"] == {"xla_gpu_autotune_level": 0} and "compile_options_refused" not in steps
+    seen = []
+    real = jax_common._init_run
+    monkeypatch.setattr(jax_common, "_init_run", lambda fn, *a, options: seen.append(dict(options)) or
+                        real(fn, *a, options=options))
+    monkeypatch.setattr(jax_common, "INIT_COMPILE_OPTIONS", {"xla_no_such_option_stackwars": 1})
+    steps = jax_common.init_jax_device("cpu")
+    assert steps["compile_options"] == {} and "xla_no_such_option_stackwars" in steps["compile_options_refused"]
+    assert seen == [{"xla_no_such_option_stackwars": 1}, {}]  # refused, then compiled without it
+
+    def broken(fn, *a, options):
+        raise RuntimeError("INTERNAL: something else went wrong")
+
+    monkeypatch.setattr(jax_common, "_init_run", broken)
+    with pytest.raises(RuntimeError, match="something else"):  # any other failure is not swallowed
+        jax_common.init_jax_device("cpu")

@@ -64,7 +64,7 @@ def test_each_cell_process_is_a_fresh_fork_whose_device_is_made_after_it(tmp_pat
     jit = next(m for k, m in cells.items() if "/jax-jit/" in k)
     assert jit.settings["device_init"] and jit.timeline["device_init_s"] > 0
     # its own programs compiled without autotuning (jax_common.INIT_COMPILE_OPTIONS: XLA refuses an
-    # option it does not know, so a misspelt one fails every JAX cell)
+    # option it does not know, and the initialisation then compiles without it: a misspelt one fails here)
     assert jit.settings["device_init"]["compile_options"] == {"xla_gpu_autotune_level": 0}
     assert jit.timeline["import_s"] < 0.5  # the framework came with the server, not imported again
 

@@ -209,7 +209,7 @@ def test_a_runs_flops_are_counted_once_and_read_by_its_other_cells(tmp_path):
 def test_a_models_float64_run_says_where_its_seconds_went(tmp_path, phase):
     """A model's reference times its parts (the twin built on the device, the run, the outputs'
     trip to the host: on the H200 GPT-2 paper's float64 run took 8.5 s whole, unexplained); on
-    the host its outputs stay float64."""
+    the host its outputs stay float64, and the cell compares with the float32 copy it stores."""
     from stackwars import registry
     from stackwars.harness import reference as refmod
 
@@ -222,5 +222,27 @@ def test_a_models_float64_run_says_where_its_seconds_went(tmp_path, phase):
     parts = info["stages"]["float64_parts"]
     assert set(parts) == {"build_s", "run_s", "to_host_s"} and all(v >= 0 for v in parts.values()), parts
     assert sum(parts.values()) <= info["stages"]["float64_run_s"] + 1e-6
-    assert all(np.asarray(v).dtype == np.float64 for k, v in ref.items() if k != "grad_floor"), \
-        {k: np.asarray(v).dtype for k, v in ref.items()}
+    own = wl.reference(cfg, phase, params, batch)
+    assert all(np.asarray(v).dtype == np.float64 for k, v in own.items() if k != "grad_floor"), \
+        {k: np.asarray(v).dtype for k, v in own.items()}
+    kept = refmod.ReferenceCache(str(tmp_path)).load("k")
+    assert set(ref) == set(kept) and all(np.array_equal(ref[k], kept[k]) for k in kept)
+
+
+def test_the_cell_that_computes_the_reference_compares_with_what_it_stored(tmp_path):
+    """The first cell of a run computes the reference in float64 and stores it as float32; it
+    compares its outputs with the stored arrays, as every later cell does, so the same outputs
+    get the same figure in the first process and in the others (the digest's reuse of a
+    comparison, harness/digest.py, relies on it)."""
+    wl = registry.workload("gemm")
+    cfg = wl.config("tiny")
+    params, batch = wl.init(cfg, 0)
+    ref64 = wl.reference(cfg, "forward", params, batch)["out"]
+    outputs = {"out": (ref64 * (1 + 3e-7)).astype(np.float32)}
+    cache, key = refmod.ReferenceCache(str(tmp_path)), "k"
+    args = (wl, cfg, "forward", params, batch, outputs, 2e-4, cache, key, "cpu", "float32", "auto", "torch",
+            "torch-eager")
+    first, info = refmod.reference_parity(*args)
+    later, again = refmod.reference_parity(*args)
+    assert info["source"] == "computed" and again["source"].startswith("reused")
+    assert first == later and first.ok

@@ -21,8 +21,8 @@ from datetime import datetime
 from stackwars.store.results import Store
 
 STAGES = ("startup_s", "canary_s", "workload_s", "import_s", "device_init_s", "prepare_s", "first_call_s",
-          "second_call_s", "settle_s", "warmup_s", "steady_s", "parity_copy_s", "stats_s", "observe_s", "anatomy_s",
-          "counts_s", "reference_s", "parity_s")
+          "second_call_s", "settle_s", "warmup_s", "steady_s", "digest_s", "parity_copy_s", "stats_s", "observe_s",
+          "anatomy_s", "counts_s", "reference_s", "parity_s")
 
 
 def summarise(path: str) -> dict:

@@ -163,3 +163,48 @@ def test_points3_5_7_jax_allocator_cap_command_buffers_and_the_same_warm_up(gpu_
     for m in (j, t):  # both frameworks warm cuBLAS (both dtypes) and cuDNN before the first call
         assert {"gemm_s", "gemm_bf16_s", "conv_s"} <= set(m.settings["device_init"]), m.settings["device_init"]
     assert j.settings["device_init"]["compile_options"] == {"xla_gpu_autotune_level": 0}  # XLA took them on CUDA
+
+
+def test_point3_a_large_outputs_digest_is_folded_on_the_gpu_as_numpy_folds_it(gpu_probe, tmp_path):
+    """The digest (harness/digest.py) folded by each framework on the GPU is numpy's fold of the
+    same bits on the host (a fresh interpreter: JAX's client on the GPU beside nothing else);
+    then a run's later processes of a GEMM whose output is folded take the first comparison."""
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np, torch, jax, jax.numpy as jnp\n"
+        "from stackwars.harness import digest\n"
+        "from stackwars.backends import torch_common as tc, jax_common as jc\n"
+        "digest.DIGEST_FROM = 10\n"
+        "for dt in ('float32', 'bfloat16'):\n"
+        "    t = torch.randn(1000, 131, device='cuda').to(getattr(torch, dt))\n"
+        "    j = jax.device_put(jnp.asarray(np.random.default_rng(0).standard_normal((999, 7)), getattr(jnp, dt)),"
+        " jax.devices('gpu')[0])\n"
+        "    assert tc.output_digest(t) == digest.digest_numpy(tc.to_numpy(t)), dt\n"
+        "    assert jc.output_digest(j) == digest.digest_numpy(jc.to_numpy(j)), dt\n"
+        # folded without a temporary of the output's size: XLA's peak, which no cell can reset, stays
+        "gpu = jax.devices('gpu')[0]\n"
+        "x = jax.device_put(jnp.ones((1 << 25,), jnp.bfloat16), gpu).block_until_ready()\n"
+        "before = gpu.memory_stats()['peak_bytes_in_use']\n"
+        "jc.output_digest(x)\n"
+        "grew = gpu.memory_stats()['peak_bytes_in_use'] - before\n"
+        "assert grew <= (1 << 25) // 16 + (1 << 20), grew\n"
+        "print('folded alike')\n")
+    env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false", "JAX_PLATFORMS": "cuda,cpu"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0 and "folded alike" in out.stdout, out.stderr[-3000:]
+    from stackwars.harness import env as envmod
+    from stackwars.store.results import Store
+
+    specs = runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["torch-eager", "jax-jit"], devices=("cuda",),
+                              overrides={"m": 4096, "n": 4096, "k": 16}, repeats=2)
+    with Store(tmp_path / "r.db") as store:
+        run_id = runner.new_run(store, specs, FAST)
+        done = runner.execute(store, run_id, specs, FAST, envmod.fingerprint(None, gpu_probe))
+    assert [m.status for m in done] == ["ok"] * 4, [m.error for m in done]
+    for m in done:
+        if m.spec.repeat:
+            assert m.settings["reference"]["source"].startswith("reused: the comparison of the same output bits"), \
+                m.settings["reference"]
+            assert m.timeline["parity_copy_s"] < 0.1 and m.timeline["digest_s"] < 1.0, m.timeline

@@ -11,6 +11,7 @@ loaded only inside workers. The harness uses it like this:
     out = prepared.call()                      # one step; first call includes compile
     prepared.sync([out, ...])                  # block until every output is computed
     prepared.after_first_call()                # compile timers, outside the timed region
+    prepared.digest(out)                       # a large output's digest: compared already in this run?
     prepared.parity_outputs(out)               # numpy outputs comparable to the reference
     prepared.compile_stats()                   # read at the end: recompiles count too
     prepared.not_as_named()                    # None, or why it did not run as named (no CUDA graphs)
@@ -57,6 +58,9 @@ class Prepared:
     # whose graphs Inductor skipped), or None; such a cell is recorded as unsupported, timings kept
     not_as_named: Callable[[], str | None] = lambda: None
     notes: dict[str, Any] = field(default_factory=dict)  # what ran, recorded with the cell
+    # first-call output -> its digest (harness/digest.py), or None where it is not folded: an
+    # output the run already compared is not copied and compared again
+    digest: Callable[[Any], str | None] = lambda out: None
 
 
 # a framework's modules every cell-process of its backends imports, or would import later

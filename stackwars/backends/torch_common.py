@@ -18,6 +18,7 @@ import torch
 
 from stackwars.backends.base import WARM_GEMM, Backend, Prepared
 from stackwars.errors import Unsupported
+from stackwars.harness import digest
 from stackwars.workloads import attention
 from stackwars.workloads.base import initial_values, param_dtype, update_of
 
@@ -49,6 +50,31 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
     if t.dtype in (torch.float16, torch.float32):
         return t.cpu().numpy()
     return t.to(device="cpu", dtype=torch.float64).numpy()
+
+
+FOLD_ROWS = 1 << 17  # blocks folded at once: int32 temporaries of 64 MiB, whatever the output's size
+
+
+def output_digest(t: Any) -> str | None:
+    """The digest of a first call's output (harness/digest.py), folded where it lies: on a GPU
+    only the block sums, 3% of the output's bytes, cross to the host. None for an output too
+    small, not floating-point or in host memory (``digest.wanted``): it is copied and compared
+    as always."""
+    if not isinstance(t, torch.Tensor) or not digest.wanted(t.numel(), t.element_size(), t.is_floating_point(),
+                                                            t.device.type == "cpu"):
+        return None
+    words = t.detach().contiguous().reshape(-1).view(torch.int16)
+    whole = words.numel() - words.numel() % digest.BLOCK
+    blocks = words[:whole].view(-1, digest.BLOCK)
+    weights = torch.arange(1, digest.BLOCK + 1, dtype=torch.int32, device=t.device)
+    sums = torch.empty(blocks.shape[0], dtype=torch.int32, device=t.device)
+    weighted = torch.empty_like(sums)
+    for i in range(0, blocks.shape[0], FOLD_ROWS):
+        b = blocks[i:i + FOLD_ROWS].to(torch.int32).bitwise_and_(0xFFFF)  # the words as unsigned
+        torch.sum(b, 1, dtype=torch.int32, out=sums[i:i + FOLD_ROWS])
+        torch.sum(b.mul_(weights), 1, dtype=torch.int32, out=weighted[i:i + FOLD_ROWS])
+    tail = words[whole:].cpu().numpy().view(np.uint16)
+    return digest.finish_parts(t.dtype, t.shape, (sums.cpu().numpy(), weighted.cpu().numpy()), tail)
 
 
 def make_optimizer(spec: Any, parameters, impl: str = "default") -> torch.optim.Optimizer:
@@ -445,7 +471,8 @@ class TorchBackend(Backend):
             def parity(out):
                 return {"out": to_numpy(out)}
 
-            prepared = Prepared(call, parity, self.sync, observe=self.observer(choice, call), notes=notes)
+            prepared = Prepared(call, parity, self.sync, observe=self.observer(choice, call), notes=notes,
+                                digest=output_digest)
             if self.device.type == "cuda":
                 prepared.graph_replay = lambda: capture_graph(call, self.device)
             return prepared

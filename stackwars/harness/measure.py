@@ -12,7 +12,9 @@ Order of events, each phase kept apart and its wall time kept in ``timeline``:
    prepare (build the model, move data to the device; nothing is compiled yet);
 3. baseline RSS, reset the peak-RSS window;
 4. first call (trace + compile + run), synchronised on its whole output;
-5. compile timers read, outputs copied to the host for the parity check (untimed);
+5. compile timers read, outputs copied to the host for the parity check (untimed), except a
+   large output whose digest the run has already compared against the same reference
+   (``digest_s``, harness/digest.py): its comparison is that one, nothing is copied;
 6. second call; a wait until the cell's own child processes are quiet (``settle_s``:
    Inductor's compile pool starting, harness/contention.py); warm-up calls; steady state
    (blocked autorange, every sample kept), with
@@ -26,7 +28,8 @@ Order of events, each phase kept apart and its wall time kept in ``timeline``:
    the trace written to ``profile_to`` and summarised (harness/profile.py);
 8. FLOPs and bytes moved (``counts_s``: a user's model is counted by a framework's counter);
 9. parity: against the float64 reference, computed once per run and shared by its cells
-   (``reference.py``), or against another backend's outputs where no reference fits. A
+   (``reference.py``), or against another backend's outputs where no reference fits; a
+   digested output's comparison is kept for the run's next output with its bits. A
    mismatch is status ``parity_fail``; timings are kept.
 
 Before the framework is imported and after the parity check, the machine's canary
@@ -267,10 +270,20 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     peak_first = rss.peak()
     t0 = time.perf_counter()
     prepared.after_first_call()
-    outputs = prepared.parity_outputs(out)
+    tolerance = workload.tolerance(cell.dtype, cfg_m.matmul_precision, cell.phase)
+    ref_key = refmod.key(workload, cfg, cell.phase, cfg_m.seed, cell.dtype, pdtype)
+    ref_cache = refmod.ReferenceCache(reference_dir)
+    known = digest = None
+    if reference_dir and cfg_m.parity_mode != "peer":
+        # a large output the run already compared, bit for bit: neither copied nor compared again
+        t1 = time.perf_counter()
+        digest = prepared.digest(out)
+        known = ref_cache.verified(ref_key, digest, tolerance) if digest else None
+        timeline["digest_s"] = time.perf_counter() - t1
+    outputs = None if known else prepared.parity_outputs(out)
     del out
-    timeline["parity_copy_s"] = time.perf_counter() - t0
-    peak_through_first = rss.peak()  # includes the host copies made for the parity check
+    timeline["parity_copy_s"] = time.perf_counter() - t0 - timeline.get("digest_s", 0.0)
+    peak_through_first = rss.peak()  # includes the host copies made for the parity check, where made
     rss.reset()  # the steady-state window: the running program's footprint, compile excluded
     stage("second call, warm-up and steady state")
     second_s, out = timer.once()
@@ -350,11 +363,15 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     # the measured program is released before the reference may need the device
     del pc, prepared, timer
     stage("reference and parity")
-    tolerance = workload.tolerance(cell.dtype, cfg_m.matmul_precision, cell.phase)
-    ref_key = refmod.key(workload, cfg, cell.phase, cfg_m.seed, cell.dtype, pdtype)
-    parity, ref_info = refmod.reference_parity(
-        workload, cfg, cell.phase, params, batch, outputs, tolerance, refmod.ReferenceCache(reference_dir), ref_key,
-        cell.device, cell.dtype, cfg_m.parity_mode, backend.spec.framework, backend.spec.name)
+    if known is not None:
+        parity, ref_info = refmod.verified_parity(ref_cache, ref_key, digest, known, cfg_m.parity_mode)
+    else:
+        parity, ref_info = refmod.reference_parity(
+            workload, cfg, cell.phase, params, batch, outputs, tolerance, ref_cache, ref_key, cell.device,
+            cell.dtype, cfg_m.parity_mode, backend.spec.framework, backend.spec.name)
+        if digest and parity.checked and ref_info.get("source") != "peer":
+            ref_cache.keep_verified(ref_key, digest, tolerance, parity, f"{backend.spec.name} process #{cell.repeat}")
+            ref_info["digest"] = digest
     settings["reference"] = ref_info
     timeline["reference_s"] = ref_info["computed_s"]
     timeline["parity_s"] = ref_info["seconds"] - ref_info["computed_s"]

@@ -77,6 +77,7 @@ class ReferenceCache:
     the pages from the file cache where they are."""
 
     SUFFIX = ".arrays"
+    VERIFIED = ".verified.json"  # digest -> the comparison an output with it got (harness/digest.py)
 
     def __init__(self, directory: str | None):
         self.directory = directory
@@ -143,6 +144,37 @@ class ReferenceCache:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+
+    def verified(self, name: str, digest: str, tolerance: float) -> dict[str, Any] | None:
+        """The run's comparison of an output with ``digest`` (harness/digest.py) against
+        reference ``name`` at ``tolerance`` (the workload's, before any derived from the
+        reference), or None where it made none."""
+        if self.directory is None:
+            return None
+        try:
+            with open(self._path(name + self.VERIFIED)) as f:
+                entry = json.load(f).get(digest)
+        except (OSError, ValueError, AttributeError):
+            return None
+        return entry if isinstance(entry, dict) and entry.get("tolerance") == tolerance else None
+
+    def keep_verified(self, name: str, digest: str, tolerance: float, parity: Parity, by: str) -> None:
+        """Keep a comparison against reference ``name`` for the next output with ``digest``;
+        rewritten whole and renamed into place under its own lock: cells in parallel add theirs."""
+        if self.directory is None:
+            return
+        path = self._path(name + self.VERIFIED)
+        with self.locked(name + ".verified"):
+            try:
+                with open(path) as f:
+                    kept = json.load(f)
+            except (OSError, ValueError):
+                kept = {}
+            kept[digest] = {"tolerance": tolerance, "by": by, "parity": dataclasses.asdict(parity)}
+            tmp = self._path(f".partial-{name}{self.VERIFIED}")
+            with open(tmp, "w") as f:
+                json.dump(kept, f)
+            os.replace(tmp, path)
 
     def peers(self, name: str) -> list[tuple[str, str]]:
         """(framework, backend) of every peer output stored under ``name``."""
@@ -316,6 +348,20 @@ def reference_parity(workload: Any, cfg: Any, phase: str, params: Mapping[str, n
             return parity, info
     info["source"] = "peer"
     parity = peer_parity(outputs, tolerance, cache, ref_key, phase, framework, backend)
+    info["seconds"] = time.perf_counter() - t0
+    return parity, info
+
+
+def verified_parity(cache: ReferenceCache, ref_key: str, digest: str, entry: Mapping[str, Any],
+                    mode: str) -> tuple[Parity, dict[str, Any]]:
+    """The parity of an output whose digest (harness/digest.py) is one the run compared against
+    the same reference at the same tolerance (``cache.verified``): that comparison, whose bits
+    were these; ``info`` says whose it was."""
+    t0 = time.perf_counter()
+    parity = Parity(**entry["parity"])
+    info: dict[str, Any] = {"mode": mode, "key": ref_key, "computed_s": 0.0, **cache.load_meta(ref_key),
+                            "source": f"reused: the comparison of the same output bits by {entry.get('by')}",
+                            "digest": digest}
     info["seconds"] = time.perf_counter() - t0
     return parity, info
 

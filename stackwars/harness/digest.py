@@ -1,0 +1,90 @@
+"""An output's digest: whether a process's output is, bit for bit, one the run has already
+compared with the reference.
+
+Every process of a cell checks its output against the float64 reference. For a model's forward
+that meant copying the output to the host and comparing it in float64: in the H200's
+`verdict-speed` stage (results/gpu-h200-2026-11-26b/) GPT-2 paper's 412 million logits took
+0.5-1.0 s to copy and 0.35-0.65 s to compare in each of its processes, and every process of a
+cell, cold or warm, gave the same error to the last digit (as in every GPU run on record): the
+same bits, compared again. So an output of at least ``DIGEST_FROM`` elements is first folded on
+its device (each framework's ``output_digest``) into a digest; where the run has already compared
+an output with that digest against the same reference at the same tolerance
+(reference.ReferenceCache.verified), that comparison is this process's, and the copy and the
+comparison are skipped. A digest never seen is compared as before, and kept for the next process.
+
+The fold, the same arithmetic in each framework (``fold_words`` is numpy's, the tests'
+yardstick): the output's bytes in memory order as unsigned 16-bit words, in blocks of
+``BLOCK`` words (the last padded with zero words); per block, the sum of its words and the sum
+of each word times its position in the block (1 to ``BLOCK``), both exact in int32 (at most
+65535 x 8256 < 2^31). The digest is SHA-256 over the dtype, the shape and those sums. Any one
+word changed, or any two in a block, changes a block's sums; two outputs that differ share a
+digest only if, in every block where they differ, three or more words differ so that both sums
+cancel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any, Sequence
+
+import numpy as np
+
+BLOCK = 128  # words a block: its weighted sum stays under 2^31
+# elements: below this, copying and comparing an output costs about what folding it does (a
+# 16M-element comparison takes milliseconds on a GPU host's threads)
+DIGEST_FROM = 1 << 24
+ON_HOST_ENV = "STACKWARS_DIGEST_ON_HOST"  # "1": fold outputs in host memory too (``wanted``)
+
+
+def dtype_name(dtype: Any) -> str:
+    """The same name for the same dtype in either framework ('torch.bfloat16' -> 'bfloat16')."""
+    return str(dtype).rsplit(".", 1)[-1]
+
+
+def fold_words(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The fold of unsigned 16-bit ``words`` (1-D): per block of ``BLOCK``, the sum and the
+    position-weighted sum, int32."""
+    words = np.asarray(words, dtype=np.uint16).ravel()
+    pad = (-words.size) % BLOCK
+    blocks = np.concatenate([words, np.zeros(pad, np.uint16)]).reshape(-1, BLOCK).astype(np.int32)
+    return blocks.sum(1, dtype=np.int32), (blocks * np.arange(1, BLOCK + 1, dtype=np.int32)).sum(1, dtype=np.int32)
+
+
+def finish(dtype: Any, shape: Sequence[int], sums: np.ndarray, weighted: np.ndarray) -> str:
+    """The digest of an output of ``dtype`` and ``shape`` from its fold (every block's sums, in
+    order, the last padded block's included)."""
+    h = hashlib.sha256(f"{dtype_name(dtype)}|{tuple(int(d) for d in shape)}|{BLOCK}".encode())
+    h.update(np.ascontiguousarray(sums, dtype="<i4").tobytes())
+    h.update(np.ascontiguousarray(weighted, dtype="<i4").tobytes())
+    return "sha256:" + h.hexdigest()[:32]
+
+
+def finish_parts(dtype: Any, shape: Sequence[int], whole: tuple[np.ndarray, np.ndarray],
+                 tail_words: np.ndarray) -> str:
+    """``finish`` from a device's fold of the whole blocks and the words after them (fewer than
+    ``BLOCK``, folded here)."""
+    sums, weighted = (np.asarray(a) for a in whole)
+    if np.size(tail_words):
+        t_sums, t_weighted = fold_words(tail_words)
+        sums, weighted = np.concatenate([sums, t_sums]), np.concatenate([weighted, t_weighted])
+    return finish(dtype, shape, sums, weighted)
+
+
+def digest_numpy(x: np.ndarray) -> str:
+    """A host array's digest, as the frameworks compute it on their devices (the tests'
+    yardstick for theirs)."""
+    x = np.ascontiguousarray(x)
+    return finish(x.dtype, x.shape, *fold_words(x.reshape(-1).view(np.uint16)))
+
+
+def wanted(size: int, itemsize: int, floating: bool, on_host: bool) -> bool:
+    """Whether an output is folded: a floating-point one of at least 16-bit elements and
+    ``DIGEST_FROM`` of them, on a device. An output already in host memory is compared where it
+    lies: on the 2-core VM, folding GPT-2 small's 26 million float32 logits took 0.08 s in
+    PyTorch and 0.18-0.28 s in JAX (its fold's compile included), comparing them 0.035 s
+    (results/harness-cost-cpu/parity-digest-2026-11-26-zen2/). ``STACKWARS_DIGEST_ON_HOST=1``
+    folds those too: the tests run the whole path on the CPU that way."""
+    if on_host and os.environ.get(ON_HOST_ENV) != "1":
+        return False
+    return floating and itemsize >= 2 and size >= DIGEST_FROM

@@ -297,8 +297,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("tests-paths", "point 9 of the GPU issue: cudagraphs really replays; --flush-l2 and --cuda-graph-replay; "
           "profiles and memory anatomy; compiled Triton and Pallas kernels; NCCL on one GPU; bf16 model cells; "
           "wall time against CUDA events; the float64 reference in its own worker; JAX's memory fraction; "
-          "a warm torch-compile process without Inductor's compile pool",
-          ((9, "tiny-eager"), (5, "tiny-compiled"), (7, "tiny-jax"), (2, "scaling")),  # with 3 reference workers
+          "a warm torch-compile process without Inductor's compile pool; a large output's digest folded on the GPU",
+          ((11, "tiny-eager"), (5, "tiny-compiled"), (9, "tiny-jax"), (2, "scaling")),  # with 3 reference workers
           _pytest("tests/test_gpu_paths.py")),
     Stage("peaks", "device peaks in both frameworks (float32 and bfloat16 GEMM, copy bandwidth)", ((4, "peaks"),),
           _peaks, proof=False),

@@ -22,11 +22,11 @@ from stackwars.store.results import Store
 def small_outputs_folded(monkeypatch):
     monkeypatch.setenv(digest.ON_HOST_ENV, "1")  # these outputs are in host memory
     monkeypatch.setattr(digest, "DIGEST_FROM", 10)
-    monkeypatch.setattr(torch_common, "FOLD_ROWS", 3)  # several folds and their seams
+    monkeypatch.setattr(torch_common, "FOLD_BLOCKS", 3)  # several folds and their seams
 
 
 @pytest.mark.parametrize("dtype", ("float32", "bfloat16", "float16"))
-@pytest.mark.parametrize("elements", (1024, 1000, 131))  # whole blocks only, and a padded last block
+@pytest.mark.parametrize("elements", (65536, 70001, 131))  # whole blocks only, blocks and a padded one, one
 def test_each_frameworks_fold_is_numpys(small_outputs_folded, dtype, elements):
     x = np.random.default_rng(elements).standard_normal((elements, 3)).astype(np.float32)
     t = torch.from_numpy(x).to(getattr(torch, dtype))
@@ -38,7 +38,7 @@ def test_each_frameworks_fold_is_numpys(small_outputs_folded, dtype, elements):
 
 
 def test_one_changed_bit_or_two_words_of_a_block_change_the_digest(small_outputs_folded):
-    x = np.random.default_rng(0).standard_normal(4096).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal(100_000).astype(np.float32)  # 3 blocks of words and a part
     base = digest.digest_numpy(x)
     one = x.copy()
     one[77] = np.nextafter(one[77], np.float32(np.inf))  # one unit in the last place
@@ -46,7 +46,7 @@ def test_one_changed_bit_or_two_words_of_a_block_change_the_digest(small_outputs
     two[[5, 6]] = two[[6, 5]]  # two words of one block swapped: the same sum, another weighted sum
     nan = x.copy()
     nan[4000] = np.nan
-    others = {digest.digest_numpy(v) for v in (one, two, nan, x.reshape(64, 64), x.astype(np.float16))}
+    others = {digest.digest_numpy(v) for v in (one, two, nan, x.reshape(400, 250), x.astype(np.float16))}
     assert base not in others and len(others) == 5  # the shape and the dtype are part of it too
     assert torch_common.output_digest(torch.from_numpy(one)) == digest.digest_numpy(one)
 
@@ -59,9 +59,10 @@ def test_small_integer_or_host_outputs_are_not_folded(monkeypatch):
     assert digest.wanted(big, 2, True, on_host=False) and not digest.wanted(big - 1, 2, True, on_host=False)
     assert not digest.wanted(big, 1, True, on_host=False) and not digest.wanted(big, 4, False, on_host=False)
     monkeypatch.setenv(digest.ON_HOST_ENV, "1")
-    assert torch_common.output_digest(torch.zeros(8)) is None  # under DIGEST_FROM: copied and compared
-    assert torch_common.output_digest(torch.zeros(big, dtype=torch.int32)) is None
-    assert torch_common.output_digest(torch.zeros(big)) == digest.digest_numpy(np.zeros(big, np.float32))
+    monkeypatch.setattr(digest, "DIGEST_FROM", 1000)
+    assert torch_common.output_digest(torch.zeros(999)) is None  # under DIGEST_FROM: copied and compared
+    assert torch_common.output_digest(torch.zeros(1000, dtype=torch.int32)) is None
+    assert torch_common.output_digest(torch.zeros(1000)) == digest.digest_numpy(np.zeros(1000, np.float32))
 
 
 def test_the_digests_program_is_not_a_compile_or_cache_event_of_the_cell(small_outputs_folded):

@@ -127,18 +127,19 @@ def to_numpy(x: Any) -> np.ndarray:
 
 @jax.jit
 def _fold(x: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """harness/digest.py's fold of the whole blocks on the device (XLA fuses the conversion
-    into the two reductions: no copy of the output), and the words after them."""
+    """harness/digest.py's fold of the whole blocks on the device, in uint32 (whose arithmetic
+    wraps: the sums modulo 2^32). XLA fuses the conversion and the weights into the two
+    reductions, so no temporary of the output's size is made. Also the words after the blocks."""
     words = jax.lax.bitcast_convert_type(x, jnp.uint16).reshape(-1)  # 4-byte elements: 2 words each, in memory order
     whole = words.size - words.size % digest.BLOCK
-    blocks = words[:whole].reshape(-1, digest.BLOCK).astype(jnp.int32)
-    weights = jnp.arange(1, digest.BLOCK + 1, dtype=jnp.int32)
-    return blocks.sum(1, dtype=jnp.int32), (blocks * weights).sum(1, dtype=jnp.int32), words[whole:]
+    blocks = words[:whole].reshape(-1, digest.BLOCK).astype(jnp.uint32)
+    weights = jnp.arange(1, digest.BLOCK + 1, dtype=jnp.uint32)
+    return blocks.sum(1, dtype=jnp.uint32), (blocks * weights).sum(1, dtype=jnp.uint32), words[whole:]
 
 
 def output_digest(x: Any, events: CompileEvents | None = None) -> str | None:
     """The digest of a first call's output (harness/digest.py), folded on its device: only the
-    block sums, 3% of the output's bytes, cross to the host. Its program is compiled with the
+    block sums, 8 bytes a block of 2^16 words, cross to the host. Its program is compiled with the
     cell's compile and cache events left out (``CompileEvents.quiet``; its executable does join
     the cell's persistent cache, one entry more). None for an output too small, not
     floating-point or in host memory (``digest.wanted``): it is copied and compared as always."""

@@ -13,13 +13,20 @@ an output with that digest against the same reference at the same tolerance
 comparison are skipped. A digest never seen is compared as before, and kept for the next process.
 
 The fold, the same arithmetic in each framework (``fold_words`` is numpy's, the tests'
-yardstick): the output's bytes in memory order as unsigned 16-bit words, in blocks of
-``BLOCK`` words (the last padded with zero words); per block, the sum of its words and the sum
-of each word times its position in the block (1 to ``BLOCK``), both exact in int32 (at most
-65535 x 8256 < 2^31). The digest is SHA-256 over the dtype, the shape and those sums. Any one
-word changed, or any two in a block, changes a block's sums; two outputs that differ share a
-digest only if, in every block where they differ, three or more words differ so that both sums
-cancel.
+yardstick): the output's bytes in memory order as unsigned 16-bit words u, in blocks of
+``BLOCK`` = 2^16 words (the last padded with zero words); per block, the sum of its words and
+the sum of each word times its position in the block (1 to ``BLOCK``), both modulo 2^32 (JAX
+computes them in uint32, whose arithmetic wraps; PyTorch exactly in int64, then reduced). The
+digest is SHA-256 over the dtype, the shape and those sums: 8 bytes a block, 1/16384 of a
+bfloat16 output's bytes. Any one word changed, or any two in a block, changes a block's sums
+(two changes d and -d at positions a and b leave the weighted sum moved by (a - b) d, nonzero
+modulo 2^32 since both factors are under 2^16); two outputs that differ share a digest only
+if, in every block where they differ, three or more words differ so that both sums cancel.
+
+Folded, an output leaves its device's peak memory as it was, or nearly: XLA fuses the words'
+conversion and the weights into the two reductions (no temporary), and PyTorch folds
+``torch_common.FOLD_BLOCKS`` blocks at a time (4 MiB of int64). The peak is part of a cell's
+memory figure, and XLA's cannot be reset (test_gpu_paths checks both on a GPU).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-BLOCK = 128  # words a block: its weighted sum stays under 2^31
+BLOCK = 1 << 16  # words a block: any two changed words of a block change its sums
 # elements: below this, copying and comparing an output costs about what folding it does (a
 # 16M-element comparison takes milliseconds on a GPU host's threads)
 DIGEST_FROM = 1 << 24
@@ -44,19 +51,20 @@ def dtype_name(dtype: Any) -> str:
 
 def fold_words(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The fold of unsigned 16-bit ``words`` (1-D): per block of ``BLOCK``, the sum and the
-    position-weighted sum, int32."""
+    position-weighted sum, modulo 2^32 (uint32)."""
     words = np.asarray(words, dtype=np.uint16).ravel()
     pad = (-words.size) % BLOCK
-    blocks = np.concatenate([words, np.zeros(pad, np.uint16)]).reshape(-1, BLOCK).astype(np.int32)
-    return blocks.sum(1, dtype=np.int32), (blocks * np.arange(1, BLOCK + 1, dtype=np.int32)).sum(1, dtype=np.int32)
+    blocks = np.concatenate([words, np.zeros(pad, np.uint16)]).reshape(-1, BLOCK).astype(np.int64)
+    weighted = blocks * np.arange(1, BLOCK + 1, dtype=np.int64)  # under 2^32 each, under 2^48 summed
+    return (blocks.sum(1) & 0xFFFFFFFF).astype(np.uint32), (weighted.sum(1) & 0xFFFFFFFF).astype(np.uint32)
 
 
 def finish(dtype: Any, shape: Sequence[int], sums: np.ndarray, weighted: np.ndarray) -> str:
     """The digest of an output of ``dtype`` and ``shape`` from its fold (every block's sums, in
     order, the last padded block's included)."""
     h = hashlib.sha256(f"{dtype_name(dtype)}|{tuple(int(d) for d in shape)}|{BLOCK}".encode())
-    h.update(np.ascontiguousarray(sums, dtype="<i4").tobytes())
-    h.update(np.ascontiguousarray(weighted, dtype="<i4").tobytes())
+    h.update(np.ascontiguousarray(sums, dtype="<u4").tobytes())
+    h.update(np.ascontiguousarray(weighted, dtype="<u4").tobytes())
     return "sha256:" + h.hexdigest()[:32]
 
 

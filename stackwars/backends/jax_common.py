@@ -128,8 +128,9 @@ def to_numpy(x: Any) -> np.ndarray:
 @jax.jit
 def _fold(x: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """harness/digest.py's fold of the whole blocks on the device, in uint32 (whose arithmetic
-    wraps: the sums modulo 2^32). XLA fuses the conversion and the weights into the two
-    reductions, so no temporary of the output's size is made. Also the words after the blocks."""
+    wraps: the sums modulo 2^32). The conversion and the weights are elementwise, for XLA to fuse
+    into the two reductions: no temporary of the output's size (test_gpu_paths checks XLA's
+    peak on a GPU). Also the words after the blocks."""
     words = jax.lax.bitcast_convert_type(x, jnp.uint16).reshape(-1)  # 4-byte elements: 2 words each, in memory order
     whole = words.size - words.size % digest.BLOCK
     blocks = words[:whole].reshape(-1, digest.BLOCK).astype(jnp.uint32)

@@ -23,8 +23,9 @@ bfloat16 output's bytes. Any one word changed, or any two in a block, changes a 
 modulo 2^32 since both factors are under 2^16); two outputs that differ share a digest only
 if, in every block where they differ, three or more words differ so that both sums cancel.
 
-Folded, an output leaves its device's peak memory as it was, or nearly: XLA fuses the words'
-conversion and the weights into the two reductions (no temporary), and PyTorch folds
+Folded, an output is meant to leave its device's peak memory as it was, or nearly: the words'
+conversion and the weights are elementwise, for XLA to fuse into the two reductions (no
+temporary; on the CPU the digests match numpy's, the peak is checked on a GPU), and PyTorch folds
 ``torch_common.FOLD_BLOCKS`` blocks at a time (4 MiB of int64). The peak is part of a cell's
 memory figure, and XLA's cannot be reset (test_gpu_paths checks both on a GPU).
 """

@@ -386,7 +386,7 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
         settings["not_as_named"] = not_as_named
     stage("counts")
     t0 = time.perf_counter()
-    flops, settings["flops_source"] = run_flops(workload, cfg, cell.phase, refmod.ReferenceCache(reference_dir))
+    flops, settings["flops_source"] = run_flops(workload, cfg, cell.phase, ref_cache)
     bytes_moved = workload.bytes_moved(cfg, cell.phase, itemsize(cell.dtype), itemsize(pdtype))
     timeline["counts_s"] = time.perf_counter() - t0
 

@@ -23,6 +23,9 @@ PHASES = ("forward", "train-step")
 DTYPES = ("float32", "bfloat16")
 DEVICES = ("cpu", "cuda")
 MATMUL_PRECISIONS = ("float32", "tf32")
+# how a steady state is timed (harness/timer.py): the run's, so that both sides of every comparison
+# are timed alike; throughput: blocks of 2+ back-to-back calls, one sync a block; latency: one call a sync
+TIMING_MODES = ("throughput", "latency")
 
 # Keys every exported cell row carries (issue 2); missing values are None, never invented.
 ROW_KEYS = (
@@ -89,7 +92,10 @@ class MeasureConfig:
     min_samples: int = 10  # steady state stops once both min_samples and min_time_s are met
     min_time_s: float = 1.0  # per process: `run --min-time` is the cell's, spread over its processes
     max_samples: int = 100_000
-    min_block_s: float = 1e-3  # calls shorter than this are timed in blocks (autorange)
+    min_block_s: float = 1e-3  # throughput mode: a block lasts at least this (and holds 2+ calls)
+    # TIMING_MODES: every process of every cell of the run timed this way; None: throughput, or latency where
+    # the caches are flushed before every call (``timing_mode``)
+    timing: str | None = None
     timeout_s: float = 600.0  # wall clock per cell, worker start to result
     threads: int | None = None  # CPU thread budget for both frameworks; None = all CPUs of the run
     matmul_precision: str = "float32"  # float32: exact fp32 matmuls in both; tf32: TF32 allowed in both
@@ -109,6 +115,12 @@ class MeasureConfig:
     max_processes: int | None = None  # a verdict that cannot decide (busy, noisy) may add processes up to this
     budget_s: float | None = None  # wall seconds a run may take: no look of more processes starts past it
     energy: bool = True  # after the steady state, a window on the device's energy counter where it has one
+
+    @property
+    def timing_mode(self) -> str:
+        """The mode every cell of the run is timed in: the one asked for, else throughput, or
+        latency with a flush before every call (a flush cannot sit inside a block)."""
+        return self.timing or ("latency" if self.flush_cache else "throughput")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -141,10 +153,14 @@ class MemoryStats:
     device_counter: str | None = None
     peak_rss_bytes: int | None = None  # over the measured calls (first call to last sample)
     peak_rss_first_call_bytes: int | None = None  # over the first call alone (compile included)
-    peak_rss_steady_bytes: int | None = None  # from the second call to the last sample
+    peak_rss_steady_bytes: int | None = None  # over the memory phase's call (before: from the second call on)
     baseline_rss_bytes: int | None = None  # just before the first call, inputs already resident
     rss_counter: str | None = None
     compiled: Mapping[str, int] = field(default_factory=dict)  # XLA memory_analysis()
+    # what the harness itself held through the memory phase, which no figure counts (tables.added_memory):
+    # the host copies of the outputs kept for the parity check, a flush buffer (host or device)
+    harness_host_bytes: int = 0
+    harness_device_bytes: int = 0
 
 
 def _max_of(values) -> float | None:
@@ -255,14 +271,15 @@ class Measurement:
     # ---- derived view ----------------------------------------------------------------
     @property
     def measured_s(self) -> float | None:
-        """Seconds inside the measured windows: first and second call, warm-up, steady state,
-        and after it the calls timed on the device's clock and to their return (CUDA), and the
-        energy window."""
+        """Seconds inside the measured windows: first and second call, warm-up, the steady window
+        (every readout's calls are its calls) and the memory phase's call."""
         if self.first_call_s is None:
             return None
         t = self.timeline or {}
         steady = t.get("steady_s", sum(self.samples) * self.number)
-        return (self.first_call_s + (self.second_call_s or 0.0) + sum(self.warmup_s) + steady
+        # the memory phase's call; and, in records made before every readout came from the steady
+        # window, the windows of their own that followed it (device clock, issue time, energy)
+        return (self.first_call_s + (self.second_call_s or 0.0) + sum(self.warmup_s) + steady + t.get("memory_s", 0.0)
                 + t.get("device_time_s", 0.0) + t.get("issue_s", 0.0) + t.get("energy_s", 0.0))
 
     @property
@@ -316,6 +333,9 @@ class Measurement:
             "steady_ci_high_s": summary.ci_high if summary else None,
             "steady_n": summary.n if summary else 0,
             "calls_per_sample": self.number,
+            # how the steady state was timed: the run's mode (latency or throughput); a record made before
+            # the run chose one was timed in blocks where a call was short and alone where it was long
+            "timing_mode": timing_mode(self.settings, self.number),
             "noisy": summary.noisy if summary else None,
             # other processes (or the hypervisor) took this much of the cell's CPUs while it ran
             "contention": (self.settings or {}).get("contention", {}).get("fraction"),
@@ -334,6 +354,11 @@ class Measurement:
             "peak_rss_first_call_bytes": mem.peak_rss_first_call_bytes if mem else None,
             "peak_rss_steady_bytes": mem.peak_rss_steady_bytes if mem else None,
             "peak_device_bytes": mem.peak_device_bytes if mem else None,
+            # a GPU cell without a device figure says why (XLA's peak unreadable for the call): never the host's RSS
+            "device_memory_why": (mem.device_counter if mem and mem.peak_device_bytes is None and s.device == "cuda"
+                                  else None),
+            "harness_host_bytes": mem.harness_host_bytes if mem else 0,
+            "harness_device_bytes": mem.harness_device_bytes if mem else 0,
             # an allocator peak that cannot be reset (XLA's) and was already reached before the
             # first call is the preparation's, not the program's: no memory figure (added_memory)
             "device_peak_before_first_call": _peak_before_first_call(mem, (self.settings or {}).get("memory_window")),
@@ -383,11 +408,16 @@ class Measurement:
             "reference_server_ahead_during": (_reference_origin(self.settings).get("server_started_ahead") or {}
                                               ).get("during"),
             "graph_replayed": bool(((self.settings or {}).get("graph_replay") or {}).get("replayed")),
+            # whether the steady state replayed CUDA graphs (PyTorch's, or XLA's command buffers): on CUDA
+            # the verdict sets programs of one kind against each other; None on a host device
+            "replays_graphs": replays_graphs(s, self.settings, self.compile),
             # the same calls on the device's own clock (CUDA events), after the steady state
             # the compiled program's fingerprint (jax-jit: optimized HLO; torch-compile: Inductor's code)
             "program_sha": ((self.compile.extra or {}).get("program_sha") if self.compile else None),
             "cpu_steal_s": (self.settings or {}).get("cpu_steal_s"),
             "device_time_median_s": _median(((self.settings or {}).get("device_time") or {}).get("samples")),
+            # the window each of these readouts came from: "steady" (the timed calls themselves)
+            "readout_windows": readout_windows(self.settings),
             # the host's time to issue a call, and the GPU's clocks while it ran (harness/issue.py)
             **_issue_row((self.settings or {}).get("issue")),
             # the profiled steps' median (run --profile N), for why a cell's processes disagree (report/spread.py)
@@ -400,10 +430,60 @@ class Measurement:
         return row
 
 
+GRAPH_MODES = ("reduce-overhead", "max-autotune")  # torch.compile modes that replay CUDA graphs
+# the backends that run one program compiled by XLA, and their command buffers where none are asked for
+XLA_PROGRAMS = {"jax-jit": "on", "jax-jit-no-graphs": "off", "torch-mlir-xla": "on"}
+
+
+def replays_graphs(spec: CellSpec, settings: Mapping[str, Any] | None, compile: CompileStats | None) -> bool | None:
+    """Whether a CUDA cell's steady state replayed CUDA graphs: a call captured into one
+    (``--cuda-graph-replay``), torch.compile in a mode with CUDA graphs (its options as the
+    worker resolved them), or XLA's command buffers where jax-jit's compiled program formed any
+    (counted from the program; where not counted, XLA's default: on unless turned off). None on a
+    host device, where nothing replays graphs."""
+    if spec.device != "cuda":
+        return None
+    settings = settings or {}
+    if (settings.get("graph_replay") or {}).get("replayed"):
+        return True
+    options = {**dict(spec.options), **(((settings.get("backend") or {}).get("options")) or {})}
+    if spec.backend == "torch-cudagraphs" or options.get("mode") in GRAPH_MODES:
+        return True
+    if spec.backend == "jax-eager":  # op by op: no program long enough for a command buffer
+        return False
+    formed = ((compile.extra or {}) if compile else {}).get("xla_command_buffers")
+    if formed is not None:  # counted from the compiled program itself
+        return formed > 0
+    if "xla_command_buffers" in options or spec.backend in XLA_PROGRAMS:  # a whole program compiled by XLA
+        asked = options.get("xla_command_buffers") or XLA_PROGRAMS.get(spec.backend)
+        return asked != "off"
+    return False
+
+
+def timing_mode(settings: Mapping[str, Any] | None, number: int) -> str:
+    """The mode a process's steady state was timed in: its window's record; a record from before
+    windows were recorded read from its calls a sample (one: latency, more: throughput)."""
+    mode = ((settings or {}).get("window") or {}).get("mode")
+    return mode or ("latency" if number == 1 else "throughput")
+
+
+def readout_windows(settings: Mapping[str, Any] | None) -> dict[str, str | None]:
+    """Which window each readout of a process came from: "steady" (its timed calls) or, in a
+    record made before they were read there, "own" (calls of its own after the steady window)."""
+    out: dict[str, str | None] = {}
+    for name in ("device_time", "issue", "energy"):
+        r = (settings or {}).get(name)
+        if r and (r.get("samples") or r.get("joules_per_call") is not None):
+            out[name] = r.get("window") or "own"
+    return out
+
+
 def _issue_row(issue: Mapping[str, Any] | None) -> dict[str, Any]:
     clocks = (issue or {}).get("clocks") or {}
     return {"issue_median_s": _median((issue or {}).get("samples")), "gpu_sm_mhz": clocks.get("sm_mhz"),
-            "gpu_sm_max_mhz": clocks.get("sm_max_mhz"), "gpu_clock_reasons": clocks.get("reasons")}
+            "gpu_sm_max_mhz": clocks.get("sm_max_mhz"), "gpu_clock_reasons": clocks.get("reasons"),
+            # the SM clock's lowest and highest NVML read through the window (a single reading: both the same)
+            "gpu_sm_mhz_range": clocks.get("sm_mhz_range") or ([clocks["sm_mhz"]] * 2 if clocks.get("sm_mhz") else None)}
 
 
 def _origin(settings: Mapping[str, Any] | None) -> dict[str, Any]:

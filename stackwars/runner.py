@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import psutil
 
-from stackwars.stats import CONTENTION_THRESHOLD
+from stackwars.stats import CONTENTION_THRESHOLD, MAX_PROCESSES
 from stackwars import registry, stats
 from stackwars.errors import SpecError
 from stackwars.executors import Executor, Placement, Serial
@@ -32,7 +32,7 @@ from stackwars.parse import comma_list, unique
 from stackwars.harness import env as envmod
 from stackwars.harness import reference as refmod
 from stackwars.harness.isolation import Outcome, run_inline, run_task
-from stackwars.records import (DEVICES, DTYPES, MATMUL_PRECISIONS, CellSpec, Env, Measurement, MeasureConfig,
+from stackwars.records import (DEVICES, DTYPES, MATMUL_PRECISIONS, TIMING_MODES, CellSpec, Env, Measurement, MeasureConfig,
                                same_cpu_kind)
 from stackwars.store.results import Store, StoreWriteError, keep_pending
 from stackwars.harness import tmp
@@ -318,7 +318,6 @@ def check_fits_machine(wl: Any, cfg: Any, preset: str, phase: str, device: str, 
 
 # sizes bounded before anything is planned: beyond these a request is a typo (a pasted number,
 # $(seq ...)) that would plan for hours or fill the memory with cells, not an experiment
-MAX_PROCESSES = 1000  # processes of one cell
 MAX_CELLS = 20_000  # cell-processes in one plan
 MAX_CALLS = 10_000_000  # warm-up calls, steady-state samples
 
@@ -369,6 +368,11 @@ def validate_config(config: MeasureConfig) -> None:
             raise SpecError(f"memory limit must be between {MIN_MEMORY_LIMIT / GiB:g} GiB (a worker's framework "
                             f"alone takes 0.25-0.6 GiB) and this machine's {total / GiB:.1f} GiB, got "
                             f"{config.memory_limit_bytes / GiB:.3g} GiB")
+    if config.timing is not None and config.timing not in TIMING_MODES:
+        raise SpecError(f"unknown timing mode {config.timing!r}; allowed: {', '.join(TIMING_MODES)}")
+    if config.flush_cache and config.timing_mode != "latency":
+        raise SpecError("--flush-l2 flushes the caches before every timed call, so every call is its own sample: "
+                        "it needs --timing latency (the default with --flush-l2)")
     from stackwars.harness.reference import PARITY_MODES
     if config.parity_mode not in PARITY_MODES:
         raise SpecError(f"unknown parity mode {config.parity_mode!r}; allowed: {', '.join(PARITY_MODES)}")

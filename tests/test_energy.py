@@ -9,6 +9,7 @@ import types
 import pytest
 
 from stackwars.harness import energy
+from stackwars.harness.timer import Timer
 from stackwars.report import verdict as vd
 from tests.test_verdict import _cell, _store
 
@@ -39,28 +40,43 @@ class Device:
         return energy.Counter(lambda: self.shown, "nvml", "the whole GPU (fake)")
 
 
+def steady_window(d, counter, min_window_s, number=1, sync=lambda outs: None, fn=None, min_time_s=0.0):
+    """The steady window of harness/timer.py with the energy readout on ``d``'s fake clock: the
+    record, and the timed samples it was read beside."""
+    meter = energy.WindowEnergy(counter, min_window_s, clock=d.clock)
+    st = Timer(fn or d.call, sync, d.clock).steady(min_samples=1, min_time_s=min_time_s, max_samples=10**6,
+                                                   number=number, readouts=[meter])
+    return meter.record(), st
+
+
 def test_joules_per_call_and_power_come_from_the_counter():
     d = Device(watts=300.0, call_s=2e-3, period_s=0.05)
-    r = energy.measure(d.call, lambda outs: None, d.counter(), number=1, min_window_s=1.0, clock=d.clock)
+    r, st = steady_window(d, d.counter(), min_window_s=1.0)
     assert r["joules_per_call"] == pytest.approx(300.0 * 2e-3, rel=0.01)
     assert r["mean_power_w"] == pytest.approx(300.0, rel=0.01)
     assert r["update_period_s"] == pytest.approx(0.05, abs=2 * d.call_s)
     assert r["window_s"] >= 1.0 and not r["lengthened"]
     assert r["calls"] * d.call_s == pytest.approx(r["window_s"], rel=0.01)  # the calls between two updates
     assert r["scope"].startswith("the whole GPU")
+    # the energy window lies inside the steady window: the same calls, the samples it spans named
+    first, last = r["samples"]
+    assert r["window"] == "steady" and 1 < first < last == len(st.samples)
+    assert r["calls"] == last - first + 1  # one call a sample here
+    assert st.total_s >= r["window_s"]  # the steady window went on until the counter's window was long enough
 
 
 def test_a_block_of_calls_a_step_counts_every_call():
     d = Device(watts=120.0, call_s=1e-4, period_s=0.02)
     synced = []
-    r = energy.measure(d.call, synced.append, d.counter(), number=10, min_window_s=0.5, clock=d.clock)
+    r, st = steady_window(d, d.counter(), min_window_s=0.5, number=10, sync=synced.append)
     assert r["joules_per_call"] == pytest.approx(120.0 * 1e-4, rel=0.01)
     assert all(len(outs) == 10 for outs in synced)  # a block synced whole, as the timer does
+    assert r["calls"] % 10 == 0
 
 
 def test_a_window_too_short_for_the_counter_is_lengthened_and_says_so():
     d = Device(watts=200.0, call_s=5e-3, period_s=0.1)
-    r = energy.measure(d.call, lambda outs: None, d.counter(), min_window_s=0.2, clock=d.clock)
+    r, st = steady_window(d, d.counter(), min_window_s=0.2)
     assert r["lengthened"] and r["asked_window_s"] == 0.2
     assert r["window_s"] >= energy.WINDOW_PERIODS * 0.1 * 0.95  # ten updates at least
     assert r["joules_per_call"] == pytest.approx(1.0, rel=0.02)
@@ -68,10 +84,11 @@ def test_a_window_too_short_for_the_counter_is_lengthened_and_says_so():
 
 def test_a_counter_too_coarse_or_stuck_gives_no_figure_and_says_why():
     slow = Device(period_s=1.5, call_s=0.01)
-    r = energy.measure(slow.call, lambda outs: None, slow.counter(), min_window_s=1.0, clock=slow.clock)
+    r, st = steady_window(slow, slow.counter(), min_window_s=1.0)
     assert "joules_per_call" not in r and "did not move in 1 s of calls" in r["why"]
+    assert st.total_s < 2.0  # the window gave up the counter, not the cell: it ends
     stuck = Device(period_s=1e9, call_s=0.01)
-    r = energy.measure(stuck.call, lambda outs: None, stuck.counter(), min_window_s=1.0, clock=stuck.clock)
+    r, _ = steady_window(stuck, stuck.counter(), min_window_s=1.0)
     assert "joules_per_call" not in r and "did not move" in r["why"]
 
 
@@ -87,20 +104,39 @@ def test_the_window_keeps_a_trace_that_shows_calls_slowing_without_the_clock():
         return real()
 
     counter = dataclasses.replace(d.counter(), sm_mhz=lambda: 1980)
-    r = energy.measure(call, lambda outs: None, counter, min_window_s=1.0, clock=d.clock)
+    r, _ = steady_window(d, counter, min_window_s=1.0, fn=call)
     trace = r["trace"]
     assert trace["every_s"] == energy.TRACE_EVERY_S
     assert len(trace["t_s"]) >= 0.9 * r["window_s"] / energy.TRACE_EVERY_S - 1
     assert trace["t_s"] == sorted(trace["t_s"]) and trace["calls"] == sorted(trace["calls"])
-    assert trace["calls"][-1] <= r["calls"] and trace["joules"][-1] <= r["joules"]
+    assert trace["calls"][-1] <= r["calls"] and trace["joules"][-1] <= r["joules"] + 1e-3  # marks rounded to 0.1 mJ
     low, high = trace["calls_per_s"]
     assert low == pytest.approx(250, rel=0.05) and high == pytest.approx(500, rel=0.05)  # 4 ms, then 2 ms a call
     assert trace["sm_mhz_range"] == [1980, 1980]  # the clock held: the device was not slowed
     # a counter without a clock (RAPL's): the marks without it
     plain = Device(watts=50.0, call_s=1e-3, period_s=0.01)
-    r = energy.measure(plain.call, lambda outs: None, plain.counter(), min_window_s=0.25, clock=plain.clock)
+    r, _ = steady_window(plain, plain.counter(), min_window_s=0.25)
     assert r["trace"]["sm_mhz_range"] is None and set(r["trace"]["sm_mhz"]) == {None}
     assert r["trace"]["calls_per_s"][0] == pytest.approx(1000, rel=0.05)
+
+
+def test_energy_and_time_come_from_the_same_calls_even_when_the_host_changes_speed():
+    """The H100's gpt2 torch-compile processes made 107-189 calls a second in their energy
+    window and 186 in their timed one: two windows, two host speeds. Read from the steady
+    window, the energy's calls are timed samples: a host that slows halfway slows both."""
+    d = Device(watts=300.0, call_s=2e-3, period_s=0.05)
+    real = d.call
+
+    def call():
+        if d.t > 0.6:
+            d.call_s = 5e-3
+        return real()
+
+    r, st = steady_window(d, d.counter(), min_window_s=1.0, fn=call)
+    first, last = r["samples"]
+    timed = sum(st.samples[first - 1:last])  # one call a sample: the timed calls the energy window covers
+    assert timed == pytest.approx(r["window_s"], rel=0.02)
+    assert r["calls"] / r["window_s"] == pytest.approx(r["calls"] / timed, rel=0.02)
 
 
 class FakeNVML(types.ModuleType):
@@ -148,8 +184,8 @@ def test_a_gpu_without_the_counter_records_why(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", FakeNVML(supported=False))
     counter, why = energy.nvml_counter("0")
     assert counter is None and "no total-energy counter in NVML" in why and "Volta" in why
-    r = energy.cell_energy("cuda", lambda: 1, lambda outs: None, 1)
-    assert r == {"source": "nvml", "why": why}
+    meter, r = energy.open_window("cuda")
+    assert meter is None and r == {"source": "nvml", "why": why}
 
 
 def test_a_mig_slice_records_that_the_counter_is_the_whole_gpus(monkeypatch):
@@ -176,9 +212,10 @@ def test_nvml_reads_millijoules_as_joules_and_another_process_voids_the_figure(m
     assert why is None and counter.read() == pytest.approx(fake.mj / 1e3)
     assert counter.sm_mhz() == 1755  # the window's marks read the same GPU's SM clock
     assert energy.foreign_gpu_processes("0") == [424242]  # ours is not foreign
-    monkeypatch.setattr(energy, "measure", lambda *a, **k: {"source": "nvml", "scope": "x", "joules_per_call": 0.5,
-                                                             "mean_power_w": 250.0, "window_s": 1.0})
-    r = energy.cell_energy("cuda", lambda: 1, lambda outs: None, 1)
+    meter, _ = energy.open_window("cuda")
+    monkeypatch.setattr(meter, "record", lambda: {"source": "nvml", "scope": "x", "joules_per_call": 0.5,
+                                                  "mean_power_w": 250.0, "window_s": 1.0})
+    r = energy.close_window("cuda", meter)
     assert r["voided"].startswith("1 other process(es) on the GPU (pids 424242)")
     from stackwars.records import _energy_row
 

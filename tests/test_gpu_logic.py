@@ -170,10 +170,10 @@ def test_point5_a_framework_without_device_events_says_where_device_time_comes_f
     from stackwars import registry
 
     jax_backend = registry.backend("jax-jit").load({})
-    out = jax_backend.device_times("cuda", lambda: None, lambda outs: None, 3, 1)
-    assert out["available"] is False and "--profile" in out["why"]
-    assert registry.backend("torch-eager").load({}).device_times("cpu", lambda: None, lambda o: None, 3, 1)[
-        "available"] is False
+    make, why = jax_backend.device_events("cuda")
+    assert make is None and "--profile" in why
+    make, why = registry.backend("torch-eager").load({}).device_events("cpu")
+    assert make is None and "the wall clock is the device's clock" in why
 
 
 def test_point6_the_runs_time_split_counts_references_computed_in_their_own_workers():
@@ -213,11 +213,13 @@ def test_point5_command_buffers_formed_on_the_thunk_sequence_are_counted_from_it
                                                         "thunk-sequence dump")
 
 
-def test_point5_the_issue_time_stops_at_the_calls_return_and_the_clocks_are_read_while_the_device_works():
-    """harness/issue.py: each call starts after a sync and is timed to its return, not to its
-    output's completion; the clocks are read once, after the last call returned and before its
-    output is waited for."""
-    from stackwars.harness import issue
+def test_point5_the_issue_time_and_the_device_clock_come_from_the_timed_calls_themselves():
+    """harness/window.py: each sample starts after a sync, so its first call is timed to its
+    return (the host's part), not to its output's completion; the device's events bracket the
+    very calls the host clock times (the end event after the last call, before the sync); the
+    GPU's clocks are read between samples, outside the clock. No window of calls of its own."""
+    from stackwars.harness.timer import Timer
+    from stackwars.harness.window import DeviceClock
 
     now, events = [0.0], []
 
@@ -230,17 +232,26 @@ def test_point5_the_issue_time_stops_at_the_calls_return_and_the_clocks_are_read
         now[0] += 10.0  # the device's part, which the issue time must not hold
         events.append("sync")
 
-    def busy():
-        events.append("clocks")
-        return {"sm_mhz": 1980}
+    class Events:  # a device clock that sees the device's part of every call
+        def start(self):
+            events.append("start")
+            self.t0 = now[0]
 
-    rec = issue.issue_times(call, sync, samples=3, clock=lambda: now[0], while_busy=busy)
-    assert rec["samples"] == [1.0, 1.0, 1.0]
-    assert events == ["call", "sync", "call", "sync", "call", "clocks", "sync"]
-    assert rec["clocks"] == {"sm_mhz": 1980}
-    assert "clocks" not in issue.issue_times(call, sync, samples=1, clock=lambda: now[0])
-    # 20 calls of a GEMM, 5 of llama3-8b's 52 ms forward: the window stays near 0.1 s or 5 calls
-    assert [issue.samples_for(s) for s in (20e-6, 3e-3, 10e-3, 52e-3, 0.0)] == [20, 20, 10, 5, 20]
+        def end(self):
+            events.append("end")
+            self.calls = events.count("call")
+
+        def seconds(self):
+            return 10.0 * 3  # three calls of 10 s of device time, whatever the host did
+
+    clock = DeviceClock(Events)
+    st = Timer(call, sync, lambda: now[0]).steady(min_samples=2, min_time_s=0.0, max_samples=2, number=3,
+                                                  readouts=[clock], issue=True, mode="throughput")
+    assert st.issue == (1.0, 1.0)  # the first call of each sample, to its return
+    assert st.samples == (13.0 / 3, 13.0 / 3)  # three calls issued and synced: 3 s of host, 10 s of device
+    assert events[:6] == ["start", "call", "call", "call", "end", "sync"]
+    rec = clock.record(st.number)
+    assert rec["samples"] == [10.0, 10.0] and rec["window"] == "steady" and rec["number"] == 3
 
 
 def test_point5_nvml_clocks_and_slowdown_reasons_in_words(monkeypatch):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from stackwars.harness.timer import Timer
+from stackwars.harness.timer import Readout, Timer
 
 
 class FakeDevice:
@@ -105,7 +105,9 @@ def test_warm_then_steady_sizes_blocks_from_the_warmup():
         warmup=3, min_samples=5, min_time_s=0.0, max_samples=100, min_block_s=1e-3, fallback_estimate_s=1.0)
     assert warm == [1.0, 2.0**-13, 2.0**-13]
     assert st.number == 9  # median warm-up 122 µs -> ceil(1 ms / 122 µs) = 9 calls per block
-    assert len(st.samples) == 5 and all(s == pytest.approx(2.0**-13) for s in st.samples)
+    # min_samples counts calls: 5 fit in one block; a throughput window keeps at least MIN_BLOCKS blocks
+    assert len(st.samples) == 3 and all(s == pytest.approx(2.0**-13) for s in st.samples)
+    assert st.mode == "throughput"
 
 
 def test_before_steady_runs_between_warmup_and_the_first_sample():
@@ -113,7 +115,8 @@ def test_before_steady_runs_between_warmup_and_the_first_sample():
     seen = []
     timer = Timer(dev.fn, dev.sync, dev.clock)
     warm, st = timer.warm_then_steady(warmup=2, min_samples=3, min_time_s=0.0, max_samples=10, min_block_s=0.0,
-                                      fallback_estimate_s=1.0, before_steady=lambda: seen.append(dev.calls))
+                                      fallback_estimate_s=1.0, before_steady=lambda: seen.append(dev.calls),
+                                      mode="latency")
     assert seen == [2]  # both warm-up calls done, no steady call yet
     assert len(warm) == 2 and len(st.samples) == 3 and dev.calls == 5
 
@@ -134,9 +137,67 @@ def test_a_flush_between_calls_runs_before_every_timed_call_and_stays_off_the_cl
 
     t = Timer(fn, dev.sync, dev.clock, between=flush)
     first, _ = t.once()
-    warm, steady = t.warm_then_steady(2, 5, 0.0, 5, min_block_s=1e-3, fallback_estimate_s=1e-6)
+    warm, steady = t.warm_then_steady(2, 5, 0.0, 5, min_block_s=1e-3, fallback_estimate_s=1e-6, mode="latency")
     assert first == pytest.approx(1e-6) and warm == pytest.approx([1e-6, 1e-6])
     assert steady.number == 1 and steady.samples == pytest.approx((1e-6,) * 5)
     assert order == ["flush", "call"] * 8
     with pytest.raises(ValueError, match="number=1"):
         t.steady(1, 0.0, 1, number=10)
+    with pytest.raises(ValueError, match="latency mode"):  # a flush cannot sit inside a block
+        t.warm_then_steady(0, 5, 0.0, 5, min_block_s=1e-3, fallback_estimate_s=1e-6)
+
+
+@pytest.mark.parametrize("call_s", [1e-6, 5e-4, 9e-4, 1.1e-3, 0.25, 3.0])
+def test_one_mode_whatever_a_call_lasts(call_s):
+    """The mode is the run's, not the call's: in throughput mode a call of 1 µs and one of 3 s
+    are both timed in blocks of at least two (so that a cell of 0.9 ms and one of 1.1 ms, the two
+    sides of one comparison, are timed alike), in latency mode both one call a sample; and
+    min_samples counts calls, so that a long call's window costs what it did in single calls."""
+    for mode, expect in (("throughput", lambda n: n >= 2), ("latency", lambda n: n == 1)):
+        dev = FakeDevice([call_s])
+        warm, st = Timer(dev.fn, dev.sync, dev.clock).warm_then_steady(
+            warmup=1, min_samples=10, min_time_s=0.0, max_samples=10_000, min_block_s=1e-3,
+            fallback_estimate_s=call_s, mode=mode)
+        assert expect(st.number) and st.mode == mode, (mode, st.number)
+        assert all(s == pytest.approx(call_s) for s in st.samples)
+        assert len(st.samples) * st.number >= 10  # the calls min_samples asks for
+        if mode == "throughput" and call_s >= 1e-3:
+            assert st.number == 2 and len(st.samples) == 5  # ten calls, as ten single samples took
+        assert all(len(outs) == st.number for outs in dev.synced[1:])  # one sync a sample, on all its calls
+    with pytest.raises(ValueError, match="timing mode"):
+        Timer.calls_per_sample("burst", 1e-3, 1e-3)
+
+
+class Recorder(Readout):
+    """A readout that logs its hooks against the fake device's clock and pending work."""
+
+    def __init__(self, dev, need_calls=0):
+        self.dev, self.log, self.need = dev, [], need_calls
+        self.calls = 0
+
+    def begin_sample(self):
+        self.log.append(("begin", self.dev.calls))
+
+    def end_calls(self):
+        self.log.append(("end", self.dev.calls, self.dev.pending))  # inside: the calls issued, not yet synced
+
+    def after_sample(self, now, calls):
+        self.calls = calls
+        self.log.append(("after", now, calls))
+
+    def satisfied(self, now):
+        return self.calls >= self.need
+
+
+def test_readouts_read_the_timed_calls_themselves():
+    """A readout's hooks bracket the same calls the clock times (``end_calls`` after the last
+    call of a sample and before its synchronisation), the issue time is read at the first
+    call's return, and a readout that needs more calls lengthens the window."""
+    dev = FakeDevice([0.25])
+    r = Recorder(dev, need_calls=12)
+    st = Timer(dev.fn, dev.sync, dev.clock).steady(min_samples=2, min_time_s=0.0, max_samples=100, number=2,
+                                                   readouts=[r], issue=True, mode="throughput")
+    assert len(st.samples) == 6 and st.number == 2  # 2 asked for; the readout needed 12 calls
+    assert st.issue == (0.0,) * 6  # the fake device's calls return at once: the host issued them in no time
+    assert r.log[:3] == [("begin", 0), ("end", 2, 0.5), ("after", 0.5, 2)]
+    assert [e for e in r.log if e[0] == "after"][-1] == ("after", 3.0, 12)

@@ -18,7 +18,8 @@ loaded only inside workers. The harness uses it like this:
     prepared.observe()                         # untimed, after the steady state: what actually ran
     prepared.anatomy(profile_step)             # train steps: memory by part (untimed)
     backend.profile(prepared, steps, path)     # untimed, after everything timed: a trace of N steps
-    backend.device_peak_memory()
+    backend.start_memory_window(device) / device_peak_memory(device, window, compiled)
+    backend.device_events(device)              # the device's clock for the steady window's samples
 
 ``spec.availability(probe, device)`` says, from a probe of the machine, whether the
 backend can run that device here and why not; such cells are recorded as ``unsupported``.
@@ -163,24 +164,30 @@ class Backend:
                 batch: Mapping[str, np.ndarray], device: str, dtype: str) -> Prepared:
         raise NotImplementedError
 
-    def device_peak_memory(self, device: str) -> tuple[int | None, str | None]:
+    def device_peak_memory(self, device: str, window: Mapping[str, Any] | None = None,
+                           compiled: Mapping[str, int] | None = None) -> tuple[int | None, str | None]:
+        """The device's peak over the memory phase (``window``: what ``start_memory_window``
+        returned; ``compiled``: XLA's memory analysis where the cell has one), and the counter
+        it was read from, or (None, None) where the device has no allocator of its own (the host's
+        RSS is the figure)."""
         return None, None
 
     def start_memory_window(self, device: str) -> dict[str, Any]:
-        """Called right before the first call: the device peak ``device_peak_memory`` reports
-        covers the same window in every framework (from the first call to the last sample),
-        as the RSS window does on the host. Returns what the record should keep about it."""
+        """Called right before the memory phase's call (harness/measure.py): the device peak
+        that ``device_peak_memory`` then reports covers that call alone in every framework,
+        with the program compiled and the harness's copies and digests behind it. Returns what
+        the record should keep about the window."""
         return {}
 
-    def device_times(self, device: str, call: Callable[[], Any], sync: Callable[[Sequence[Any]], None],
-                     samples: int, number: int, between: Callable[[], None] | None = None) -> dict[str, Any]:
-        """After the steady state, ``samples`` more blocks of ``number`` calls timed on the
-        device's own clock (CUDA events), beside the host clock's samples; the record says
-        why where a framework has no such clock."""
+    def device_events(self, device: str) -> tuple[Callable[[], Any] | None, str | None]:
+        """The device's own clock for the steady window's samples (harness/window.py): a maker
+        of one sample's events (``start()`` recorded before its clock starts, ``end()`` after its
+        last call and before its synchronisation, ``seconds()`` read after it), or None and why
+        a framework has no such clock."""
         if device != "cuda":
-            return {"available": False, "why": "host device: the wall clock is the device's clock"}
-        return {"available": False, "why": f"{self.name} has no device-event API: `--profile N` gives the kernels' "
-                                          "busy time per step from the profiler instead"}
+            return None, "host device: the wall clock is the device's clock"
+        return None, (f"{self.name} has no device-event API: `--profile N` gives the kernels' busy time per step "
+                      "from the profiler instead")
 
     def cache_flusher(self, device: str) -> tuple[Callable[[], None], dict[str, Any]]:
         """What ``--flush-l2`` runs before every timed call (harness/flush.py), and its record."""

@@ -125,17 +125,44 @@ def to_numpy(x: Any) -> np.ndarray:
     return host if host.dtype in EXACT_IN_FLOAT32 else np.asarray(host, dtype=np.float64)
 
 
+FOLD_CHUNK = 2  # blocks folded a step: at most 2 x 2^16 words in flight (512 KiB as uint32)
+
+
 @jax.jit
 def _fold(x: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """harness/digest.py's fold of the whole blocks on the device, in uint32 (whose arithmetic
-    wraps: the sums modulo 2^32). The conversion and the weights are elementwise, for XLA to fuse
-    into the two reductions: no temporary of the output's size (test_gpu_paths checks XLA's
-    peak on a GPU). Also the words after the blocks."""
-    words = jax.lax.bitcast_convert_type(x, jnp.uint16).reshape(-1)  # 4-byte elements: 2 words each, in memory order
-    whole = words.size - words.size % digest.BLOCK
-    blocks = words[:whole].reshape(-1, digest.BLOCK).astype(jnp.uint32)
+    wraps: the sums modulo 2^32), ``FOLD_CHUNK`` blocks a step of a loop that slices the output
+    where it lies: no temporary of the output's size. A fold of the whole output at once let XLA
+    make a uint16 copy of it (65.7 MB for a 64 MiB bfloat16 output on the H100, 2026-11-27), which
+    entered the peak of a cell whose allocator cannot be reset. Also the words after the blocks.
+    (XLA's CPU compiler converts a bfloat16 output to float32 before slicing it: a whole-size
+    temporary there, on the host, where only STACKWARS_DIGEST_ON_HOST=1 folds.)"""
+    # the output sliced where it lies, a step's blocks at a time, each slice's bytes then read as
+    # 16-bit words: a bitcast of the whole output first is a copy of it in XLA (measured on this
+    # CPU: 65.7 MiB for a 64 MiB bfloat16 output, 128 MiB for a float32 one; the H100's 65.7 MB)
+    flat = x.reshape(-1)
+    per_block = digest.BLOCK * 2 // x.dtype.itemsize  # elements a block of 16-bit words
+    blocks = flat.size // per_block
     weights = jnp.arange(1, digest.BLOCK + 1, dtype=jnp.uint32)
-    return blocks.sum(1, dtype=jnp.uint32), (blocks * weights).sum(1, dtype=jnp.uint32), words[whole:]
+
+    def fold(elements: jax.Array) -> tuple[jax.Array, jax.Array]:
+        words = jax.lax.bitcast_convert_type(elements, jnp.uint16).reshape(-1, digest.BLOCK).astype(jnp.uint32)
+        return words.sum(1, dtype=jnp.uint32), (words * weights).sum(1, dtype=jnp.uint32)
+
+    def step(i, acc):
+        sums, weighted = acc
+        a, b = fold(jax.lax.dynamic_slice(flat, (i * FOLD_CHUNK * per_block,), (FOLD_CHUNK * per_block,)))
+        return (jax.lax.dynamic_update_slice(sums, a, (i * FOLD_CHUNK,)),
+                jax.lax.dynamic_update_slice(weighted, b, (i * FOLD_CHUNK,)))
+
+    steps = blocks // FOLD_CHUNK
+    sums, weighted = jnp.zeros(blocks, jnp.uint32), jnp.zeros(blocks, jnp.uint32)
+    if steps:
+        sums, weighted = jax.lax.fori_loop(0, steps, step, (sums, weighted))
+    if blocks > steps * FOLD_CHUNK:  # the last blocks, fewer than a step's
+        a, b = fold(flat[steps * FOLD_CHUNK * per_block:blocks * per_block])
+        sums, weighted = sums.at[steps * FOLD_CHUNK:].set(a), weighted.at[steps * FOLD_CHUNK:].set(b)
+    return sums, weighted, jax.lax.bitcast_convert_type(flat[blocks * per_block:], jnp.uint16).reshape(-1)
 
 
 def output_digest(x: Any, events: CompileEvents | None = None) -> str | None:
@@ -547,19 +574,46 @@ class JaxBackend(Backend):
     def cache_flusher(self, device: str) -> tuple[Callable[[], None], dict[str, Any]]:
         return jax_cache_flusher(self, device)
 
-    def device_peak_memory(self, device: str) -> tuple[int | None, str | None]:
+    def device_peak_memory(self, device: str, window=None, compiled=None) -> tuple[int | None, str | None]:
         stats = self.device.memory_stats() if device == "cuda" else None
         if not stats or "peak_bytes_in_use" not in stats:
             return None, None
-        return (int(stats["peak_bytes_in_use"]),
-                "jax Device.memory_stats()['peak_bytes_in_use'] (XLA's allocator has no reset: since worker start, "
-                "preallocation off; before the first call only the initialisation's tiny GEMM and the resident "
-                "parameters and inputs, whose peak the record keeps)")
+        return steady_peak(window or {}, int(stats["peak_bytes_in_use"]), compiled or {})
 
     def start_memory_window(self, device: str) -> dict[str, Any]:
         stats = self.device.memory_stats() if device == "cuda" else None
         if not stats or "peak_bytes_in_use" not in stats:
             return {}
-        return {"peak_before_first_call_bytes": int(stats["peak_bytes_in_use"]), "resets": False,
-                "how": "no reset in XLA's allocator: the peak before the first call is kept to show it is below "
-                       "the window's (where it is not, the peak is the preparation's: no memory figure)"}
+        return {"phase": "memory", "peak_before_bytes": int(stats["peak_bytes_in_use"]), "resets": False,
+                "resident_bytes": int(stats["bytes_in_use"]),
+                "how": "no reset in XLA's allocator: the bytes in use right before the memory phase's call, and the "
+                       "peak until then"}
+
+
+def steady_peak(window: Mapping[str, Any], peak_now: int, compiled: Mapping[str, int]) -> tuple[int | None, str]:
+    """XLA's peak over one call of a compiled program, as PyTorch's allocator reports it after a
+    reset. XLA's allocator has no reset, so its peak reading holds whatever came before the
+    call: a cold process's compile and autotuning scratch (gpt2 paper bf16 jax-jit on an H100:
+    2100 MiB in its cold process, 1163-1299 MiB in its warm ones) and the harness's digest.
+    Where the program is one compiled executable, its peak over a call is what was resident
+    before it (parameters, inputs, the program's state) plus what XLA's buffer assignment adds
+    for the call: its temporaries and its outputs, less the outputs that reuse donated inputs
+    (``memory_analysis``); the same in a cold process as in a warm one. Without an analysis (a
+    program run op by op), the reading is the call's only where the call raised it; else no
+    figure, and the counter says why."""
+    resident = window.get("resident_bytes")
+    if resident is not None and "temp_size_in_bytes" in compiled and "output_size_in_bytes" in compiled:
+        extra = (compiled["temp_size_in_bytes"] + compiled["output_size_in_bytes"]
+                 - compiled.get("alias_size_in_bytes", 0))
+        return (int(resident + max(0, extra)),
+                "XLA: bytes in use before the memory phase's call (parameters, inputs, state) + the compiled "
+                "program's temporaries and outputs less its aliased outputs (memory_analysis); its allocator's "
+                "peak, which cannot be reset and holds compile and autotuning scratch, is kept apart "
+                f"({peak_now} bytes)")
+    before = window.get("peak_before_bytes")
+    if before is not None and peak_now > before:
+        return peak_now, ("jax Device.memory_stats()['peak_bytes_in_use'], raised by the memory phase's call above "
+                          "everything before it (compile, autotuning, the harness): the call's own peak")
+    return None, ("no figure: XLA's allocator cannot reset its peak, the memory phase's call did not raise it above "
+                  "what came before (compile, autotuning, the harness), and the program is no single executable "
+                  "whose memory analysis would give it")

@@ -238,26 +238,25 @@ def init_torch_device(device: str) -> dict[str, Any]:
     return steps
 
 
-def cuda_event_times(call: Callable[[], Any], sync: Callable[[Sequence[Any]], None], samples: int, number: int,
-                     between: Callable[[], None] | None = None) -> dict[str, Any]:
-    """Blocks of ``number`` calls bracketed by CUDA events on the current stream: the GPU's own
-    clock from the first kernel's launch point to the last one's end, per call. Beside the
-    host clock's samples, the difference is the host's share that the GPU did not hide
-    (launch and sync latency; with one call per sample, all of it)."""
-    per_call = []
-    for _ in range(samples):
-        if between is not None:
-            between()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        outs = [call() for _ in range(number)]
-        end.record()
-        sync(outs)
-        end.synchronize()
-        per_call.append(start.elapsed_time(end) / 1e3 / number)
-        outs = None
-    return {"available": True, "samples": per_call, "number": number,
-            "clock": "torch.cuda.Event(enable_timing=True) on the current stream, after the steady state"}
+class CudaEvents:
+    """One sample's pair of CUDA events on the current stream: the GPU's own clock from the
+    start event (recorded before the sample's clock starts: the device is idle after the last
+    synchronisation, so it is stamped at once) to the end event (recorded after the sample's
+    last call, inside the timed region: about 2 microseconds of the host's time)."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self):
+        self.a, self.b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def start(self) -> None:
+        self.a.record()
+
+    def end(self) -> None:
+        self.b.record()
+
+    def seconds(self) -> float:
+        return self.a.elapsed_time(self.b) / 1e3  # read after the sample's synchronisation
 
 
 def trace_torch(prepared: Prepared, steps: int, path: str, cuda: bool) -> dict[str, Any]:
@@ -394,10 +393,10 @@ class TorchBackend(Backend):
     def wrap(self, fn: Callable) -> Callable:
         return fn
 
-    def device_times(self, device, call, sync, samples, number, between=None) -> dict[str, Any]:
+    def device_events(self, device: str):
         if device != "cuda":
-            return Backend.device_times(self, device, call, sync, samples, number, between)
-        return cuda_event_times(call, sync, samples, number, between)
+            return Backend.device_events(self, device)
+        return CudaEvents, None
 
     def init_device(self, device: str) -> dict[str, Any]:
         return init_torch_device(device)
@@ -540,17 +539,18 @@ class TorchBackend(Backend):
                        "how": "zero_() of a 256 MiB device buffer before every timed call, synchronised "
                               "(triton.testing.do_bench's method)"}
 
-    def device_peak_memory(self, device: str) -> tuple[int | None, str | None]:
+    def device_peak_memory(self, device: str, window=None, compiled=None) -> tuple[int | None, str | None]:
         if device != "cuda":
             return None, None
         return (int(torch.cuda.max_memory_allocated(self.device)),
-                "torch.cuda.max_memory_allocated from the first call (peak reset just before it; parameters and "
-                "inputs resident)")
+                "torch.cuda.max_memory_allocated over one call of the memory phase (peak reset just before it; "
+                "parameters, inputs and the program's state resident; compile and autotuning behind it)")
 
     def start_memory_window(self, device: str) -> dict[str, Any]:
         if device != "cuda":
             return {}
         before = int(torch.cuda.max_memory_allocated(self.device))
         torch.cuda.reset_peak_memory_stats(self.device)
-        return {"peak_before_first_call_bytes": before, "resets": True,
-                "how": "torch.cuda.reset_peak_memory_stats before the first call"}
+        return {"phase": "memory", "peak_before_bytes": before, "resets": True,
+                "resident_bytes": int(torch.cuda.memory_allocated(self.device)),
+                "how": "torch.cuda.reset_peak_memory_stats right before the memory phase's call"}

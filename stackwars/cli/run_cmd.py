@@ -9,7 +9,7 @@ from typing import Any, Mapping, Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from stackwars import orchestrate, outputs, registry, runner
+from stackwars import orchestrate, outputs, registry, runner, stats
 from stackwars.outputs import REPLACES
 from stackwars.cli.common import (EXECUTOR_OPTION, GPUS_OPTION, MAX_JOBS_OPTION, RAY_ADDRESS_OPTION, SHARED_DIR_OPTION,
                                   SLURM_PARTITION_OPTION, waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP,
@@ -37,7 +37,6 @@ def _progress_line(m: Measurement) -> str:
 
 
 DEFAULT_PROCESSES = runner.DEFAULT_PROCESSES
-BUDGET_LOOKS = 4  # with --budget, a cell may be measured in up to this many looks of --processes each
 
 
 @command
@@ -89,11 +88,16 @@ def run(
                                            help="seconds the run may take: while a verdict cannot decide, a look of "
                                                 "more processes starts only if its estimate fits what is left (the "
                                                 f"planned processes always run); with it, --max-processes defaults "
-                                                f"to {BUDGET_LOOKS}x --processes. Each look spends a share of the "
+                                                f"to {stats.BUDGET_LOOKS}x --processes. Each look spends a share of the "
                                                 "verdict's 5% error, so stopping when decided stays honest"),
+    timing: Optional[str] = typer.Option(None, "--timing",
+                                         help="how every cell's steady state is timed, both sides of every "
+                                              "comparison alike: throughput (blocks of 2+ back-to-back calls lasting "
+                                              "--min-block-time, one sync a block; the default) or latency (one call "
+                                              "a sync; the default with --flush-l2)"),
     min_block_time: float = typer.Option(1e-3, "--min-block-time",
-                                         help="calls shorter than this are timed in blocks, one sync per block "
-                                              "(throughput); 0 = sync after every call (latency)"),
+                                         help="throughput timing: a block of calls lasts at least this (and holds "
+                                              "at least 2 calls)"),
     threads: Optional[int] = typer.Option(None, help="CPU threads for both frameworks (default: all available)"),
     matmul_precision: str = typer.Option("float32", help="float32 (exact) or tf32, applied to both frameworks"),
     warm_cache: Optional[Path] = typer.Option(None, "--warm-cache",
@@ -174,8 +178,9 @@ def run(
             warmup=warmup, min_samples=min_samples, min_time_s=min_time / processes, max_samples=max_samples,
             processes=processes,
             min_block_s=min_block_time, timeout_s=timeout,
+            timing=timing,
             max_processes=max_processes if max_processes is not None else
-            min(runner.MAX_PROCESSES, max(processes, (BUDGET_LOOKS if budget is not None else 2) * processes)),
+            stats.default_max_processes(processes, budget is not None),
             budget_s=budget,
             threads=threads, matmul_precision=matmul_precision, cache_dir=str(warm_cache) if warm_cache else None,
             cold_every_process=cold_every_process,

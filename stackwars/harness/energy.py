@@ -11,11 +11,11 @@ a CPU time.
 The counter moves in steps: NVML's every 20-100 ms, RAPL's about every millisecond. A window
 that began and ended between steps would read the step, not the calls. So the window:
 
-1. calls until the counter steps (its start lies on a step), and again until it steps once
-   more: the time between the two is the counter's update period, measured;
+1. starts on a step: the second step the counter takes (the time since the first is its
+   update period, measured);
 2. is at least ``WINDOW_PERIODS`` update periods long and at least the asked-for length
    (lengthened, and the record says so, where the asked-for one was shorter);
-3. ends on a step too: after the length is reached it calls until the counter moves.
+3. ends on a step too: the first one past that length.
 
 Joules per call = the energy between the two steps / the calls made between them; the mean
 power = that energy / the window's time. Every ``TRACE_EVERY_S`` of the window a mark keeps
@@ -23,17 +23,26 @@ the calls made so far, the counter's reading and, on a GPU, NVML's SM clock (``t
 window is a second of the cell's calls, and a process that ran at two speeds shows whether
 its calls slowed with the clock (a slowed device) or without it (a device waiting for the
 host), as the H200's resnet50 torch-compile processes did on 2026-11-26. A counter that does not step within
-``STEP_WAIT_S`` gives no figure and says why. This runs after the steady state, apart from it
-(like the CUDA-event window): its calls are not timed samples.
+``STEP_WAIT_S`` gives no figure and says why.
+
+The window is the steady window itself (``WindowEnergy``, a readout of harness/timer.py): the
+counter is read after each timed sample, outside the clock, and the steady window lasts until
+the energy window is long enough. Before, the energy came from a window of its own after the
+steady one, and on the H100 a process's call rate differed between the two (gpt2 torch-compile
+107-189 calls a second in its energy window, 186 in its timed one): an energy ratio then
+compared host speeds too. Now both figures come from the same calls.
 """
 
 from __future__ import annotations
 
 import glob
+import math
 import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from stackwars.harness.timer import Readout
 
 WINDOW_PERIODS = 10  # the window spans at least this many counter updates: a step is <= 1/10 of it
 MIN_WINDOW_S = {"cuda": 1.0, "cpu": 0.25}  # the least window asked for, by device (NVML steps slowly)
@@ -176,53 +185,78 @@ def _zone_name(zone: str) -> str:
         return ""
 
 
-def measure(call: Callable[[], Any], sync: Callable[[Any], Any], counter: Counter, number: int = 1,
-            min_window_s: float = 1.0, clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
-    """The energy window (see the module docstring): ``number`` calls a step, each synced.
-    Returns the record: ``joules_per_call``, ``mean_power_w``, the window, the counter's
-    measured update period and whether the window was lengthened; or ``why`` there is none."""
-    def step() -> int:
-        sync([call() for _ in range(number)])  # as the timer syncs a block: every output of it
-        return number
+class WindowEnergy(Readout):
+    """The energy window, read from the steady window's own calls (harness/timer.py's readout
+    hooks): the counter is read after every sample's synchronisation, outside the clock. The
+    window of the figure lies on the counter's steps (see the module docstring): it starts at
+    the counter's second step seen in the steady window (the first two give the update period)
+    and ends at the first step at least ``max(min_window_s, WINDOW_PERIODS x period)`` later; the
+    steady window goes on until then (``satisfied``). Joules per call = the energy between
+    those two steps / the calls the samples between them made. ``record`` says which samples."""
 
-    def until_moved(since: float) -> tuple[float, float, int] | None:
-        """Call until the counter leaves ``since``: (its new value, when, calls made)."""
-        start, calls = clock(), 0
-        while True:
-            calls += step()
-            value = counter.read()
-            if value != since:
-                return value, clock(), calls
-            if clock() - start > STEP_WAIT_S:
-                return None
+    def __init__(self, counter: Counter, min_window_s: float, clock: Callable[[], float] = time.perf_counter):
+        self.counter, self.min_window_s, self.clock = counter, min_window_s, clock
+        self.opened = clock()
+        self.value = counter.read()
+        self.steps: list[tuple[float, float, int, int]] = []  # (clock, joules, calls, samples) at each step seen
+        self.samples = 0
+        self.trace: Trace | None = None
+        self.mark = math.inf
+        self.why: str | None = None
+        self.started_unix = self.ended_unix = None
 
-    base = {"source": counter.source, "scope": counter.scope}
-    first = until_moved(counter.read())
-    second = until_moved(first[0]) if first else None
-    if second is None:
-        return {**base, "why": f"the {counter.source} counter did not move in {STEP_WAIT_S:g} s of calls"}
-    period = second[1] - first[1]
-    window = max(min_window_s, WINDOW_PERIODS * period)
-    e0, t0, calls = second[0], second[1], 0
-    started_unix = time.time()  # the wall clock too: a power meter sampled beside it can be lined up
-    trace = Trace(counter, e0)
-    mark = t0 + TRACE_EVERY_S
-    while (now := clock()) - t0 < window:
-        if now >= mark:
-            trace.mark(now - t0, calls)
-            mark = now + TRACE_EVERY_S
-        calls += step()
-    last = counter.read()
-    end = until_moved(last)
-    if end is None:
-        return {**base, "why": f"the {counter.source} counter stopped moving during the window"}
-    e1, t1, more = end
-    calls += more
-    joules = e1 - e0
-    return {**base, "joules_per_call": joules / calls, "mean_power_w": joules / (t1 - t0), "joules": joules,
-            "calls": calls, "window_s": t1 - t0, "asked_window_s": min_window_s, "update_period_s": period,
-            "lengthened": window > min_window_s, "started_unix": started_unix, "ended_unix": time.time(),
-            "trace": trace.record()}
+    def after_sample(self, now: float, calls: int) -> None:
+        self.samples += 1
+        if self.why:
+            return
+        value = self.counter.read()
+        if value != self.value:
+            self.value = value
+            self.steps.append((now, value, calls, self.samples))
+            if len(self.steps) == 2:  # the figure's window opens on this step
+                self.trace, self.mark = Trace(self.counter, value), now + TRACE_EVERY_S
+                self.started_unix = time.time()
+        if self.trace is not None and now >= self.mark:
+            t1, _, c1, _ = self.steps[1]
+            self.trace.mark(now - t1, calls - c1, value)
+            self.mark = now + TRACE_EVERY_S
+
+    def window_s(self) -> float:
+        period = self.steps[1][0] - self.steps[0][0]
+        return max(self.min_window_s, WINDOW_PERIODS * period)
+
+    def satisfied(self, now: float) -> bool:
+        if self.why:
+            return True
+        since = self.steps[-1][0] if self.steps else self.opened
+        if len(self.steps) < 2 or self.steps[-1][0] - self.steps[1][0] < self.window_s():
+            if now - since > STEP_WAIT_S:  # stuck, or too coarse for a window: no figure, and the window ends
+                self.why = (f"the {self.counter.source} counter did not move in {STEP_WAIT_S:g} s of calls"
+                            if len(self.steps) < 2 else
+                            f"the {self.counter.source} counter stopped moving during the window")
+                return True
+            return False
+        self.ended_unix = time.time()
+        return True
+
+    def record(self) -> dict[str, Any]:
+        base = {"source": self.counter.source, "scope": self.counter.scope}
+        long_enough = len(self.steps) >= 2 and self.steps[-1][0] - self.steps[1][0] >= self.window_s()
+        if self.why or not long_enough:
+            why = self.why or ("the steady window ended (its --max-samples) before the counter's window was long "
+                               "enough" if len(self.steps) >= 2 else
+                               f"the {self.counter.source} counter did not step twice in the steady window")
+            return {**base, "why": why}
+        (t1, e1, c1, s1), (t2, e2, c2, s2) = self.steps[1], self.steps[-1]
+        joules, window = e2 - e1, self.window_s()
+        return {**base, "joules_per_call": joules / (c2 - c1), "mean_power_w": joules / (t2 - t1), "joules": joules,
+                "calls": c2 - c1, "window_s": t2 - t1, "asked_window_s": self.min_window_s,
+                "update_period_s": self.steps[1][0] - self.steps[0][0], "lengthened": window > self.min_window_s,
+                "started_unix": self.started_unix, "ended_unix": self.ended_unix,
+                "window": "steady", "samples": [s1 + 1, s2],
+                "calls_read": "the steady window's samples between the counter's two steps (numbered from 1), "
+                              "the counter read after each sample's synchronisation, outside the clock",
+                "trace": self.trace.record() if self.trace else None}
 
 
 class Trace:
@@ -235,10 +269,10 @@ class Trace:
         self.counter, self.e0 = counter, e0
         self.cols: dict[str, list] = {"t_s": [], "calls": [], "joules": [], "sm_mhz": []}
 
-    def mark(self, t_s: float, calls: int) -> None:
+    def mark(self, t_s: float, calls: int, value: float) -> None:
         self.cols["t_s"].append(round(t_s, 4))
         self.cols["calls"].append(calls)
-        self.cols["joules"].append(round(self.counter.read() - self.e0, 4))
+        self.cols["joules"].append(round(value - self.e0, 4))
         try:
             mhz = self.counter.sm_mhz() if self.counter.sm_mhz else None
         except Exception:  # noqa: BLE001 - a clock the driver does not give: the mark without it
@@ -254,15 +288,21 @@ class Trace:
                 "sm_mhz_range": [min(clocks), max(clocks)] if clocks else None}
 
 
-def cell_energy(device: str, call: Callable[[], Any], sync: Callable[[Any], Any], number: int) -> dict[str, Any]:
-    """The energy record of a cell on ``device``: a window on its device's counter, or why none."""
+def open_window(device: str, clock: Callable[[], float] = time.perf_counter) -> tuple[WindowEnergy | None, dict[str, Any]]:
+    """The energy readout of a cell's steady window on ``device``'s counter, or None and the
+    record that says why there is none (no counter: a VM's CPU, a GPU before Volta, a MIG slice)."""
     counter, why = nvml_counter() if device == "cuda" else rapl_counter()
     if counter is None:
-        return {"source": "nvml" if device == "cuda" else "rapl", "why": why}
+        return None, {"source": "nvml" if device == "cuda" else "rapl", "why": why}
+    return WindowEnergy(counter, MIN_WINDOW_S.get(device, 1.0), clock), {}
+
+
+def close_window(device: str, meter: WindowEnergy) -> dict[str, Any]:
+    """The readout's record, its counter closed; on a GPU voided where another process shared it."""
     try:
-        record = measure(call, sync, counter, number, MIN_WINDOW_S.get(device, 1.0))
+        record = meter.record()
     finally:
-        counter.close()
+        meter.counter.close()
     if device == "cuda" and "joules_per_call" in record:
         others = foreign_gpu_processes()
         record["foreign_processes"] = others

@@ -63,7 +63,7 @@ def fidelity_cell(spec: Mapping[str, Any], config: Mapping[str, Any],
     ours, theirs, tool = [], [], ""
     for _ in range(ROUNDS):
         _, steady = timer.warm_then_steady(cfg.warmup, cfg.min_samples, cfg.min_time_s, cfg.max_samples,
-                                           cfg.min_block_s, second)
+                                           cfg.min_block_s, second, mode=cfg.timing_mode)
         ours.append(statistics.median(steady.samples))
         median, tool = reference(pc.prepared.call, cfg.min_time_s)
         theirs.append(median)

@@ -1,36 +1,38 @@
-"""Measure one cell inside a worker process (the worker's ``target``).
+"""Measure one cell inside a worker process (the worker's ``target``), phase by phase.
 
-Order of events, each phase kept apart and its wall time kept in ``timeline``:
+``measure_cell`` is a list of named phases, each a small function; every figure of the record
+comes from one of them, and the record says which (``timeline``, and each readout's ``window``):
 
-1. load the workload (``workload_s``: a plugin's module or a user's model file is imported
-   here, in the worker); import the backend's framework (``import_s``); configure it
-   (threads, matmul precision, caches); initialise the device (``device_init_s``: CUDA
-   context or JAX's client, and the libraries' handles through one tiny GEMM, plus a tiny
-   convolution on CUDA), so that the first call is trace + compile + execute and nothing
-   else (``init_s`` = the two);
-2. draw the workload's parameters and batch from the seed, rounded to the cell's dtypes;
-   prepare (build the model, move data to the device; nothing is compiled yet);
-3. baseline RSS, reset the peak-RSS window;
-4. first call (trace + compile + run), synchronised on its whole output;
-5. compile timers read, outputs copied to the host for the parity check (untimed), except a
-   large output whose digest the run has already compared against the same reference
-   (``digest_s``, harness/digest.py): its comparison is that one, nothing is copied;
-6. second call; a wait until the cell's own child processes are quiet (``settle_s``:
-   Inductor's compile pool starting, harness/contention.py); warm-up calls; steady state
-   (blocked autorange, every sample kept), with
-   the CPU time other processes took on the worker's CPUs while the samples were taken
-   (``contention``); on CUDA then the same calls on the device's clock (``device_time_s``,
-   CUDA events), the host's time to issue a call with the GPU's clocks read meanwhile
-   (``issue_s``, harness/issue.py), and the energy window (``energy_s``);
-7. memory peaks, compile statistics (``stats_s``; recompiles during the steady state
-   count), and what actually ran (``observe``: one extra untimed step where that needs a
-   profiler); with ``profile_steps``, that many more steps under the framework's profiler,
-   the trace written to ``profile_to`` and summarised (harness/profile.py);
-8. FLOPs and bytes moved (``counts_s``: a user's model is counted by a framework's counter);
-9. parity: against the float64 reference, computed once per run and shared by its cells
-   (``reference.py``), or against another backend's outputs where no reference fits; a
-   digested output's comparison is kept for the run's next output with its bits. A
-   mismatch is status ``parity_fail``; timings are kept.
+1. **preparation** (``prepare_cell``): the workload loaded (``workload_s``: a plugin's module
+   or a user's model file is imported here, in the worker), the backend's framework imported
+   (``import_s``) and configured (threads, matmul precision, caches), the device initialised
+   (``device_init_s``: CUDA context or JAX's client, and the libraries' handles through one
+   tiny GEMM, plus a tiny convolution on CUDA), so that the first call is trace + compile +
+   execute and nothing else (``init_s`` = the two); the parameters and batch drawn from the
+   seed, rounded to the cell's dtypes, and prepared (nothing is compiled yet);
+2. **first call** (``first_call_phase``): trace + compile + run, synchronised on its whole
+   output; the host's peak during it (the compile's memory);
+3. **parity copy** (``parity_copy_phase``): compile timers read; the output folded into a
+   digest where the run already compared one with the same bits (``digest_s``,
+   harness/digest.py: nothing copied), else copied to the host (``parity_copy_s``); the
+   device's output released. No figure is read across this phase;
+4. **steady window** (``steady_phase``): the second call; a CUDA graph captured where asked;
+   the cell's own child processes settled (``settle_s``: Inductor's compile pool starting,
+   harness/contention.py); the warm-up; then the steady window, timed in the run's mode
+   (latency or throughput, the same for every cell: harness/timer.py), with every readout
+   taken from its own calls (harness/window.py): the wall time, on CUDA the device's clock
+   (events), the host's issue time and the GPU's clocks, the energy counter, others' CPU time;
+5. **memory** (``memory_phase``): one more call with the peaks reset right before it, the
+   steady-state peak of the running program: compile, autotuning, the digest and the parity
+   copy behind it, what the harness still holds recorded apart;
+6. **after** (``after_phase``): compile statistics (recompiles during the steady state
+   count), what actually ran (one observed step where that needs a profiler), a train step's
+   memory anatomy and, with ``profile_steps``, the profiled steps (harness/profile.py);
+7. **parity** (``parity_phase``): against the float64 reference, computed once per run and
+   shared by its cells (``reference.py``), or another backend's outputs where no reference
+   fits. A mismatch is status ``parity_fail``; timings are kept;
+8. the FLOPs and bytes moved (``counts_s``: a user's model is counted by a framework's counter),
+   and the record.
 
 Before the framework is imported and after the parity check, the machine's canary
 (stackwars/canary.py, ``canary``: a fixed program, about 60 ms both together on the 2-core
@@ -38,8 +40,8 @@ VM) says whether the host ran at its usual speed; a process whose canary is off 
 decides nothing.
 
 The harness's own cost of a cell (``overhead_s`` in the row) is the worker's wall time
-minus the measured windows (first call, second call, warm-up, steady state, and on CUDA
-the device-clock, issue and energy windows) and the reference computed for it.
+minus the measured windows (first call, second call, warm-up, the steady window, the memory
+phase's call) and the reference computed for it.
 """
 
 from __future__ import annotations
@@ -48,7 +50,6 @@ import hashlib
 import json
 import os
 import re
-import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -58,7 +59,7 @@ import psutil
 from stackwars import canary, registry
 from stackwars.backends.base import Prepared
 from stackwars.errors import Unsupported
-from stackwars.harness import energy, issue, progress
+from stackwars.harness import energy, issue, progress, window
 from stackwars.harness import reference as refmod
 from stackwars.harness.contention import ForeignLoad, settle_descendants
 from stackwars.harness.memory import PeakRSS, current_rss
@@ -244,103 +245,177 @@ def profile_cell(backend: Any, prepared: Prepared, cell: CellSpec, steps: int, f
     return out
 
 
-def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mapping[str, Any] | None = None,
-                 cache: Mapping[str, Any] | None = None, reference_dir: str | None = None,
-                 profile_to: str | None = None) -> dict[str, Any]:
-    stage("canary")
-    before = canary.reading()  # the machine's speed, before the framework is imported
-    pc = prepare_cell(spec, config, cache)
-    if "startup_s" in pc.timeline:  # the interpreter's start, not the canary's
-        pc.timeline["startup_s"] = max(0.0, pc.timeline["startup_s"] - before["cost_s"])
-    cell, cfg_m, workload, cfg, backend, prepared = pc.cell, pc.config, pc.workload, pc.cfg, pc.backend, pc.prepared
-    params, batch, settings, timeline = pc.params, pc.batch, pc.settings, pc.timeline
-    pdtype = param_dtype(cell.dtype, cell.phase)
+@dataclass
+class FirstCall:
+    """The first call's phase: its time, its output (until the parity copy is made) and the
+    host's memory before and during it."""
 
-    between = None
-    if cfg_m.flush_cache:
-        between, settings["flush"] = backend.cache_flusher(cell.device)
-    timer = Timer(prepared.call, prepared.sync, between=between)
-    steal_before = getattr(psutil.cpu_times(), "steal", None)
-    rss = PeakRSS()
-    baseline = current_rss()
+    seconds: float
+    out: Any
+    baseline_rss: int
+    peak_rss: int
+
+
+@dataclass
+class Held:
+    """What the parity copy phase keeps until the comparison at the end: the host copies of the
+    outputs (None where a digest the run already compared stands for them) and the digest.
+    ``nbytes``: the host memory the copies hold through every later window, which no memory
+    figure may count (``memory_phase`` subtracts it)."""
+
+    outputs: dict[str, Any] | None
+    digest: str | None
+    known: dict[str, Any] | None
+    nbytes: int
+
+
+def first_call_phase(pc: PreparedCell, timer: Timer, rss: PeakRSS) -> FirstCall:
+    """Trace, compile and run, synchronised on the whole output; the host's peak during it (the
+    compile's memory: ``peak_rss_first_call_bytes``)."""
     stage("first call")
-    settings["memory_window"] = backend.start_memory_window(cell.device)
+    baseline = current_rss()
     rss.reset()
-    first_s, out = timer.once()
-    peak_first = rss.peak()
+    seconds, out = timer.once()
+    return FirstCall(seconds, out, baseline, rss.peak())
+
+
+def parity_copy_phase(pc: PreparedCell, first: FirstCall, ref_cache: refmod.ReferenceCache, ref_key: str,
+                      tolerance: float, reference_dir: str | None) -> Held:
+    """Compile timers read, then the output made comparable: folded into a digest where the run
+    already compared one with it (nothing copied), else copied to the host; the device's output
+    is released. Between every window: no figure counts what happens here."""
+    cfg_m, timeline = pc.config, pc.timeline
     t0 = time.perf_counter()
-    prepared.after_first_call()
-    tolerance = workload.tolerance(cell.dtype, cfg_m.matmul_precision, cell.phase)
-    ref_key = refmod.key(workload, cfg, cell.phase, cfg_m.seed, cell.dtype, pdtype)
-    ref_cache = refmod.ReferenceCache(reference_dir)
+    pc.prepared.after_first_call()
     known = digest = None
     if reference_dir and cfg_m.parity_mode != "peer":
         # a large output the run already compared, bit for bit: neither copied nor compared again
         t1 = time.perf_counter()
-        digest = prepared.digest(out)
+        digest = pc.prepared.digest(first.out)
         known = ref_cache.verified(ref_key, digest, tolerance) if digest else None
         timeline["digest_s"] = time.perf_counter() - t1
-    outputs = None if known else prepared.parity_outputs(out)
-    del out
+    outputs = None if known else pc.prepared.parity_outputs(first.out)
+    first.out = None
     timeline["parity_copy_s"] = time.perf_counter() - t0 - timeline.get("digest_s", 0.0)
-    peak_through_first = rss.peak()  # includes the host copies made for the parity check, where made
-    rss.reset()  # the steady-state window: the running program's footprint, compile excluded
+    # a copy holds its bytes; a view of the output holds the output's: either way resident until parity
+    held = sum(int(getattr(a, "nbytes", 0)) for a in (outputs or {}).values())
+    return Held(outputs, digest, known, held)
+
+
+def readouts_for(pc: PreparedCell) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The steady window's readouts on the cell's device (harness/window.py), and the records
+    of those that cannot be had here (why)."""
+    cell, backend = pc.cell, pc.backend
+    live: dict[str, Any] = {}
+    absent: dict[str, dict[str, Any]] = {}
+    if cell.device == "cuda":
+        make, why = backend.device_events(cell.device)
+        if make is not None:
+            live["device_time"] = window.DeviceClock(make)
+        else:
+            absent["device_time"] = {"available": False, "why": why}
+        live["clocks"] = issue.WindowClocks()
+    if pc.config.energy:
+        meter, why_not = energy.open_window(cell.device)
+        if meter is not None:
+            live["energy"] = meter
+        else:
+            absent["energy"] = why_not
+    return live, absent
+
+
+def steady_phase(pc: PreparedCell, timer: Timer, between: Any) -> tuple[window.Window, Timer]:
+    """The second call; where asked, a CUDA graph captured; the cell's own child processes
+    settled; the warm-up; then the steady window in the run's timing mode with every readout
+    taken from its calls (harness/window.py). Returns the window and the timer its calls ran on
+    (a graph's replay where one was captured)."""
+    cell, cfg_m, settings, timeline = pc.cell, pc.config, pc.settings, pc.timeline
     stage("second call, warm-up and steady state")
     second_s, out = timer.once()
     del out
-    replay = None
+    timeline["second_call_s"] = second_s
     if cfg_m.cuda_graph_replay:
         stage("CUDA graph capture")
-        replay, settings["graph_replay"] = graph_replay(prepared, cell)
+        replay, settings["graph_replay"] = graph_replay(pc.prepared, cell)
         if replay is not None:
-            timer = Timer(replay, prepared.sync, between=between)
+            timer = Timer(replay, pc.prepared.sync, between=between)
     # the cell's own child processes (Inductor's compile pool starting) quiet before the timed calls
     stage("own child processes settling")
     t0 = time.perf_counter()
     settings["settle"] = settle_descendants()
     timeline["settle_s"] = time.perf_counter() - t0
     others = ForeignLoad()  # what other processes did on our CPUs while the samples were taken
+    live: dict[str, Any] = {}
+    absent: dict[str, dict[str, Any]] = {}
+
+    def open_window() -> list[Any]:  # right before the first sample: the readouts start with the window
+        found, missing = readouts_for(pc)
+        live.update(found)
+        absent.update(missing)
+        others.start()
+        return list(found.values())
+
     warm, steady = timer.warm_then_steady(cfg_m.warmup, cfg_m.min_samples, cfg_m.min_time_s, cfg_m.max_samples,
-                                          cfg_m.min_block_s, second_s, before_steady=others.start)
+                                          cfg_m.min_block_s, second_s, before_steady=open_window,
+                                          mode=cfg_m.timing_mode, issue=cell.device == "cuda")
     settings["contention"] = others.stop()
-    peak_steady = rss.peak()
-    rss.stop()
-    timeline.update(first_call_s=first_s, second_call_s=second_s, warmup_s=sum(warm), steady_s=steady.total_s)
-    steal_after = getattr(psutil.cpu_times(), "steal", None)
-    if steal_before is not None and steal_after is not None:
-        # CPU time the hypervisor gave to other guests while this cell ran: VM noise, recorded
-        settings["cpu_steal_s"] = steal_after - steal_before
-    t0 = time.perf_counter()
-    device_peak, device_counter = backend.device_peak_memory(cell.device)
-    timeline["stats_s"] = time.perf_counter() - t0
+    w = window.Window(warm, steady)
+    records: dict[str, dict[str, Any]] = dict(absent)
+    if "device_time" in live:
+        records["device_time"] = live["device_time"].record(steady.number)
+    clocks = live["clocks"].record() if "clocks" in live else None
     if cell.device == "cuda":
-        stage("device clock")
-        t0 = time.perf_counter()
-        settings["device_time"] = backend.device_times(
-            cell.device, replay or prepared.call, prepared.sync,
-            min(len(steady.samples), DEVICE_TIME_SAMPLES), steady.number, between)
-        timeline["device_time_s"] = time.perf_counter() - t0
-        # what the host takes to issue a call and the GPU's clocks meanwhile: host-bound or a
-        # slowed device, which the events above cannot tell apart (harness/issue.py)
-        stage("host issue time and GPU clocks")
-        t0 = time.perf_counter()
-        settings["issue"] = issue.issue_times(replay or prepared.call, prepared.sync,
-                                              issue.samples_for(statistics.median(steady.samples)),
-                                              while_busy=issue.gpu_clocks)
-        timeline["issue_s"] = time.perf_counter() - t0
-    if cfg_m.energy:
-        # a window of its own after the steady state, on the device's energy counter (harness/energy.py)
-        stage("energy window")
-        t0 = time.perf_counter()
-        settings["energy"] = energy.cell_energy(cell.device, replay or prepared.call, prepared.sync, steady.number)
-        # a window measured is measurement time; looking for a counter that is not there is the harness's
-        timeline["energy_s" if "joules_per_call" in settings["energy"] else "energy_probe_s"] = time.perf_counter() - t0
+        records["issue"] = issue.issue_record(steady.issue, clocks)
+    if "energy" in live:
+        records["energy"] = energy.close_window(cell.device, live["energy"])
+    w.readouts = records
+    settings.update(records)
+    settings["window"] = w.record()
+    timeline.update(warmup_s=sum(warm), steady_s=steady.total_s)
+    return w, timer
+
+
+def memory_phase(pc: PreparedCell, timer: Timer, rss: PeakRSS, first: FirstCall, held: Held) -> MemoryStats:
+    """The steady-state peak of the running program: one more call after the steady window, its
+    peaks reset right before it (the host's high-water mark; PyTorch's allocator; XLA's, which
+    cannot be reset, from its memory analysis: backends/jax_common.steady_peak). Compile and
+    autotuning are behind it, the digest and the parity copy too; what the harness still holds
+    (the parity copies, a flush buffer) is recorded apart, and no figure counts it
+    (tables.added_memory). The same in a cold process as in a warm one."""
+    cell, backend, settings, timeline = pc.cell, pc.backend, pc.settings, pc.timeline
+    stage("memory")
+    compiled = pc.prepared.memory_analysis()
+    flush = settings.get("flush") or {}
+    t0 = time.perf_counter()
+    rss.reset()
+    settings["memory_window"] = backend.start_memory_window(cell.device)
+    seconds, out = timer.once(between=False)  # the window's program; no flush before it
+    del out
+    peak_memory = rss.peak()
+    rss.stop()
+    device_peak, device_counter = backend.device_peak_memory(cell.device, settings["memory_window"], compiled)
+    timeline["memory_s"] = seconds
+    timeline["memory_phase_s"] = time.perf_counter() - t0
+    on_device = cell.device == "cuda"  # a GPU's flush buffer is on the device; a CPU's in the host's memory
+    return MemoryStats(
+        peak_device_bytes=device_peak, device_counter=device_counter,
+        peak_rss_bytes=max(first.peak_rss, peak_memory), peak_rss_first_call_bytes=first.peak_rss,
+        peak_rss_steady_bytes=peak_memory, baseline_rss_bytes=first.baseline_rss,
+        rss_counter=rss.counter, compiled=compiled,
+        harness_host_bytes=held.nbytes + (0 if on_device else int(flush.get("bytes") or 0)),
+        harness_device_bytes=int(flush["bytes"]) if on_device else 0)
+
+
+def after_phase(pc: PreparedCell, profile_to: str | None) -> tuple[Any, str | None]:
+    """Untimed, after everything timed: compile statistics (recompiles during the steady state
+    count), what actually ran (one observed step where that needs a profiler), a train step's
+    memory anatomy and, with ``profile_steps``, the profiled steps."""
+    cell, cfg_m, settings, timeline, prepared = pc.cell, pc.config, pc.settings, pc.timeline, pc.prepared
     stage("compile statistics")
     t0 = time.perf_counter()
     compile_stats = prepared.compile_stats()  # on a GPU, jax-jit's includes a second compile (command buffers)
     not_as_named = prepared.not_as_named()
-    memory_analysis = prepared.memory_analysis()
-    timeline["stats_s"] += time.perf_counter() - t0
+    timeline["stats_s"] = time.perf_counter() - t0
     stage("observation of what ran")
     t0 = time.perf_counter()
     settings["observed"] = prepared.observe()
@@ -357,24 +432,78 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     if cfg_m.profile_steps and profile_to:
         stage("profile")
         t0 = time.perf_counter()
-        settings["profile"] = profile_cell(backend, prepared, cell, cfg_m.profile_steps, profile_to)
+        settings["profile"] = profile_cell(pc.backend, prepared, cell, cfg_m.profile_steps, profile_to)
         timeline["profile_s"] = time.perf_counter() - t0
+    if not_as_named:
+        settings["not_as_named"] = not_as_named
+    return compile_stats, not_as_named
 
-    # the measured program is released before the reference may need the device
-    del pc, prepared, timer
+
+def parity_phase(pc: PreparedCell, held: Held, ref_cache: refmod.ReferenceCache, ref_key: str,
+                 tolerance: float) -> Any:
+    """The outputs against the float64 reference (computed once per run and shared by its cells),
+    or against another backend's where no reference fits; a digested output's comparison is kept
+    for the run's next output with its bits. The measured program is released first (the
+    reference may need the device)."""
+    cell, cfg_m, settings, timeline = pc.cell, pc.config, pc.settings, pc.timeline
+    workload, cfg, backend = pc.workload, pc.cfg, pc.backend
     stage("reference and parity")
-    if known is not None:
-        parity, ref_info = refmod.verified_parity(ref_cache, ref_key, digest, known, cfg_m.parity_mode)
+    if held.known is not None:
+        parity, ref_info = refmod.verified_parity(ref_cache, ref_key, held.digest, held.known, cfg_m.parity_mode)
     else:
         parity, ref_info = refmod.reference_parity(
-            workload, cfg, cell.phase, params, batch, outputs, tolerance, ref_cache, ref_key, cell.device,
+            workload, cfg, cell.phase, pc.params, pc.batch, held.outputs, tolerance, ref_cache, ref_key, cell.device,
             cell.dtype, cfg_m.parity_mode, backend.spec.framework, backend.spec.name)
-        if digest and parity.checked and ref_info.get("source") != "peer":
-            ref_cache.keep_verified(ref_key, digest, tolerance, parity, f"{backend.spec.name} process #{cell.repeat}")
-            ref_info["digest"] = digest
+        if held.digest and parity.checked and ref_info.get("source") != "peer":
+            ref_cache.keep_verified(ref_key, held.digest, tolerance, parity,
+                                    f"{backend.spec.name} process #{cell.repeat}")
+            ref_info["digest"] = held.digest
+    held.outputs = None
     settings["reference"] = ref_info
     timeline["reference_s"] = ref_info["computed_s"]
     timeline["parity_s"] = ref_info["seconds"] - ref_info["computed_s"]
+    return parity
+
+
+def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mapping[str, Any] | None = None,
+                 cache: Mapping[str, Any] | None = None, reference_dir: str | None = None,
+                 profile_to: str | None = None) -> dict[str, Any]:
+    """One cell-process, phase by phase (the module docstring): the canary, the preparation,
+    the first call, the parity copy, the steady window with its readouts, memory, what ran,
+    parity, the canary again, the counts, and the record."""
+    stage("canary")
+    before = canary.reading()  # the machine's speed, before the framework is imported
+    pc = prepare_cell(spec, config, cache)
+    if "startup_s" in pc.timeline:  # the interpreter's start, not the canary's
+        pc.timeline["startup_s"] = max(0.0, pc.timeline["startup_s"] - before["cost_s"])
+    cell, cfg_m, workload, cfg, backend = pc.cell, pc.config, pc.workload, pc.cfg, pc.backend
+    settings, timeline = pc.settings, pc.timeline
+    pdtype = param_dtype(cell.dtype, cell.phase)
+
+    between = None
+    if cfg_m.flush_cache:
+        between, settings["flush"] = backend.cache_flusher(cell.device)
+    timer = Timer(pc.prepared.call, pc.prepared.sync, between=between)
+    steal_before = getattr(psutil.cpu_times(), "steal", None)
+    rss = PeakRSS()
+    first = first_call_phase(pc, timer, rss)
+    tolerance = workload.tolerance(cell.dtype, cfg_m.matmul_precision, cell.phase)
+    ref_key = refmod.key(workload, cfg, cell.phase, cfg_m.seed, cell.dtype, pdtype)
+    ref_cache = refmod.ReferenceCache(reference_dir)
+    held = parity_copy_phase(pc, first, ref_cache, ref_key, tolerance, reference_dir)
+    win, timer = steady_phase(pc, timer, between)
+    steal_after = getattr(psutil.cpu_times(), "steal", None)
+    if steal_before is not None and steal_after is not None:
+        # CPU time the hypervisor gave to other guests while this cell ran: VM noise, recorded
+        settings["cpu_steal_s"] = steal_after - steal_before
+    memory = memory_phase(pc, timer, rss, first, held)
+    compile_stats, not_as_named = after_phase(pc, profile_to)
+
+    # the measured program is released before the reference may need the device
+    params, batch = pc.params, pc.batch
+    pc.prepared = None
+    del timer
+    parity = parity_phase(pc, held, ref_cache, ref_key, tolerance)
     stage("canary")
     after = canary.reading()
     settings["canary"] = {"before": before, "after": after, "program": canary.DESCRIPTION}
@@ -382,30 +511,25 @@ def measure_cell(spec: Mapping[str, Any], config: Mapping[str, Any], peak: Mappi
     failed = parity.checked and not parity.ok
     error = (f"parity: {parity.failure}" if parity.failure else
              f"parity: max rel err {parity.max_rel_err:.3g} > tolerance {parity.tolerance:.3g}") if failed else None
-    if not_as_named:
-        settings["not_as_named"] = not_as_named
     stage("counts")
     t0 = time.perf_counter()
     flops, settings["flops_source"] = run_flops(workload, cfg, cell.phase, ref_cache)
     bytes_moved = workload.bytes_moved(cfg, cell.phase, itemsize(cell.dtype), itemsize(pdtype))
     timeline["counts_s"] = time.perf_counter() - t0
+    timeline["first_call_s"] = first.seconds
+    del params, batch
 
     return Measurement(
         spec=cell,
         status="unsupported" if not_as_named else "parity_fail" if failed else "ok",
         framework=backend.spec.framework,
-        first_call_s=first_s,
-        second_call_s=second_s,
-        warmup_s=tuple(warm),
-        samples=steady.samples,
-        number=steady.number,
+        first_call_s=first.seconds,
+        second_call_s=timeline["second_call_s"],
+        warmup_s=tuple(win.warm),
+        samples=win.steady.samples,
+        number=win.steady.number,
         compile=compile_stats,
-        memory=MemoryStats(
-            peak_device_bytes=device_peak, device_counter=device_counter,
-            peak_rss_bytes=max(peak_through_first, peak_steady), peak_rss_first_call_bytes=peak_first,
-            peak_rss_steady_bytes=peak_steady, baseline_rss_bytes=baseline,
-            rss_counter=rss.counter, compiled=memory_analysis,
-        ),
+        memory=memory,
         parity=parity,
         flops=flops,
         bytes_moved=bytes_moved,

@@ -89,7 +89,9 @@ def _one_command(rows: Sequence[Mapping[str, Any]], processes: int) -> str:
     if any(r.get("graph_replayed") for r in rows):
         args.append("--cuda-graph-replay")
     if any(r.get("flushed") for r in rows):
-        args.append("--flush-l2")
+        args.append("--flush-l2")  # latency timing follows from it
+    elif any(r.get("timing_mode") == "latency" or r.get("timing_modes") == ["latency"] for r in rows):
+        args += ["--timing", "latency"]
     args += ["--processes", str(processes)]
     return shlex.join(args)
 

@@ -70,31 +70,51 @@ def _tf32(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str, 
                    what="both use TF32" if new == "tf32" else "both use exact float32 matmuls")
 
 
+# each program's twin of the other graph-replay kind (records.replays_graphs): one knob, one change
+GRAPH_TWIN = {"torch-compile": "torch-cudagraphs", "torch-cudagraphs": "torch-compile",
+              "jax-jit": "jax-jit-no-graphs", "jax-jit-no-graphs": "jax-jit"}
+
+
+def _graph_twin(spec: CellSpec) -> CellSpec | None:
+    """The same program with graph replay turned over: torch.compile with and without CUDA graphs,
+    jax.jit with and without XLA's command buffers (a backend, or its option); None where the
+    program has no such twin (an eager mode: its graphs would come with compiling)."""
+    options = dict(spec.options)
+    if spec.backend == "jax-jit" and options.get("xla_command_buffers") == "off":
+        return dataclasses.replace(spec, options=tuple((k, v) for k, v in options.items()
+                                                       if k != "xla_command_buffers"))
+    if spec.backend == "jax-jit" and options.get("xla_command_buffers") == "on":
+        options.pop("xla_command_buffers")
+    twin = GRAPH_TWIN.get(spec.backend)
+    if twin is None:
+        return None
+    if spec.backend.startswith("torch-"):
+        options.pop("mode", None)  # the twin's own mode: with CUDA graphs, or without
+    return dataclasses.replace(spec, backend=twin, options=tuple(options.items()))
+
+
 def _graphs(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str, Any]) -> Variant:
-    """Graph replay turned over on each side: PyTorch's best between torch-compile and
-    torch-cudagraphs, JAX's XLA command buffers between XLA's default (on) and off. Where the
-    stored row had graphs on one side and not the other, the knob turns both over all the same,
-    and the sentence says what each side then does."""
+    """Graph replay turned over on both sides at once. On CUDA every verdict row sets programs
+    of one kind against each other (report/verdict.py: graph replay, or none), so the knob sets
+    both-on against both-off: PyTorch between torch-compile and torch-cudagraphs, JAX between
+    jax.jit with XLA's command buffers (its default) and without. A side whose best has no twin
+    (an eager mode) keeps its program, and the row says so."""
     if t.device != "cuda":
         raise NotHere("CUDA graphs and XLA's command buffers exist on CUDA only")
-    swap = {"torch-compile": "torch-cudagraphs", "torch-cudagraphs": "torch-compile"}
     missing, what = {}, []
-    new_t = t
-    if t.backend in swap:
-        new_t = dataclasses.replace(t, backend=swap[t.backend])
+    new_t, new_j = _graph_twin(t), _graph_twin(j)
+    if new_t is None:
+        missing["torch"] = f"PyTorch's best is {t.backend}: no graph-replay twin (its graphs come with compiling)"
+        new_t = t
+    else:
         what.append("PyTorch replays CUDA graphs" if new_t.backend == "torch-cudagraphs"
                     else "PyTorch does not replay CUDA graphs")
+    if new_j is None:
+        missing["jax"] = f"JAX's best is {j.backend}, not one program compiled by XLA"
+        new_j = j
     else:
-        missing["torch"] = f"PyTorch's best is {t.backend}: no graph-replay twin"
-    from stackwars import registry
-
-    new_j = j
-    if "xla_command_buffers" in registry.backend(j.backend).option_defaults:
-        off = dict(j.options).get("xla_command_buffers") != "off"
-        new_j = _opts(j, xla_command_buffers="off" if off else "on")
-        what.append("XLA forms no command buffers" if off else "XLA forms its command buffers")
-    else:
-        missing["jax"] = f"JAX's best is {j.backend}, not run by XLA"
+        what.append("XLA forms its command buffers" if new_j.backend == "jax-jit"
+                    and dict(new_j.options).get("xla_command_buffers") != "off" else "XLA forms no command buffers")
     changed = tuple(fw for fw, new, old in (("torch", new_t, t), ("jax", new_j, j)) if new != old)
     if not changed:
         raise NotHere("; ".join(missing.values()))
@@ -130,7 +150,7 @@ def _compile_mode(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mappi
     else:
         missing["torch"] = f"PyTorch's best is {t.backend}, which Inductor's modes do not apply to"
     new_j = j
-    if j.device == "cuda" and j.backend == "jax-jit":
+    if j.device == "cuda" and j.backend in ("jax-jit", "jax-jit-no-graphs"):
         level = dict(j.options).get("xla_autotune_level")
         new_j = _opts(j, xla_autotune_level=0 if level in (None, 4) else 4)
     else:
@@ -286,7 +306,7 @@ def check_knobs(names: Sequence[str]) -> list[str]:
 def row_title(row: Mapping[str, Any]) -> str:
     over = ",".join(f"{k}={v}" for k, v in (row.get("overrides") or ()))
     return "/".join(str(x) for x in (row["workload"], row["preset"], row["phase"], row["device"], row["dtype"])) + \
-        (f" [{over}]" if over else "")
+        (f" [{over}]" if over else "") + (f" ({row['replay']})" if row.get("replay") else "")
 
 
 @dataclass

@@ -338,6 +338,35 @@ def compare(base: "Processes | Sequence[float]", other: "Processes | Sequence[fl
 
 
 MIN_PROCESSES = 3  # fresh processes per side before a comparison may name a winner
+# a memory difference worth a claim: beyond the spread of either side's processes, and at least this
+# large (on a host, RSS moves by a few MiB with allocator arenas and thread stacks: +4.0 MiB against
+# +4.1 MiB on a GEMM of 6 KB is no difference) and this share of the larger figure
+MEMORY_MIN_BYTES = 8 << 20
+MEMORY_MIN_FRACTION = 0.10
+
+
+def memory_difference(base: Sequence[float], other: Sequence[float]) -> dict:
+    """Whether two programs' memory figures (one a process, bytes) differ: ``ratio`` other/base
+    of the medians, ``differs`` True only where the two sides' process figures do not overlap
+    and the difference reaches MEMORY_MIN_BYTES and MEMORY_MIN_FRACTION of the larger, else
+    False with ``why``; None where a side has no figure. With one process on a side its spread
+    is unknown: the size alone decides, and ``why`` says so. Memory figures repeat exactly on a
+    GPU's allocator and spread by a few MiB on a host's RSS."""
+    a, b = [float(x) for x in base if x is not None], [float(x) for x in other if x is not None]
+    if not a or not b:
+        return {"ratio": None, "differs": None, "why": "no memory figure on a side"}
+    ma, mb = float(np.median(a)), float(np.median(b))
+    out = {"ratio": mb / ma if ma > 0 else None, "difference_bytes": mb - ma}
+    big = abs(mb - ma) >= max(MEMORY_MIN_BYTES, MEMORY_MIN_FRACTION * max(ma, mb))
+    small = (f"a difference of {abs(mb - ma) / 2**20:.1f} MiB, under {MEMORY_MIN_BYTES >> 20} MiB or "
+             f"{MEMORY_MIN_FRACTION:.0%} of the larger figure")
+    if min(len(a), len(b)) < 2:
+        return {**out, "differs": big, "why": ("one process a side: judged by its size alone" if big
+                                               else small + " (one process a side)")}
+    apart = min(b) > max(a) or max(b) < min(a)
+    if apart and big:
+        return {**out, "differs": True, "why": None}
+    return {**out, "differs": False, "why": "the two sides' processes overlap" if not apart else small}
 CONTENTION_THRESHOLD = 0.05  # others' CPU time above this share of a process's CPUs makes it busy (contention.py)
 CONTENTION_MIN_WINDOW_S = 0.25  # a timed window shorter than this is never judged busy (the kernel's 10 ms ticks)
 TIE_THRESHOLD = 0.05  # a ratio whose whole CI lies within 1/(1+t) .. 1+t is a tie
@@ -347,6 +376,24 @@ NOISY_BOUND = 0.20  # a CI that holds 1 but reaches past 1/(1+b) or 1+b cannot d
 # one (runner's top-up): every look that could name a winner spends part of one error budget
 VERDICT_ALPHA = 0.05  # the chance, all looks together, of naming a winner between two equal programs
 FIRST_LOOK_ALPHA = 0.04  # what the planned processes' look spends where later looks may follow
+
+
+MAX_PROCESSES = 1000  # processes of one cell
+DEFAULT_LOOKS = 2  # a run without --max-processes may measure an undecided verdict's cells once more
+BUDGET_LOOKS = 4  # with --budget, a cell may be measured in up to this many looks of --processes each
+
+
+def default_max_processes(processes: int, budgeted: bool = False) -> int:
+    """The cap of processes a cell a run takes when --max-processes is not given: DEFAULT_LOOKS
+    (BUDGET_LOOKS with --budget) looks of ``processes`` each."""
+    return min(MAX_PROCESSES, max(processes, (BUDGET_LOOKS if budgeted else DEFAULT_LOOKS) * processes))
+
+
+def fresh_levels(processes: int) -> list[float]:
+    """The confidence each look of a fresh ``stackwars run ... --processes N`` (no
+    --max-processes, no --budget) reads its verdicts at: what a row's "again" command measures at."""
+    looks = looks_allowed(processes, default_max_processes(processes))
+    return [1.0 - look_alpha(k, looks) for k in range(looks)]
 
 
 def looks_allowed(processes: int, max_processes: int | None) -> int:

@@ -127,7 +127,23 @@ def test_table_verdict_and_report_give_one_memory_figure():
     s3_rows = [{**r, "backend": "torch-mlir-xla" if r["backend"] == "torch-eager" else r["backend"],
                 "second_call_s": 1e-3} for r in rows]
     (_, memory) = published.s3(s3_rows)
-    assert "jax-jit +5.0 MiB, torch-mlir-xla +10.0 MiB" in memory["ours"] and memory["verdict"] == "holds here"
+    # 5 MiB against 10 MiB: under the size where a memory claim means anything on a host's RSS
+    assert "jax-jit +5.0 MiB, torch-mlir-xla +10.0 MiB (no difference here)" in memory["ours"]
+    assert memory["verdict"] == "no difference here" and v["memory_differs"] is False
+    assert "0.50x (no difference here)" in vd.cells(v)[7]
+    # ten times the size, the processes apart: a difference, and the claim holds
+    rows = [proc("torch-eager", i, 300 * MiB, (400 + i) * MiB, 330 * MiB) for i in range(3)]
+    rows += [proc("jax-jit", i, 250 * MiB, (300 + i) * MiB, 400 * MiB) for i in range(3)]
+    (v,) = vd.verdicts(rows)
+    assert v["memory_differs"] is True and vd.cells(v)[7] == "0.50x"
+    (_, memory) = published.s3([{**r, "backend": "torch-mlir-xla" if r["backend"] == "torch-eager" else r["backend"],
+                                 "second_call_s": 1e-3} for r in rows])
+    assert memory["verdict"] == "holds here", memory
+    # overlapping processes: no difference, however large the medians' gap
+    rows = [proc("torch-eager", i, 300 * MiB, (400 + 60 * i) * MiB, 330 * MiB) for i in range(3)]
+    rows += [proc("jax-jit", i, 250 * MiB, (340 + 60 * i) * MiB, 400 * MiB) for i in range(3)]
+    (v,) = vd.verdicts(rows)
+    assert v["memory_differs"] is False and "overlap" in v["memory_why"]
 
 
 def test_first_and_second_call_come_from_clean_processes_only():

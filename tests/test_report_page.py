@@ -95,7 +95,7 @@ def test_the_report_opens_with_the_verdict(tmp_path):
     # best PyTorch (torch-compile, 0.5 ms) against best JAX (jax-jit, 0.25 ms): JAX faster, 0.5x
     # (times: the mean of the three processes' medians, 1.000, 1.002 and 1.004 x the base)
     assert "| gemm · small · forward · cpu · float32 | torch-compile 501.0 µs | jax-jit 250.5 µs | 0.500 (" in verdict
-    assert "| JAX faster | 3 | torch-compile 1,998 calls / jax-jit 110 calls |" in verdict
+    assert "| JAX faster | 3 · throughput | torch-compile 1,998 calls / jax-jit 110 calls |" in verdict
     assert "Test CPU (? CPUs) · torch 0 · jax 0: 1 verdict(s): 1 JAX faster" in verdict
     assert "(figures/verdict-forest-1.png)" in verdict
 

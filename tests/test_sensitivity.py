@@ -138,24 +138,53 @@ def test_a_one_sided_knob_changes_its_side_and_says_so(tmp_path):
     assert any(s.backend == "torch-compile-max-autotune" for s in machine.seen)
 
 
+CUDA_BACKENDS = ("torch-compile", "torch-cudagraphs", "jax-jit", "jax-jit-no-graphs")
+
+
+def test_cuda_graphs_plans_both_on_against_both_off(tmp_path):
+    """On CUDA each verdict row sets programs of one kind against each other (graph replay, or
+    none), so the knob plans the matched pair of the other kind: torch-cudagraphs against jax-jit
+    (XLA's command buffers) for the row without graphs, torch-compile against jax-jit-no-graphs
+    for the row with them; never one side on and the other off."""
+    from stackwars.records import replays_graphs
+
+    with Store(tmp_path / "s.db") as store:
+        run_id = _base_run(store, backends=CUDA_BACKENDS, device="cuda")
+        planned = sens.plan(store, run_id, ["cuda-graphs"])
+    kinds = {r["replay"]: (r["best_torch"], r["best_jax"]) for r in planned.base}
+    assert kinds == {"graph replay": ("torch-cudagraphs", "jax-jit"),
+                     "no graph replay": ("torch-compile", "jax-jit-no-graphs")}
+    for i, row in enumerate(planned.base):
+        v = planned.variants[i]["cuda-graphs"]
+        assert v.changed == ("torch", "jax") and not v.missing
+        stored = replays_graphs(CellSpec("mha", "small", "forward", row["best_torch"], "cuda"), {}, None)
+        new = [replays_graphs(spec, {}, None) for spec in (v.torch, v.jax)]
+        assert new == [not stored, not stored], (row["replay"], v.torch, v.jax)  # both turned over, together
+    # on a CPU nothing replays graphs: one row, and the knob is not here
+    with Store(tmp_path / "c.db") as store:
+        cpu = sens.plan(store, _base_run(store, backends=("torch-compile", "jax-jit")), ["cuda-graphs"])
+    assert [r["replay"] for r in cpu.base] == [None]
+    assert cpu.variants[0]["cuda-graphs"] == "CUDA graphs and XLA's command buffers exist on CUDA only"
+
+
 def test_graph_replay_is_turned_over_on_both_sides_on_cuda(tmp_path):
-    """cuda-graphs: PyTorch's torch-compile becomes torch-cudagraphs and JAX's cell runs with
-    XLA's command buffers off (a per-cell option, XLA_FLAGS in its own process); where JAX
-    without them is 30% slower, the tie flips."""
+    """cuda-graphs measured: the row without graphs (torch-compile against jax-jit-no-graphs, a
+    tie) becomes both-on; where XLA's command buffers save JAX 30% and PyTorch's graphs nothing,
+    it flips; PyTorch's eager best has no twin, and the row says so."""
     def effect(spec):
-        return 1.3 if dict(spec.options).get("xla_command_buffers") == "off" else 1.0
+        return 0.7 if spec.backend == "jax-jit" and dict(spec.options).get("xla_command_buffers") != "off" else 1.0
 
     machine = KnobMachine(effect)
     with Store(tmp_path / "s.db") as store:
-        run_id = _base_run(store, backends=("torch-compile", "jax-jit"), device="cuda")
+        run_id = _base_run(store, backends=("torch-compile", "jax-jit-no-graphs"), device="cuda")
         (r,), _ = sens.run(store, run_id, ["cuda-graphs"], {}, machine)
-        eager = _base_run(store, backends=("torch-eager", "jax-jit"), device="cuda")
+        eager = _base_run(store, backends=("torch-eager", "jax-jit-no-graphs"), device="cuda")
         (one,), _ = sens.run(store, eager, ["cuda-graphs"], {}, KnobMachine())
+    assert r["row"].endswith("(no graph replay)") and r["verdict"] == "tie"
     g = r["knobs"]["cuda-graphs"]
-    assert g["outcome"] == "flips" and g["verdict"] == "PyTorch faster" and g["changed_sides"] == ["torch", "jax"]
-    assert g["what"] == "PyTorch replays CUDA graphs and XLA forms no command buffers"
+    assert g["outcome"] == "flips" and g["verdict"] == "JAX faster" and g["changed_sides"] == ["torch", "jax"]
+    assert g["what"] == "PyTorch replays CUDA graphs and XLA forms its command buffers"
     assert {s.backend for s in machine.seen} == {"torch-cudagraphs", "jax-jit"}
-    assert {dict(s.options).get("xla_command_buffers") for s in machine.seen if s.backend == "jax-jit"} == {"off"}
     # PyTorch's best with no graph-replay twin: JAX's side alone, and the row says why not PyTorch's
     h = one["knobs"]["cuda-graphs"]
     assert h["changed_sides"] == ["jax"] and "no graph-replay twin" in h["missing"]["torch"]

@@ -49,7 +49,7 @@ def verdict(
                                                              "cell in several, the latest run's processes count"),
     format: str = typer.Option("table", "--format", "-f", help="table, markdown or json"),
     threshold: float = typer.Option(stats.TIE_THRESHOLD, "--threshold",
-                                    help="a ratio whose whole 95% CI lies within 1/(1+t)..1+t is a tie"),
+                                    help="a ratio whose whole CI (at the level its look spent) lies within 1/(1+t)..1+t is a tie"),
     aa: bool = typer.Option(False, "--aa", help="self-check instead: each cell's processes split into even and odd "
                                                "rounds, the same program set against itself; counts ties, false "
                                                "verdicts and undecided (needs 6+ processes a cell)"),
@@ -69,8 +69,8 @@ def verdict(
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """JAX or PyTorch: per workload x preset x phase x dtype x device and machine, the best
-    PyTorch backend against the best JAX backend, the ratio with its 95% CI over processes,
-    and a verdict (JAX faster, PyTorch faster, tie, cannot say) with its reason."""
+    PyTorch backend against the best JAX backend, the ratio with its CI over processes (95%, or
+    the level its look spent where the run added processes while undecided), and a verdict (JAX faster, PyTorch faster, tie, cannot say) with its reason."""
     if format not in FORMATS:
         raise SpecError(f"unknown format {format!r}; allowed: {', '.join(FORMATS)}")
     number(threshold, "--threshold", low=0, high=0.5, low_inclusive=True)

@@ -56,7 +56,7 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
                 why.pop(m.spec.key, None)
                 why[m.spec.key] = (prof[0] if prof else None, anat[0] if anat else None)
         if r["kind"] == "cells":
-            cells += [cell_row(rid, m, info.env) for rid, m in measured]
+            cells += [cell_row(rid, m, info) for rid, m in measured]  # with its look: the verdict's level
         elif r["kind"] == "sensitivity-cells":
             continue  # a knob's cells: the sensitivity study's table holds what they decided
         else:  # the latest run of each study on each workload and size
@@ -278,8 +278,10 @@ def verdict_section(cells: Sequence[Mapping[str, Any]], profiles: Sequence[Mappi
         s.blocks.append(Para("These runs hold no measured cells to decide on; `stackwars run ...` measures them."))
         return s
     s.blocks.append(Para("For each workload, preset, phase, dtype and device on one machine: the best PyTorch "
-                         "backend against the best JAX backend, the ratio of their times with a 95% CI bootstrapped "
-                         "over processes and their samples, and a verdict that names a winner only with three or "
+                         "backend against the best JAX backend, the ratio of their times with a CI bootstrapped "
+                         "over processes and their samples, at the level the verdict spent (95% in a run of one look; "
+                         "a run that adds processes while undecided spends 5% over its looks, and each row says its "
+                         "level), and a verdict that names a winner only with three or "
                          "more clean processes a side and a CI clear of the tie band. The mode-by-mode detail "
                          "follows below."))
     mixed = verdict.mixed_machines(cells)
@@ -295,7 +297,8 @@ def verdict_section(cells: Sequence[Mapping[str, Any]], profiles: Sequence[Mappi
         png = verdict.forest_png(rows)
         if png:
             s.blocks.append(Figure(f"verdict-forest-{i + 1}", png, f"JAX / PyTorch per workload on {machine}: point "
-                                                                   "estimate and 95% CI; the tie band shaded"))
+                                                                   "estimate and its CI at the level the verdict "
+                                                                   "spent (in each label); the tie band shaded"))
     return s
 
 

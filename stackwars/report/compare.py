@@ -1,6 +1,6 @@
 """Two stored runs, cell by cell (``stackwars compare RUN_A RUN_B``), in the manner of pyperf's
 ``compare_to`` and asv's ``compare``: for each cell both runs measured, the ratio of the
-steady-state medians (B / A, > 1: B is slower) with a bootstrap 95% confidence interval on
+steady-state medians (B / A, > 1: B is slower) with a bootstrap confidence interval (95%: one look) on
 the stored samples, and a verdict that never calls a difference the data cannot tell apart
 from noise a regression.
 
@@ -137,7 +137,7 @@ def compare_cells(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[
             out.append(row)
             continue
         c = stats.compare(xa, xb, confidence=confidence)
-        row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, significant=c.significant)
+        row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, significant=c.significant, confidence=confidence)
         decision = stats.decide(c, threshold)
         if differs is not None:  # the host ran at another speed: no difference is the code's to claim
             row["verdict"] = "machine differs"
@@ -192,7 +192,7 @@ def environment_differences(env_a: Mapping[str, Any], env_b: Mapping[str, Any],
 
 
 # ---- presentation ------------------------------------------------------------------------
-COLUMNS = ("cell", "A", "B", "B/A (95% CI)", "verdict", "first call B/A", "memory B/A")
+COLUMNS = ("cell", "A", "B", "B/A (CI, level)", "verdict", "first call B/A", "memory B/A")
 STYLE = {"regression": "bold red", "broke": "bold red", "improvement": "green", "fixed": "green",
          "unreliable": "yellow", "not significant": "dim"}
 
@@ -205,7 +205,7 @@ def _label(r: Mapping[str, Any]) -> str:
 
 
 def _cells(r: Mapping[str, Any]) -> list[str]:
-    from stackwars.report.format import seconds
+    from stackwars.report.format import interval, seconds
 
     def side(s: str) -> str:
         status = r.get(f"status_{s}")
@@ -219,10 +219,7 @@ def _cells(r: Mapping[str, Any]) -> list[str]:
     def ratio(x: float | None) -> str:
         return f"{x:.2f}x" if x else "—"
 
-    if r.get("ratio") is not None:
-        ci = f"{r['ratio']:.3f}x ({r['ci_low']:.3f}-{r['ci_high']:.3f})"
-    else:
-        ci = "—"
+    ci = interval(r.get("ratio"), r.get("ci_low"), r.get("ci_high"), r.get("confidence"))
     verdict = r["verdict"] + (f" (reads {r['reading']})" if r.get("reading") else "")
     return [_label(r), side("a"), side("b"), ci, verdict, ratio(r.get("first_call_ratio")),
             ratio(r.get("memory_ratio"))]

@@ -15,6 +15,23 @@ def seconds(s: float | None) -> str:
     return f"{s:.2f} s"
 
 
+def level(confidence: float) -> str:
+    """A confidence level as a reader sees it: 0.96 -> '96%', 0.995 -> '99.5%'."""
+    return f"{confidence * 100:.4g}%"
+
+
+def interval(ratio: float | None, low: float | None, high: float | None, confidence: float | None) -> str:
+    """A ratio with its interval and the level the interval was read at: '0.798 (0.686-0.882, 99%)'.
+    The one way every output prints a verdict's interval (the table, the Markdown, the report and
+    its figure's labels, ``compare``), so that none prints another level than the one the
+    decision spent (a run that adds processes reads each look at its own, stats.look_alpha)."""
+    if ratio is None or low is None or high is None:
+        return DASH
+    if confidence is None:
+        raise ValueError("an interval without its level: every comparison row carries the confidence it was read at")
+    return f"{ratio:.3f} ({low:.3f}-{high:.3f}, {level(confidence)})"
+
+
 def duration(s: float) -> str:
     """A long wall time: '2 h 47 min', '12 min', '45 s'."""
     if s >= 3600:

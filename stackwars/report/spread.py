@@ -8,18 +8,23 @@ The evidence, each where the records hold it:
 * **the program**: the compiled program's fingerprint (jax-jit: the optimized HLO with its
   autotuned choices; torch-compile: the code Inductor generated or read back from its cache),
   equal or not; eager modes run the same operators in every process;
-* **host against device**: on CUDA, the calls' time on the device's own clock (CUDA events)
-  beside the wall clock: the same device time under different wall times is host time
-  (launches, Python, the driver). Device time that rose with the wall time is not by itself a
-  slower device: the events span the gaps in which the device waits for the host. So the
-  host's time to issue a call (``issue_median_s``: most of the call's time means the device
-  waited for it) and the GPU's SM clock with NVML's slowdown reasons (harness/issue.py) say
-  which; so does the slowest process's energy window where it ran at two speeds too (its
-  marks every 0.1 s: whether the SM clock moved with its calls, harness/energy.py);
+* **host against device**: on CUDA, the calls' time on the device's own clock (CUDA events
+  around the timed calls themselves) beside the wall clock: the same device time under
+  different wall times is host time (launches, Python, the driver). Device time that rose with
+  the wall time is not by itself a slower device: the events span the gaps in which the device
+  waits for the host. So the host's time to issue a call (``issue_median_s``, the timed
+  samples' first calls: most of the call's time means the device waited for it) and the GPU's
+  SM clock with NVML's slowdown reasons (read through the timed window, harness/issue.py) say
+  which; so do the energy counter's marks where the slowest ran at two speeds within its timed
+  window (whether NVML read the SM clock move with its calls, harness/energy.py). Every one of
+  these comes from the same calls as the wall time (harness/window.py); a record whose readouts
+  came from windows of their own is not compared. A clock is said to change only where NVML
+  read it change;
 * **the kernels**: with ``run --profile N``, each process's profiled steps: the same kernel
-  mix or not (which kernels only one ran, which ran a different number of times), and
-  whether the difference lies in the device's busy time or in the gaps between kernels
-  (host time); without profiles the row says how to get them;
+  mix or not (which kernels only one ran, which ran a different number of times), and the
+  kernels' busy time a step. The profiled steps run slower than the timed ones (the note says
+  how much), so the gaps between kernels are the profiler's too and are not compared; without
+  profiles the row says how to get them;
 * **caches**: a cold process beside a warm one;
 * **the machine**: others' share of the process's CPUs, the canary before and after, the
   hypervisor's steal, and the share its own child processes took (Inductor starts its compile
@@ -99,14 +104,28 @@ def explain(procs: Sequence[Mapping[str, Any]], threshold: float = SPREAD_THRESH
             "fastest_s": float(med[id(fast)]), "slowest_s": float(med[id(slow)]), "why": "; ".join(why)}
 
 
+def _same_window(row: Mapping[str, Any], name: str) -> bool:
+    """Whether a process's readout ``name`` was read from its timed calls (the steady window),
+    not from calls of its own after them (records made before: they can disagree with the wall
+    time by the host's change of speed between windows, so no note draws on them)."""
+    return (row.get("readout_windows") or {}).get(name) == "steady"
+
+
 def _device_and_host(fast: Mapping[str, Any], slow: Mapping[str, Any], fast_s: float, slow_s: float,
                      spread: float) -> list[str]:
     """The device's clock (CUDA events), the host's time to issue a call and the GPU's SM clock
-    of the two processes. Events span the gaps in which the device waits for the host, so
-    event time that rose with the wall clock is a slower device only where the host issued its
-    calls well inside their time (or the SM clock fell); where it took most of a call to issue
-    it, the device waited on the host."""
+    of the two processes, each from the calls whose wall time it is set against (the steady
+    window). Events span the gaps in which the device waits for the host, so device time that
+    rose with the wall time is a slower device only where the host issued its calls well inside
+    their time (or NVML read the SM clock fall); where it took most of a call to issue it, the
+    device waited on the host. A clock is said to have changed only where NVML read it change."""
     out = []
+    stale = [f"#{r.get('repeat')}" for r in (fast, slow)
+             if any(r.get(k) is not None for k in ("issue_median_s", "device_time_median_s"))
+             and not (_same_window(r, "issue") or _same_window(r, "device_time"))]
+    if stale:  # a record from before the readouts came from the timed calls
+        return [f"the device time and issue time of {' and '.join(stale)} were read in windows of their own after "
+                f"the timed one (a record made before they came from the timed calls): not set against its wall time"]
     ia, ib = fast.get("issue_median_s"), slow.get("issue_median_s")
     share = ib / slow_s if ib and slow_s else None
     host_bound = share is not None and share >= HOST_BOUND_SHARE
@@ -119,15 +138,16 @@ def _device_and_host(fast: Mapping[str, Any], slow: Mapping[str, Any], fast_s: f
         if abs(device) < spread / 2:
             where = "the device ran the same work; the difference is host time (launches, Python, the driver)"
         elif host_bound and not slowed_clock:
-            where = ("the device's clock rose with it, as it does when the device waits for the host's launches "
-                     "(CUDA events span the gaps between kernels)")
+            where = ("the device time rose with the wall time, as it does when the device waits for the host's "
+                     "launches (the events span the gaps between kernels)")
         elif device_bound or slowed_clock:
             where = "the device itself ran slower"
         else:
-            where = ("the device's clock rose with it: slower kernels, or a device waiting for a slower host "
-                     "(CUDA events span the gaps between kernels)"
+            where = ("the device time rose with the wall time: slower kernels, or a device waiting for a slower host "
+                     "(the events span the gaps between kernels)"
                      + ("; the host's issue time or a profile would tell which" if share is None else ""))
-        out.append(f"device time a call {fmt.seconds(da)} vs {fmt.seconds(db)} ({_pct(device)}): {where}")
+        out.append(f"device time a call (CUDA events over the timed calls) {fmt.seconds(da)} vs {fmt.seconds(db)} "
+                   f"({_pct(device)}): {where}")
     if share is not None:
         pace = ("host-bound: the device waited for its launches" if host_bound else
                 "the device's work set the pace" if device_bound else "partly host-bound")
@@ -136,20 +156,28 @@ def _device_and_host(fast: Mapping[str, Any], slow: Mapping[str, Any], fast_s: f
                    f"({share:.0%}): {pace}{also}")
     rates, clocks = slow.get("energy_calls_per_s"), slow.get("energy_sm_mhz")
     if rates and rates[0] > 0 and rates[1] / rates[0] - 1.0 >= spread / 2:
-        # the slowest process's energy window (a second of its calls, marked every 0.1 s) ran at
-        # two speeds too: whether the SM clock moved with them says which reading holds
+        # the slowest process's timed window ran at two speeds too (its energy counter's marks every
+        # 0.1 s): whether NVML read the SM clock move with them says which reading holds
         moved = bool(clocks and clocks[0] < (1.0 - CLOCK_DROP) * clocks[1])
-        line = f"in its energy window the slowest made {rates[0]:,.0f}-{rates[1]:,.0f} calls a second"
+        line = f"within its timed window the slowest made {rates[0]:,.0f}-{rates[1]:,.0f} calls a second"
         if clocks:
-            line += (f", its SM clock {clocks[0]}-{clocks[1]} MHz: the clock moved with its calls" if moved else
-                     f" with its SM clock held at {clocks[0]}-{clocks[1]} MHz: not a slowed device")
+            line += (f", NVML read its SM clock at {clocks[0]}-{clocks[1]} MHz: the clock moved with its calls" if moved
+                     else f" while NVML read its SM clock at {clocks[0]}-{clocks[1]} MHz: not a slowed device")
         out.append(line)
     if ca and cb:
         held = [r for r in slow.get("gpu_clock_reasons") or () if r in SLOWING]
-        out.append(f"GPU SM clock {ca} vs {cb} MHz" + (f" ({', '.join(held)})" if held else "")
-                   + (": the device was slowed" if slowed_clock else "") if ca != cb or held
-                   else f"GPU SM clock {ca} MHz in both")
+        ra, rb = fast.get("gpu_sm_mhz_range") or [ca, ca], slow.get("gpu_sm_mhz_range") or [cb, cb]
+        changed = ca != cb or ra[0] != ra[1] or rb[0] != rb[1]
+        if changed or held:
+            out.append(f"NVML read the SM clock at {_mhz(ra)} vs {_mhz(rb)} MHz" + (f" ({', '.join(held)})" if held else "")
+                       + (": the device was slowed" if slowed_clock else ""))
+        else:
+            out.append(f"NVML read the SM clock at {ca} MHz throughout, in both")
     return out
+
+
+def _mhz(r: Sequence[int]) -> str:
+    return f"{r[0]}" if r[0] == r[1] else f"{r[0]}-{r[1]}"
 
 
 def _too_short(row: Mapping[str, Any]) -> bool:
@@ -160,8 +188,11 @@ def _too_short(row: Mapping[str, Any]) -> bool:
 
 
 def _kernels(fast: Mapping[str, Any], slow: Mapping[str, Any]) -> str:
-    """What the two processes' profiled steps say: the same kernels or not, and where the
-    step's time differs (device busy against the host's gaps)."""
+    """What the two processes' profiled steps say about their kernels: the same kernels or not,
+    and the kernels' busy time a step. The profiled steps run under the profiler, after the
+    timed ones, slower than them (CUPTI's buffers and callbacks sit in the gaps between kernels):
+    the note says how much slower, and compares the kernels, never the gaps, which are the
+    profiler's as much as the host's."""
     pf, ps = fast.get("profile_wall_s"), slow.get("profile_wall_s")
     if not pf or not ps:
         missing = " and ".join(f"#{r.get('repeat')}" for r in (fast, slow) if not r.get("profile_wall_s"))
@@ -188,14 +219,17 @@ def _kernels(fast: Mapping[str, Any], slow: Mapping[str, Any]) -> str:
         mix = (f"different kernels in their profiles ({fast.get('profile_kernels'):g} vs "
                f"{slow.get('profile_kernels'):g} a step" + (": " + "; ".join(diff) if diff else "") + ")")
     ba, bb = fast.get("profile_busy_s") or 0.0, slow.get("profile_busy_s") or 0.0
-    ga, gb = fast.get("profile_gap_s") or 0.0, slow.get("profile_gap_s") or 0.0
-    if pf >= ps:  # the profiled steps (few, under the profiler, after the timed ones) did not repeat the order
-        where = "the fastest's profiled step is not the faster, so the profiles cannot say where the difference lies"
+    slower = [f"#{r.get('repeat')} {r['profile_wall_s'] / r['steady_median_s']:.2g}x"
+              for r in (fast, slow) if r.get("steady_median_s")]
+    under = (f"a profiled step took {', '.join(slower)} its timed call: under the profiler the gaps between "
+             "kernels are the profiler's as much as the host's, so only the kernels are compared")
+    if bb and ba and abs(bb / ba - 1.0) < CLOCK_DROP:
+        where = "the kernels were as busy in both: the difference is not in the kernels"
+    elif bb and ba:
+        where = f"the kernels were busy {_pct(bb / ba - 1.0)} longer a step in the slowest"
     else:
-        where = "the difference is " + ("in the gaps between kernels (host time)" if gb - ga > bb - ba
-                                        else "in the kernels' own time")
-    return (f"{mix}; a profiled step {fmt.seconds(pf)} vs {fmt.seconds(ps)}, kernels busy {fmt.seconds(ba)} vs "
-            f"{fmt.seconds(bb)}, gaps {fmt.seconds(ga)} vs {fmt.seconds(gb)}: {where}")
+        where = "no kernel busy time to compare"
+    return f"{mix}; kernels busy {fmt.seconds(ba)} vs {fmt.seconds(bb)} a step: {where} ({under})"
 
 
 def _names(names: Sequence[str], shown: int = 3) -> str:

@@ -146,25 +146,32 @@ def _vs_best(row: Mapping[str, Any], best: Mapping[str, Any] | None, shadowed: b
 
 
 def added_memory(row: Mapping[str, Any]) -> int | None:
-    """The memory the computation itself needs, in the same window for every backend: the
-    device allocator's peak on a GPU (it counts the cell's own tensors), else the RSS peak
-    from the second call on (compiling is the first call's cost, not the step's) over the
-    worker's baseline just before the first call (framework, weights and inputs resident).
-    None where the device peak is the preparation's (``device_peak_before_first_call``)."""
-    if row.get("device_peak_before_first_call"):
-        return None
+    """The memory the computation itself needs, in the same window for every backend (the
+    memory phase's call, harness/measure.py): the device allocator's peak on a GPU (it counts
+    the cell's own tensors), else the host's RSS peak over the worker's baseline just before
+    the first call (framework, weights and inputs resident); compiling is the first call's
+    cost, not the step's. What the harness holds meanwhile (the parity copies, a flush buffer)
+    is taken out. None where the device peak is not the program's (``device_memory_why``; in
+    older records, ``device_peak_before_first_call``)."""
+    if row.get("device_peak_before_first_call") or row.get("device_memory_why"):
+        return None  # a GPU cell's device figure could not be read: never the host's RSS in its place
     if row.get("peak_device_bytes") is not None:
-        return row["peak_device_bytes"]
+        return max(0, row["peak_device_bytes"] - (row.get("harness_device_bytes") or 0))
     peak, base = row.get("peak_rss_steady_bytes") or row.get("peak_rss_bytes"), row.get("baseline_rss_bytes")
-    return max(0, peak - base) if peak is not None and base is not None else None
+    if peak is None or base is None:
+        return None
+    # the host copies the harness keeps for the parity check, a flush buffer: the harness's, not the program's
+    return max(0, peak - base - (row.get("harness_host_bytes") or 0))
 
 
 # each compiled backend's eager counterpart: what its first call must pay back against
-EAGER_OF = {"jax-jit": "jax-eager", "torch-compile": "torch-eager", "torch-compile-max-autotune": "torch-eager",
+EAGER_OF = {"jax-jit": "jax-eager", "jax-jit-no-graphs": "jax-eager", "torch-compile": "torch-eager",
+            "torch-compile-max-autotune": "torch-eager",
             "torch-cudagraphs": "torch-eager", "torch-mlir-xla": "torch-eager"}
 # every figure a combined row derives from its processes: none of them for a cell measured only while busy
 FIGURES = ("steady_median_s", "first_call_s", "second_call_s", "first_call_cache", "first_call_processes",
-           "device_time_s", "memory_added_bytes", "steady_ci_low_s", "steady_ci_high_s", "steady_iqr_s", "noisy",
+           "device_time_s", "memory_added_bytes", "process_memory_bytes", "steady_ci_low_s", "steady_ci_high_s",
+           "steady_iqr_s", "noisy",
            "process_medians", "achieved_flops_per_s", "roofline_fraction", "energy_j", "energy_power_w",
            "process_energy_j")
 
@@ -187,6 +194,10 @@ def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = stat
         # the latest look its clean processes belong to, of those the run allows (stats.look_alpha)
         row.update(look=max((r.get("look") or 0 for r in clean), default=0),
                    looks=max((r.get("looks") or 1 for r in group), default=1))
+        # how its clean processes were timed (records.timing_mode): one mode, or several where a cell's
+        # processes were timed unlike (records made before the run chose one mode for every cell)
+        row["timing_modes"] = sorted({r.get("timing_mode") or ("latency" if r.get("calls_per_sample") == 1
+                                                               else "throughput") for r in clean})
         row.update(process_samples=[list(r["steady_samples"]) for r in clean], processes_used=len(clean),
                    busy_samples=[list(r["steady_samples"]) for r in busy],
                    processes_busy=len(busy), busy=bool(busy) and not clean,
@@ -226,6 +237,8 @@ def _figures(used: list[Mapping[str, Any]], noise_threshold: float) -> dict[str,
         # on CUDA: a call's time on the device's own clock (CUDA events), median over the processes
         "device_time_s": _median_of(r.get("device_time_median_s") for r in used),
         "memory_added_bytes": _median_of([added_memory(r) for r in used]),
+        # one figure a process: whether a memory difference clears their spread (stats.memory_difference)
+        "process_memory_bytes": [m for m in (added_memory(r) for r in used) if m is not None],
         # joules per call from each process's energy window (harness/energy.py): the verdict's energy CI
         "process_energy_j": [r["energy_j_per_call"] for r in used if r.get("energy_j_per_call")],
         "energy_j": _median_of(r.get("energy_j_per_call") for r in used),

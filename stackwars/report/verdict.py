@@ -165,12 +165,39 @@ def _one_sided(workload: str | None, framework: str) -> str | None:
     return f"{workload} is written in {other} only: there is no other side to compare"
 
 
+REPLAY_KINDS = {True: "graph replay", False: "no graph replay"}
+# the programs of each kind a side lacks, by framework: what the "not best against best" row names
+REPLAY_PROGRAMS = {("torch", True): "torch-cudagraphs (or torch-compile --compile-mode reduce-overhead)",
+                   ("torch", False): "torch-compile (or torch-eager)",
+                   ("jax", True): "jax-jit (XLA's command buffers, its default on CUDA)",
+                   ("jax", False): "jax-jit-no-graphs (jax-jit with --xla-command-buffers off)"}
+
+
+def replay_kinds(combined: Sequence[Mapping[str, Any]], device: str) -> list[tuple[bool | None, list]]:
+    """The comparisons a table holds: on CUDA, the programs that replay CUDA graphs (PyTorch's
+    CUDA graphs, XLA's command buffers: ``replays_graphs`` in the row) set against each other, and
+    those that launch every kernel themselves against each other, a row each; on a host device,
+    where nothing replays graphs, one comparison of everything. A ratio of a program that replays
+    graphs to one that does not measures the launch path as much as the two frameworks."""
+    if device != "cuda":
+        return [(None, list(combined))]
+    kinds = []
+    for kind in (True, False):
+        mine = [r for r in combined if bool(r.get("replays_graphs")) is kind]
+        if mine:
+            kinds.append((kind, mine))
+    return kinds or [(False, list(combined))]
+
+
 def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, Any]] = (),
              anatomy: Sequence[Mapping[str, Any]] = (), threshold: float = stats.TIE_THRESHOLD,
              min_processes: int = stats.MIN_PROCESSES) -> list[dict[str, Any]]:
     """One verdict per machine x workload x preset x phase x device x dtype (x overrides that
-    change the computation, x matmul precision), from flat cell rows (``store.results.rows``),
-    one row per process. ``profiles`` / ``anatomy``: rows of report/profiles.py, for the why."""
+    change the computation, x matmul precision; on CUDA x graph replay, ``replay_kinds``), from
+    flat cell rows (``store.results.rows``), one row per process. ``profiles`` / ``anatomy``:
+    rows of report/profiles.py, for the why. Each row is built in named steps: its sides (the
+    best of each framework), the command that measures it again, the decision at its look's
+    level, the gates that may withhold it, and what stands beside it."""
     rows = latest_processes(rows)
     prof = {str(p["cell"]).split("#r")[0]: p for p in profiles}
     anat = {str(a["cell"]).split("#r")[0]: a for a in anatomy}
@@ -179,137 +206,225 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
         groups.setdefault(_group_key(r), []).append(r)
     out = []
     for key, group in groups.items():
-        workload, preset, phase, device, dtype, over, machine, precision = key
         combined = tables.combine_repeats(group)
         by_backend = {(r["backend"], tables.variant(r)[1]): r for r in combined}
-        row: dict[str, Any] = {"machine": machine, "workload": workload, "preset": preset, "phase": phase,
-                               "device": device, "dtype": dtype, "overrides": over, "matmul_precision": precision,
-                               "runs": sorted({str(r.get("run_id")) for r in group})}
-        best: dict[str, Mapping[str, Any] | None] = {}
-        sides: dict[str, list[Mapping[str, Any]]] = {}
-        shadowed: dict[str, list[Mapping[str, Any]]] = {}  # measured only while busy, possibly the best
-        missing = []
-        for fw, name in FRAMEWORKS:
-            everything = [r for r in combined if r.get("framework") == fw]
-            # the framework's own modes; an analysis path (PyTorch's program on XLA) only where none ran
-            native = [r for r in everything if not analysis(r["backend"])]
-            side = native if any(r["status"] == "ok" for r in native) else everything
-            sides[fw] = side
-            passed = [r for r in side if r["status"] == "ok" and _parity(r)["ok"] is not False]
-            eligible = [r for r in passed if r.get("process_samples")]  # clean processes: the gate's
-            b = min(eligible, key=lambda r: r["steady_median_s"]) if eligible else None
-            best[fw] = b
-            # a candidate measured only while the machine was busy might be the side's best: the side
-            # cannot decide while its fastest busy process beats the clean best (busy slows, never speeds)
-            shadow = [r for r in passed if r.get("busy") and (b is None or _fastest_busy(r) < b["steady_median_s"])]
-            shadowed[fw] = shadow
-            row[f"{fw}_busy_candidates"] = [{"backend": tables.backend_variant(r), "cell": cell_id(r),
-                                             "processes_busy": r.get("processes_busy", 0),
-                                             "why": r.get("busy_reasons"),
-                                             "fastest_busy_s": _fastest_busy(r)} for r in shadow]
-            failed = [r for r in side if r["status"] == "parity_fail" and r.get("steady_median_s")
-                      and (b is None or r["steady_median_s"] < b["steady_median_s"])]
-            row[f"{fw}_aside"] = [{"backend": tables.backend_variant(r), "seconds": r["steady_median_s"]}
-                                  for r in everything if r not in side and r["status"] == "ok"
-                                  and r.get("steady_median_s") and b is not None
-                                  and r["steady_median_s"] < b["steady_median_s"]]
-            row[f"{fw}_candidates"] = len(side)
-            row[f"{fw}_excluded"] = [{"backend": tables.backend_variant(r), "seconds": r["steady_median_s"],
-                                      "why": f"failed parity: {_parity_text(_parity(r))}"} for r in failed]
-            row[f"{fw}_pays"] = _pays(side, by_backend)
-            if b is None:
-                if shadow:
-                    why = (", ".join(f"{x['backend']} ({x['processes_busy']} process(es), {x['why']})"
-                                     for x in row[f"{fw}_busy_candidates"]) + " measured only while the machine "
-                           "was busy")
-                else:
-                    why = ((_one_sided(workload, fw) or "none measured") if not side else
-                           "none ran ok with parity (" + ", ".join(f"{tables.backend_variant(r)} {r['status']}"
-                                                                   for r in side) + ")")
-                missing.append(f"no {name} backend: {why}")
-                row.update({f"best_{fw}": None, f"{fw}_s": None, f"{fw}_processes": 0,
-                            f"{fw}_processes_busy": sum(x["processes_busy"] for x in row[f"{fw}_busy_candidates"]),
-                            f"{fw}_one_sided": bool(not side and _one_sided(workload, fw))})
+        for kind, cells in replay_kinds(combined, key[3]):
+            row = _base_row(key, group, kind)
+            best, sides, shadowed, missing = _sides(row, cells, by_backend, kind)
+            _command(row, best, sides, shadowed, by_backend, min_processes)
+            _beside_always(row, best, cells, prof, anat)
+            if missing:
+                busy_side = any(row[f"{fw}_busy_candidates"] for fw, _ in FRAMEWORKS if row.get(f"best_{fw}") is None)
+                kind_gap = kind is not None and not busy_side and any(
+                    row.get(f"best_{fw}") is None and any(r.get("framework") == fw for r in combined)
+                    for fw, _ in FRAMEWORKS)
+                row.update(ratio=None, ci_low=None, ci_high=None, verdict="cannot say", reason="; ".join(missing),
+                           reason_tag="busy machine" if busy_side else
+                           "not best against best" if kind_gap else "one side missing")
+                out.append(row)
                 continue
-            row.update({f"best_{fw}": tables.backend_variant(b), f"{fw}_label": tables._label(b),
-                        f"{fw}_cell": cell_id(b), f"{fw}_analysis_path": analysis(b["backend"]),
-                        f"{fw}_s": b["steady_median_s"], f"{fw}_first_call_s": b.get("first_call_s"),
-                        f"{fw}_ci_low_s": b.get("steady_ci_low_s"), f"{fw}_ci_high_s": b.get("steady_ci_high_s"),
-                        f"{fw}_processes": len(b["process_samples"]),
-                        f"{fw}_processes_busy": b.get("processes_busy", 0),
-                        f"{fw}_parity": _parity(b), f"{fw}_memory_bytes": b.get("memory_added_bytes"),
-                        f"{fw}_optimizer_impl": b.get("optimizer_impl"), f"{fw}_attention": b.get("attention")})
-        # the command that measures this row again, on this machine: the backends that decided it
-        # (or, where a side has no best, every one that side measured), with their options
-        # (the eager counterpart of a compiled best too: the row's compile break-even is drawn against it)
-        deciding = [r for fw, _ in FRAMEWORKS
-                    for r in ([best[fw], *shadowed[fw], *_eager_of(best[fw], by_backend)] if best[fw] is not None
-                              else sides[fw])]
-        measured = max((r.get("processes") or 1 for r in deciding), default=1)
-        row["command"] = commands.run_command(deciding, max(min_processes, measured)) if deciding else None
-        row["processes"] = min(row["torch_processes"], row["jax_processes"])
-        row["processes_used"] = row["processes"]  # clean processes on the thinner side
-        row["processes_busy"] = row["torch_processes_busy"] + row["jax_processes_busy"]
-        shadows = [x for fw, _ in FRAMEWORKS for x in row[f"{fw}_busy_candidates"]]
-        row["why"] = _why(best, prof, anat)
-        mt, mj = row.get("torch_memory_bytes"), row.get("jax_memory_bytes")
-        row["memory_ratio"] = mj / mt if mt and mj is not None else None
-        row["memory_counter"] = next((r.get("peak_memory_counter") for r in combined if r.get("peak_memory_counter")),
-                                     None)
-        if missing:
-            busy_side = any(row[f"{fw}_busy_candidates"] for fw, _ in FRAMEWORKS if row.get(f"best_{fw}") is None)
-            row.update(ratio=None, ci_low=None, ci_high=None, verdict="cannot say", reason="; ".join(missing),
-                       reason_tag="busy machine" if busy_side else "one side missing")
+            c, decision, verdict, reason, tag = _decide(row, best, combined, threshold)
+            verdict, reason, tag = _gates(row, c, decision, verdict, reason, tag, min_processes)
+            if verdict == "tie":
+                row["tie_within"] = stats.tie_bound(c)
+            _beside_decided(row, best, c, threshold, min_processes)
+            row.update(verdict=verdict, reason=reason, reason_tag=tag)
             out.append(row)
-            continue
-        # the CI's level: the error this look may spend (stats.look_alpha: a run that adds processes
-        # until its verdicts decide shares 5% over its looks). The look is the table's: a process
-        # added to any of its cells is new data for its verdict (a top-up of one cell can make
-        # another the best), so every row counts, not the two bests
-        looks = max(r.get("looks") or 1 for r in combined)
-        look = max(r.get("look") or 0 for r in combined)
-        confidence = 1.0 - stats.look_alpha(look, looks)
-        c = stats.compare(best["torch"]["process_samples"], best["jax"]["process_samples"], confidence)
-        row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, confidence=confidence, look=look, looks=looks)
-        decision = stats.decide(c, threshold)
-        verdict, reason = DECISION[decision], _reason(decision, c, threshold, confidence)
-        if looks > 1:
-            reason += (f" (look {look + 1} of at most {looks}: a run that adds processes until its verdict decides "
-                       f"spends {stats.VERDICT_ALPHA:.0%} over its looks)")
-        tag = "noisy" if decision == "noisy" else None
-        if row["processes"] < min_processes:
-            excluded = row["processes_busy"]
-            verdict, tag = "cannot say", "busy machine" if excluded else "too few processes"
-            reason = (f"{row['torch_processes']} PyTorch / {row['jax_processes']} JAX clean process(es)"
-                      + (f" ({excluded} measured while the machine was busy, left out)" if excluded else "")
-                      + f"; a verdict needs {min_processes} clean ones a side (run --processes "
-                        f"{max(min_processes, row['processes'] + excluded + 1)}): fewer understate the spread "
-                        f"between launches"
-                      + (f"; it would read: {DECISION[decision]} ({reason})" if decision != "noisy" else ""))
-        elif shadows:
-            verdict, tag = "cannot say", "busy machine"
-            reason = ("; ".join(f"{x['backend']} was measured only while the machine was busy ({x['why']}) and its "
-                                f"fastest process, {fmt.seconds(x['fastest_busy_s'])}, beat the side's best"
-                                for x in shadows)
-                      + f"; it would read without it: {DECISION[decision]} ({reason})")
-        if verdict == "tie":
-            row["tie_within"] = stats.tie_bound(c)
-        # on CUDA the device's own clock beside the wall clock: where they disagree, host time
-        # (launches, Python) is part of the wall-clock verdict, and the row says so
-        dt, dj = best["torch"].get("device_time_s"), best["jax"].get("device_time_s")
-        if dt and dj:
-            row["device_ratio"] = dj / dt
-            if abs(math.log(row["device_ratio"]) - math.log(c.ratio)) > math.log1p(threshold):
-                row["why"] = "; ".join(filter(None, (
-                    f"device time JAX/PyTorch {row['device_ratio']:.3f} ({fmt.seconds(dj)} / {fmt.seconds(dt)}) "
-                    f"against {c.ratio:.3f} on the wall clock: host time (launches, Python) differs",
-                    row.get("why"))))
-        for fw, _ in FRAMEWORKS:  # where a best cell's processes disagree, why (report/spread.py)
-            row[f"{fw}_spread_why"] = best[fw].get("spread_why")
-        row.update(energy(best["torch"], best["jax"], confidence, min_processes))
-        row.update(verdict=verdict, reason=reason, reason_tag=tag)
-        out.append(row)
     return out
+
+
+def _base_row(key: tuple, group: Sequence[Mapping[str, Any]], kind: bool | None) -> dict[str, Any]:
+    workload, preset, phase, device, dtype, over, machine, precision = key
+    return {"machine": machine, "workload": workload, "preset": preset, "phase": phase, "device": device,
+            "dtype": dtype, "overrides": over, "matmul_precision": precision,
+            "replay": REPLAY_KINDS.get(kind) if kind is not None else None,
+            "runs": sorted({str(r.get("run_id")) for r in group})}
+
+
+def _sides(row: dict[str, Any], combined: Sequence[Mapping[str, Any]], by_backend: Mapping[tuple, Mapping[str, Any]],
+           kind: bool | None) -> tuple[dict, dict, dict, list[str]]:
+    """Each framework's best (its fastest backend whose cells ran ok and passed parity, from
+    clean processes), the candidates measured only while busy that might beat it, what failed
+    parity faster, and why a side has no best."""
+    workload = row["workload"]
+    best: dict[str, Mapping[str, Any] | None] = {}
+    sides: dict[str, list[Mapping[str, Any]]] = {}
+    shadowed: dict[str, list[Mapping[str, Any]]] = {}  # measured only while busy, possibly the best
+    missing = []
+    for fw, name in FRAMEWORKS:
+        everything = [r for r in combined if r.get("framework") == fw]
+        # the framework's own modes; an analysis path (PyTorch's program on XLA) only where none ran
+        native = [r for r in everything if not analysis(r["backend"])]
+        side = native if any(r["status"] == "ok" for r in native) else everything
+        sides[fw] = side
+        passed = [r for r in side if r["status"] == "ok" and _parity(r)["ok"] is not False]
+        eligible = [r for r in passed if r.get("process_samples")]  # clean processes: the gate's
+        b = min(eligible, key=lambda r: r["steady_median_s"]) if eligible else None
+        best[fw] = b
+        # a candidate measured only while the machine was busy might be the side's best: the side
+        # cannot decide while its fastest busy process beats the clean best (busy slows, never speeds)
+        shadow = [r for r in passed if r.get("busy") and (b is None or _fastest_busy(r) < b["steady_median_s"])]
+        shadowed[fw] = shadow
+        row[f"{fw}_busy_candidates"] = [{"backend": tables.backend_variant(r), "cell": cell_id(r),
+                                         "processes_busy": r.get("processes_busy", 0),
+                                         "why": r.get("busy_reasons"),
+                                         "fastest_busy_s": _fastest_busy(r)} for r in shadow]
+        failed = [r for r in side if r["status"] == "parity_fail" and r.get("steady_median_s")
+                  and (b is None or r["steady_median_s"] < b["steady_median_s"])]
+        row[f"{fw}_aside"] = [{"backend": tables.backend_variant(r), "seconds": r["steady_median_s"]}
+                              for r in everything if r not in side and r["status"] == "ok"
+                              and r.get("steady_median_s") and b is not None
+                              and r["steady_median_s"] < b["steady_median_s"]]
+        row[f"{fw}_candidates"] = len(side)
+        row[f"{fw}_excluded"] = [{"backend": tables.backend_variant(r), "seconds": r["steady_median_s"],
+                                  "why": f"failed parity: {_parity_text(_parity(r))}"} for r in failed]
+        row[f"{fw}_pays"] = _pays(side, by_backend)
+        if b is None:
+            if shadow:
+                why = (", ".join(f"{x['backend']} ({x['processes_busy']} process(es), {x['why']})"
+                                 for x in row[f"{fw}_busy_candidates"]) + " measured only while the machine "
+                       "was busy")
+            elif not side and kind is not None:
+                why = (f"no {REPLAY_KINDS[kind]} program of {name} was measured ({REPLAY_PROGRAMS[(fw, kind)]}): "
+                       f"not best against best")
+            else:
+                why = ((_one_sided(workload, fw) or "none measured") if not side else
+                       "none ran ok with parity (" + ", ".join(f"{tables.backend_variant(r)} {r['status']}"
+                                                               for r in side) + ")")
+            missing.append(f"no {name} backend: {why}")
+            row.update({f"best_{fw}": None, f"{fw}_s": None, f"{fw}_processes": 0,
+                        f"{fw}_processes_busy": sum(x["processes_busy"] for x in row[f"{fw}_busy_candidates"]),
+                        f"{fw}_one_sided": bool(not side and _one_sided(workload, fw))})
+            continue
+        row.update({f"best_{fw}": tables.backend_variant(b), f"{fw}_label": tables._label(b),
+                    f"{fw}_cell": cell_id(b), f"{fw}_analysis_path": analysis(b["backend"]),
+                    f"{fw}_s": b["steady_median_s"], f"{fw}_first_call_s": b.get("first_call_s"),
+                    f"{fw}_ci_low_s": b.get("steady_ci_low_s"), f"{fw}_ci_high_s": b.get("steady_ci_high_s"),
+                    f"{fw}_processes": len(b["process_samples"]),
+                    f"{fw}_processes_busy": b.get("processes_busy", 0),
+                    f"{fw}_parity": _parity(b), f"{fw}_memory_bytes": b.get("memory_added_bytes"),
+                    f"{fw}_process_memory_bytes": b.get("process_memory_bytes"),
+                    f"{fw}_optimizer_impl": b.get("optimizer_impl"), f"{fw}_attention": b.get("attention")})
+    row["processes"] = min(row["torch_processes"], row["jax_processes"])
+    row["processes_used"] = row["processes"]  # clean processes on the thinner side
+    row["processes_busy"] = row["torch_processes_busy"] + row["jax_processes_busy"]
+    return best, sides, shadowed, missing
+
+
+def _command(row: dict[str, Any], best: Mapping[str, Any], sides: Mapping[str, list], shadowed: Mapping[str, list],
+             by_backend: Mapping[tuple, Mapping[str, Any]], min_processes: int) -> None:
+    """The command that measures this row again, on this machine: the backends that decided it
+    (or, where a side has no best, every one that side measured), with their options (the eager
+    counterpart of a compiled best too: the row's compile break-even is drawn against it), and
+    the levels a fresh run of it reads its verdict at."""
+    deciding = [r for fw, _ in FRAMEWORKS
+                for r in ([best[fw], *shadowed[fw], *_eager_of(best[fw], by_backend)] if best[fw] is not None
+                          else sides[fw])]
+    measured = max((r.get("processes") or 1 for r in deciding), default=1)
+    n = max(min_processes, measured)
+    row["command"] = commands.run_command(deciding, n) if deciding else None
+    # the levels that command's own verdicts would read at: a fresh run starts its looks again
+    row["command_levels"] = stats.fresh_levels(n) if deciding else None
+
+
+def _beside_always(row: dict[str, Any], best: Mapping[str, Any], combined: Sequence[Mapping[str, Any]],
+                   prof: Mapping[str, Any], anat: Mapping[str, Any]) -> None:
+    """What stands beside a row whether or not it decides: the why from profiles or the memory
+    anatomy, and the memory ratio (with whether it clears the noise: ``memory``)."""
+    row["why"] = _why(best, prof, anat)
+    row.update(memory(best.get("torch"), best.get("jax")))
+    row["memory_counter"] = next((r.get("peak_memory_counter") for r in combined if r.get("peak_memory_counter")),
+                                 None)
+
+
+def _decide(row: dict[str, Any], best: Mapping[str, Any], combined: Sequence[Mapping[str, Any]],
+            threshold: float) -> tuple[stats.Comparison, str, str, str, str | None]:
+    """The ratio, its CI at the level its look may spend, and the decision (stats.decide)."""
+    # both sides timed in one mode (harness/timer.py): a ratio of a latency to a throughput figure
+    # compares two ways of timing, not two programs
+    modes_of = {fw: best[fw].get("timing_modes") or ["throughput"] for fw, _ in FRAMEWORKS}
+    modes = sorted(set(modes_of["torch"]) | set(modes_of["jax"]))
+    row["timing"] = modes[0] if len(modes) == 1 else "unlike: " + " / ".join(
+        "+".join(modes_of[fw]) for fw, _ in FRAMEWORKS)
+    row["_modes"] = modes_of
+    # the CI's level: the error this look may spend (stats.look_alpha: a run that adds processes
+    # until its verdicts decide shares 5% over its looks). The look is the table's: a process
+    # added to any of its cells is new data for its verdict (a top-up of one cell can make
+    # another the best), so every row counts, not the two bests
+    looks = max(r.get("looks") or 1 for r in combined)
+    look = max(r.get("look") or 0 for r in combined)
+    confidence = 1.0 - stats.look_alpha(look, looks)
+    c = stats.compare(best["torch"]["process_samples"], best["jax"]["process_samples"], confidence)
+    row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, confidence=confidence, look=look, looks=looks)
+    decision = stats.decide(c, threshold)
+    reason = _reason(decision, c, threshold, confidence)
+    if looks > 1:
+        reason += (f" (look {look + 1} of at most {looks}: a run that adds processes until its verdict decides "
+                   f"spends {stats.VERDICT_ALPHA:.0%} over its looks)")
+    return c, decision, DECISION[decision], reason, "noisy" if decision == "noisy" else None
+
+
+def _gates(row: dict[str, Any], c: stats.Comparison, decision: str, verdict: str, reason: str, tag: str | None,
+           min_processes: int) -> tuple[str, str, str | None]:
+    """What withholds a decision the ratio alone would make: too few clean processes a side, the
+    two sides timed unlike, a candidate measured only while busy that might be a side's best."""
+    modes_of = row.pop("_modes")
+    shadows = [x for fw, _ in FRAMEWORKS for x in row[f"{fw}_busy_candidates"]]
+    if row["processes"] < min_processes:
+        excluded = row["processes_busy"]
+        return "cannot say", (
+            f"{row['torch_processes']} PyTorch / {row['jax_processes']} JAX clean process(es)"
+            + (f" ({excluded} measured while the machine was busy, left out)" if excluded else "")
+            + f"; a verdict needs {min_processes} clean ones a side (run --processes "
+              f"{max(min_processes, row['processes'] + excluded + 1)}): fewer understate the spread "
+              f"between launches"
+            + (f"; it would read: {DECISION[decision]} ({reason})" if decision != "noisy" else "")), \
+            "busy machine" if excluded else "too few processes"
+    if row["timing"].startswith("unlike"):
+        return "cannot say", (
+            f"the two sides were not timed alike: PyTorch's processes in {' and '.join(modes_of['torch'])}, "
+            f"JAX's in {' and '.join(modes_of['jax'])} mode (latency: one call a sync; throughput: blocks "
+            f"of back-to-back calls); measure them again in one run (its --timing applies to every cell)"
+            f"; it would read: {DECISION[decision]} ({reason})"), "unlike timing"
+    if shadows:
+        return "cannot say", (
+            "; ".join(f"{x['backend']} was measured only while the machine was busy ({x['why']}) and its "
+                      f"fastest process, {fmt.seconds(x['fastest_busy_s'])}, beat the side's best"
+                      for x in shadows)
+            + f"; it would read without it: {DECISION[decision]} ({reason})"), "busy machine"
+    return verdict, reason, tag
+
+
+def _beside_decided(row: dict[str, Any], best: Mapping[str, Any], c: stats.Comparison, threshold: float,
+                    min_processes: int) -> None:
+    """Beside a row with a ratio: on CUDA the device's own clock where both sides have one
+    (where it disagrees with the wall clock, host time is part of the verdict, and the row says
+    so), why a best cell's processes disagree (report/spread.py), and the energy ratio."""
+    dt, dj = best["torch"].get("device_time_s"), best["jax"].get("device_time_s")
+    if dt and dj:
+        row["device_ratio"] = dj / dt
+        if abs(math.log(row["device_ratio"]) - math.log(c.ratio)) > math.log1p(threshold):
+            row["why"] = "; ".join(filter(None, (
+                f"device time JAX/PyTorch {row['device_ratio']:.3f} ({fmt.seconds(dj)} / {fmt.seconds(dt)}) "
+                f"against {c.ratio:.3f} on the wall clock: host time (launches, Python) differs",
+                row.get("why"))))
+    for fw, _ in FRAMEWORKS:  # where a best cell's processes disagree, why (report/spread.py)
+        row[f"{fw}_spread_why"] = best[fw].get("spread_why")
+    row.update(energy(best["torch"], best["jax"], row["confidence"], min_processes))
+
+
+def memory(torch_best: Mapping[str, Any] | None, jax_best: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The memory the two bests added (the memory phase's peak over the baseline, median over
+    clean processes), their ratio JAX/PyTorch, and whether the difference clears the processes'
+    spread at a size that matters (stats.memory_difference); where it does not, the row and
+    every claim drawn from it say "no difference here"."""
+    if torch_best is None or jax_best is None:
+        return {"memory_ratio": None, "memory_differs": None}
+    mt, mj = torch_best.get("memory_added_bytes"), jax_best.get("memory_added_bytes")
+    d = stats.memory_difference(torch_best.get("process_memory_bytes") or ([mt] if mt is not None else []),
+                                jax_best.get("process_memory_bytes") or ([mj] if mj is not None else []))
+    return {"memory_ratio": mj / mt if mt and mj is not None else None, "memory_differs": d["differs"],
+            "memory_why": d.get("why")}
 
 
 def energy(torch_best: Mapping[str, Any], jax_best: Mapping[str, Any], confidence: float,
@@ -398,13 +513,8 @@ def self_check(rows: Iterable[Mapping[str, Any]], threshold: float = stats.TIE_T
     return out
 
 
-def level(confidence: float) -> str:
-    """0.96 -> '96%', 0.995 -> '99.5%'."""
-    return f"{confidence * 100:.4g}%"
-
-
 def _reason(decision: str, c: stats.Comparison, threshold: float, confidence: float = 0.95) -> str:
-    ci = f"{level(confidence)} CI {c.ci_low:.3f}-{c.ci_high:.3f}"
+    ci = f"{fmt.level(confidence)} CI {c.ci_low:.3f}-{c.ci_high:.3f}"
     if decision == "noisy":
         return (f"{ci} holds 1 but allows a difference of {stats.tie_bound(c):.0%} (more than "
                 f"{stats.NOISY_BOUND:.0%}): too wide to decide (noisy); measure more processes")
@@ -417,7 +527,7 @@ def _reason(decision: str, c: stats.Comparison, threshold: float, confidence: fl
 
 
 # ---- presentation ----------------------------------------------------------------------------
-COLUMNS = ("workload", "best PyTorch", "best JAX", "JAX/PyTorch (CI)", "verdict", "procs", "compile pays "
+COLUMNS = ("workload", "best PyTorch", "best JAX", "JAX/PyTorch (CI)", "verdict", "procs · timing", "compile pays "
            "(PyTorch / JAX)", "memory JAX/PyTorch", "parity (PyTorch / JAX)", "why", "energy JAX/PyTorch (CI)")
 STYLE = {"JAX faster": "bold cyan", "PyTorch faster": "bold magenta", "tie": "green", "cannot say": "yellow"}
 LEGEND = ("every figure from clean processes only: a process is busy, and decides nothing, when others took over "
@@ -429,18 +539,26 @@ LEGEND = ("every figure from clean processes only: a process is busy, and decide
           "processes, the rest shared by the top-ups); tie (±x: the largest difference "
           "the CI allows): the CI lies within ±{t:.0%}, or holds 1 within ±{n:.0%}; cannot say: fewer than {p} clean "
           "processes a side (busy machine: busy ones left too few, or a backend measured only while busy might be a "
-          "side's best), a CI too wide, or a side with nothing that ran and passed; compile pays: calls until the "
+          "side's best), a CI too wide, a side with nothing that ran and passed, two sides timed unlike, or (on CUDA) "
+          "no program of the row's kind on a side: not best against best; on CUDA each table has a row for the "
+          "programs that replay CUDA graphs (PyTorch's CUDA graphs, XLA's command buffers) and one for those that "
+          "do not, so that each ratio sets like against like; compile pays: calls until the "
           "framework's fastest compiled mode has paid for its first call against its eager mode (never: not faster; "
-          "within noise: not significantly faster); memory: what each best added, the steady-state peak over the "
-          "worker's baseline before its first call, median over clean processes (device allocator on a GPU; {mem}; "
-          "none where XLA's peak, which cannot be reset, was reached before the first call: the preparation's); "
+          "within noise: not significantly faster); memory: what each best added, the peak of one call after the "
+          "steady window over the worker's baseline before its first call (compile, autotuning and the harness's "
+          "copies behind it), median over clean processes (device allocator on a GPU; {mem}; XLA's from its memory "
+          "analysis, its allocator's peak having no reset); no difference here: the two sides' processes overlap, "
+          "or the difference is under {mb} MiB or {mf:.0%}; "
+          "timing: how both sides' steady states were timed, one mode for the pair (throughput: blocks of 2+ "
+          "back-to-back calls, one sync a block; latency: one call a sync); "
           "again: the command that measures a row again on this machine.")
 
 
 def _title(r: Mapping[str, Any]) -> str:
     over = f" · {r['overrides']}" if r.get("overrides") else ""
     prec = "" if r.get("matmul_precision") in (None, "float32") else f" · {r['matmul_precision']} matmuls"
-    return f"{r['workload']} · {r['preset']} · {r['phase']} · {r['device']} · {r['dtype']}{over}{prec}"
+    replay = f" · {r['replay']}" if r.get("replay") else ""
+    return f"{r['workload']} · {r['preset']} · {r['phase']} · {r['device']} · {r['dtype']}{over}{prec}{replay}"
 
 
 def _side(r: Mapping[str, Any], fw: str) -> str:
@@ -469,14 +587,15 @@ def _pays_text(p: Mapping[str, Any]) -> str:
 
 def cells(r: Mapping[str, Any]) -> list[str]:
     """The row's table cells as text (terminal, Markdown and the report page show these)."""
-    ratio = fmt.DASH if r.get("ratio") is None else \
-        f"{r['ratio']:.3f} ({r['ci_low']:.3f}-{r['ci_high']:.3f}, {level(r.get('confidence') or 0.95)})"
-    mem = fmt.DASH if r.get("memory_ratio") is None else f"{r['memory_ratio']:.2f}x"
+    ratio = fmt.interval(r.get("ratio"), r.get("ci_low"), r.get("ci_high"), r.get("confidence"))
+    mem = fmt.DASH if r.get("memory_ratio") is None else f"{r['memory_ratio']:.2f}x" + (
+        "" if r.get("memory_differs") else " (no difference here)" if r.get("memory_differs") is False else " (?)")
     parity = " / ".join(fmt.DASH if r.get(f"{fw}_one_sided") else _parity_text(r.get(f"{fw}_parity"))
                         for fw, _ in FRAMEWORKS)
     verdict = r["verdict"] + (f" ({r['reason_tag']})" if r.get("reason_tag") else
                               f" (±{r['tie_within']:.0%})" if r.get("tie_within") is not None else "")
-    procs = str(r["processes"]) + (f" ({r['processes_busy']} busy left out)" if r.get("processes_busy") else "")
+    procs = (str(r["processes"]) + (f" ({r['processes_busy']} busy left out)" if r.get("processes_busy") else "")
+             + (f" · {r['timing']}" if r.get("timing") else ""))
     return [_title(r), _side(r, "torch"), _side(r, "jax"), ratio, verdict, procs,
             " / ".join(fmt.DASH if r.get(f"{fw}_one_sided") else _pays_text(r[f"{fw}_pays"]) for fw, _ in FRAMEWORKS),
             mem, parity, r.get("why") or fmt.DASH, energy_text(r)]
@@ -487,8 +606,8 @@ def energy_text(r: Mapping[str, Any]) -> str:
     if r.get("energy_ratio") is None:
         return fmt.DASH
     joules = " / ".join(fmt.joules(r.get(f"{fw}_energy_j")) for fw, _ in FRAMEWORKS)
-    return (f"{r['energy_ratio']:.3f} ({r['energy_ci_low']:.3f}-{r['energy_ci_high']:.3f}, "
-            f"{level(r.get('confidence') or 0.95)}): {joules} a call")
+    return (f"{fmt.interval(r['energy_ratio'], r['energy_ci_low'], r['energy_ci_high'], r.get('confidence'))}: "
+            f"{joules} a call")
 
 
 def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -510,14 +629,35 @@ def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+def fresh_levels_text(levels: Sequence[float] | None) -> str:
+    """What level a row's "again" command reads its verdict at: a fresh run starts its error
+    budget again, whatever look this row was read at."""
+    if not levels:
+        return ""
+    if len(levels) == 1:
+        return f"a fresh run of it reads its verdict at {fmt.level(levels[0])}"
+    looks = ", ".join(f"{fmt.level(c)} at look {i + 1}" for i, c in enumerate(levels))
+    return (f"a fresh run of it reads its verdict at {looks} (it adds processes while undecided and spends "
+            f"{stats.VERDICT_ALPHA:.0%} over its looks)")
+
+
 def command_cell(r: Mapping[str, Any]) -> str:
-    """The row's command, as a table cell shows it."""
-    return f"`{r['command']}`" if r.get("command") else fmt.DASH
+    """The row's command, as a table cell shows it, with the level a fresh run of it reads at."""
+    if not r.get("command"):
+        return fmt.DASH
+    levels = fresh_levels_text(r.get("command_levels"))
+    return f"`{r['command']}`" + (f" ({levels})" if levels else "")
 
 
 def again(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Each row's command, under its title: what measures it again on this machine."""
-    return [f"{_title(r)}: {r['command']}" for r in rows if r.get("command")]
+    """Each row's command, under its title: what measures it again on this machine, and the
+    level a fresh run of it reads its verdict at."""
+    out = []
+    for r in rows:
+        if r.get("command"):
+            levels = fresh_levels_text(r.get("command_levels"))
+            out.append(f"{_title(r)}: {r['command']}" + (f"  ({levels})" if levels else ""))
+    return out
 
 
 def mixed_machines(cell_rows: Sequence[Mapping[str, Any]]) -> str | None:
@@ -546,6 +686,7 @@ def legend(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_THRES
     from stackwars.rules import RULES
 
     return LEGEND.format(t=threshold, n=stats.NOISY_BOUND, p=stats.MIN_PROCESSES, a=stats.VERDICT_ALPHA,
+                         mb=stats.MEMORY_MIN_BYTES >> 20, mf=stats.MEMORY_MIN_FRACTION,
                          a0=stats.FIRST_LOOK_ALPHA, c=RULES["contention_threshold"].value, f=RULES["canary_floor"].value,
                          mem="; ".join(counters) or "not measured")
 
@@ -581,11 +722,13 @@ def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshol
                 if r.get("why"):
                     parts.append(Text(f"      why: {r['why']}", style="dim"))
                 if r.get("command"):
-                    parts.append(Text(f"      again: {r['command']}", style="dim"))
+                    levels = fresh_levels_text(r.get("command_levels"))
+                    parts.append(Text(f"      again: {r['command']}" + (f"  ({levels})" if levels else ""),
+                                      style="dim"))
             continue
         table = Table(title=title, title_justify="left")
         for col in COLUMNS:
-            table.add_column(col, overflow="fold", justify="right" if col in ("procs",) else "left")
+            table.add_column(col, overflow="fold", justify="right" if col in ("procs · timing",) else "left")
         for r in group:
             c = cells(r)
             c[4] = Text(c[4], style=STYLE[r["verdict"]])
@@ -652,7 +795,7 @@ def forest_png(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_T
     for j, r in enumerate(apart):
         ax.text(1.0, len(shown) + j, f"not drawn: {r['verdict']} ({r.get('reason_tag') or 'no ratio'})",
                 ha="center", va="center", fontsize=7, color="tab:gray")
-    labels = [f"{_title(r)} ({r['best_torch']} vs {r['best_jax']})" for r in shown]
+    labels = [f"{_title(r)} ({r['best_torch']} vs {r['best_jax']}, {fmt.level(r['confidence'])} CI)" for r in shown]
     labels += [f"{_title(r)} ({r.get('best_torch') or '—'} vs {r.get('best_jax') or '—'})" for r in apart]
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.set_ylim(len(labels) - 0.5, -0.5)
@@ -663,7 +806,9 @@ def forest_png(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_T
              + [1 + threshold])
     pad = math.exp(0.08 * (math.log(hi) - math.log(lo)) + 0.02)
     ax.set_xlim(lo / pad, hi * pad)
-    ax.set_xlabel("JAX time / PyTorch time, best backend of each (log; < 1: JAX faster); CI over processes")
+    levels = ", ".join(dict.fromkeys(fmt.level(r["confidence"]) for r in shown))
+    ax.set_xlabel(f"JAX time / PyTorch time, best backend of each (log; < 1: JAX faster); CI over processes at "
+                  f"{levels}, the level each row's look spent")
     for v, c in colour.items():
         ax.plot([], [], "o", color=c, label=v)
     ax.plot([], [], "o", color="tab:gray", mfc="white",

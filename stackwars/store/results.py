@@ -745,21 +745,30 @@ def study_rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def cell_row(run_id: str, m: Measurement, env: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """One flat row: Measurement.to_row plus its run id and, given the run's environment, the
-    machine it was measured on (every number carries it). A backend stored under an old
-    name is shown under its current one."""
+def cell_row(run_id: str, m: Measurement, info: RunInfo | Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One flat row: Measurement.to_row plus its run id and, given the run (``RunInfo``; an
+    environment alone is read as the run's first session's), the machine it was measured on
+    (every number carries it) and which look of its verdict the process was planned for, of
+    how many the run allows (stats.look_alpha: the level its interval is read at). Every
+    reader of a run's cells (the verdict, the report, an export) builds its rows here, so
+    that none reads them at another level. A backend stored under an old name is shown under
+    its current one."""
     from stackwars.registry import canonical_backend
 
     row = {"run_id": run_id, **m.to_row()}
     row["backend"] = canonical_backend(row["backend"])
+    env = info.env if isinstance(info, RunInfo) else info
     if env is not None:
         row["machine"] = Env(env).machine(((m.settings or {}).get("placement") or {}).get("kind"))
+    if isinstance(info, RunInfo):
+        cfg = info.measure_config
+        row["look"] = stats.look_of(m.spec.repeat, cfg.processes)
+        row["looks"] = stats.looks_allowed(cfg.processes, cfg.max_processes)
     return row
 
 
 def rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
-    """Flat rows for export and reports, each with its machine."""
+    """Flat rows for export and reports, each with its machine and its look."""
     runs: dict[str, RunInfo] = {}
 
     def run(rid: str) -> RunInfo:
@@ -767,16 +776,8 @@ def rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
             runs[rid] = store.run(rid)
         return runs[rid]
 
-    def row(rid: str, m: Measurement) -> dict[str, Any]:
-        out = cell_row(rid, m, run(rid).env)
-        # which look of its verdict the process was planned for, of how many the run allows (stats.look_alpha)
-        cfg = run(rid).measure_config
-        out["look"] = stats.look_of(m.spec.repeat, cfg.processes)
-        out["looks"] = stats.looks_allowed(cfg.processes, cfg.max_processes)
-        return out
-
     # each process judged against its run's canary (stackwars/canary.py): a slowed one decides nothing
-    return canary.judge(row(rid, m) for rid, m in store.cells(run_id))
+    return canary.judge(cell_row(rid, m, run(rid)) for rid, m in store.cells(run_id))
 
 
 def load_results(db_file: str | os.PathLike | None = None):

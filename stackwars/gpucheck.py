@@ -44,12 +44,15 @@ NO_GPU_EXIT = 3
 ESTIMATE_S = {
     "tiny-eager": 10, "tiny-compiled": 25, "tiny-jax": 15,
     "micro-eager": 15, "micro-compiled": 32, "micro-jax": 33,
-    "model-eager": 25, "model-compiled": 45, "model-jax": 40,
+    # resnet50, vit-b16, bert-base, gpt2 paper forward, one process each: 82 and 84 s for 6 cells on the
+    # H100 at 3effb27 (forked from preloaded servers), about 14 s a cell, rounded up
+    "model-eager": 15, "model-compiled": 25, "model-jax": 25,
     "big-model": 150,  # gpt-neo-1.3b, llama3-8b: weights drawn on the host, the reference in its own worker
     "train-gpt2": 90, "peaks": 25, "mnist": 40, "scaling": 35, "kernel": 20,
     # a resnet50 / gpt2 paper forward cell-process forked from a preloaded server, caches warm after
-    # the first: not measured on a GPU yet; the 364 s of the 3fbd31d run for 12 such cells, rounded up
-    "verdict-model": 30,
+    # the first: the H100 at 3effb27 ran 28 of them (torch-compile, jax-jit) in 269 s, 9.6 s each;
+    # rounded up for the matched pairs' CUDA-graph captures and XLA's second compile
+    "verdict-model": 15,
 }
 TIMING = ("--warmup", "2", "--min-samples", "5", "--min-time", "0.3", "--timeout", "240")
 COMMON = (*TIMING, "--processes", "1", "--max-processes", "1")
@@ -101,8 +104,13 @@ def _cells(backends: Sequence[str], size: str, per_backend: int) -> tuple[tuple[
     return tuple((n, k) for k, n in counts.items())
 
 
-MICRO_BACKENDS = ("torch-eager", "torch-compile", "torch-cudagraphs", "jax-jit")
-MODEL_BACKENDS = ("torch-eager", "torch-compile", "jax-jit")
+# on CUDA a verdict sets programs that replay CUDA graphs against each other, and those that do not
+# (report/verdict.py): each side's program of both kinds, so that every row is best against best
+MATCHED = ("torch-compile", "torch-cudagraphs", "jax-jit", "jax-jit-no-graphs")
+NO_GRAPHS = ("torch-compile", "jax-jit-no-graphs")  # the pair without graph replay, for big models and knobs
+MICRO_BACKENDS = ("torch-eager", *MATCHED)
+MODEL_BACKENDS = ("torch-eager", *MATCHED)
+WHY_BACKENDS = ("torch-eager", *NO_GRAPHS)  # train steps profiled: launch-by-launch, what the profile shows
 SCALING_ARGS = ("study", "scaling", "gpt2", "--preset", "small", "--device", "cuda", "--devices", "1",
                 "-s", "dp", "-s", "fsdp", "--steps", "10")
 
@@ -131,24 +139,30 @@ def _peaks(d: Path) -> list[str]:
 
 def _verdict_speed(d: Path) -> list[str]:
     """The verdict the GPU issue timed at 3fbd31d (364 s for its 12 cells): resnet50 and gpt2,
-    paper, bfloat16, forward, torch-compile against jax-jit, 3 processes a cell to start with,
-    more looks while undecided within the budget."""
+    paper, bfloat16, forward, the matched pairs (torch-cudagraphs against jax-jit, torch-compile
+    against jax-jit-no-graphs), 3 processes a cell to start with, more looks while undecided
+    within the budget."""
     return [sys.executable, "-m", "stackwars", "run", "resnet50", "gpt2", "--preset", "paper", "--device", "cuda",
-            "--dtype", "bfloat16", "--phase", "forward", "-b", "torch-compile", "-b", "jax-jit", "--processes", "3",
+            "--dtype", "bfloat16", "--phase", "forward", *_bs(MATCHED), "--processes", "3",
             "--budget", "300", "--timeout", "240", "--db", str(d / "stackwars.db"), "--json", str(d / "cells.json")]
 
 
 def _spread(d: Path) -> list[str]:
-    """mha paper bf16 forward in 4 processes a backend, each profiled (3 steps after its timed
+    """mha paper bf16 forward in 4 processes a backend (the pair without graph replay: launch-bound), each
+    profiled (3 steps after its timed
     calls): the notes under the tables set the fastest process's kernels against the slowest's."""
     return [sys.executable, "-m", "stackwars", "run", "mha", "--preset", "paper", "--device", "cuda", "--dtype",
-            "bfloat16", "--phase", "forward", "-b", "torch-compile", "-b", "jax-jit", "--profile", "3",
+            "bfloat16", "--phase", "forward", *_bs(NO_GRAPHS), "--profile", "3",
             "--processes", "4", "--max-processes", "4", *TIMING, "--db", str(d / "stackwars.db"),
             "--json", str(d / "cells.json")]
 
 
+def _bs(backends: Sequence[str]) -> tuple[str, ...]:
+    return tuple(x for b in backends for x in ("-b", b))
+
+
 ENERGY_ARGS = ("run", "gpt2", "--preset", "paper", "--device", "cuda", "--dtype", "bfloat16", "--phase", "forward",
-               "-b", "torch-compile", "-b", "jax-jit", "--processes", "3", "--max-processes", "3", "--timeout", "240")
+               *_bs(MATCHED), "--processes", "3", "--max-processes", "3", "--timeout", "240")
 POWER_QUERY = ("nvidia-smi", "--query-gpu=timestamp,power.draw", "--format=csv,noheader,nounits", "-lms", "100")
 
 
@@ -230,7 +244,7 @@ def power_check(cells: Sequence[dict], power_csv: str, averaged_s: float = POWER
 
 
 SENSITIVITY_BASE = ("run", "gpt2", "--preset", "paper", "--device", "cuda", "--dtype", "bfloat16", "--phase",
-                    "forward", "-b", "torch-compile", "-b", "jax-jit", "--processes", "3", "--max-processes", "3",
+                    "forward", *_bs(NO_GRAPHS), "--processes", "3", "--max-processes", "3",
                     "--timeout", "240", "--no-energy")
 
 
@@ -272,14 +286,14 @@ def _llama(d: Path) -> list[str]:
     """llama3-8b's two cells in one command: one process each, a cell timeout that lets the
     jax-jit cell (16 GB of weights put on the device, XLA's compile) finish."""
     return [sys.executable, "-m", "stackwars", "run", "llama3-8b", "--preset", "paper", "--device", "cuda", "--dtype",
-            "bfloat16", "--phase", "forward", "-b", "torch-compile", "-b", "jax-jit", "--warmup", "2",
+            "bfloat16", "--phase", "forward", *_bs(NO_GRAPHS), "--warmup", "2",
             "--min-samples", "5", "--min-time", "0.3", "--timeout", "400", "--processes", "1", "--max-processes", "1",
             "--db", str(d / "stackwars.db"), "--json", str(d / "cells.json")]
 
 
 def _why(d: Path) -> list[str]:
     return _run("gpt2", "--preset", "paper", "--device", "cuda", "--dtype", "bfloat16", "--phase", "train-step",
-                *(x for b in MODEL_BACKENDS for x in ("-b", b)), "--profile", "2",
+                *_bs(WHY_BACKENDS), "--profile", "2",
                 "--profile-dir", str(d / "traces"))(d)
 
 
@@ -292,7 +306,8 @@ STAGES: tuple[Stage, ...] = (
           "for JAX in bfloat16, read from the compiled HLO", ((14, "tiny-jax"), (2, "tiny-eager")),
           _pytest("tests/test_gpu.py", "-k", "jax and not torch-compile and not torch-cudagraphs")),
     Stage("tests-compiled", "torch-compile and torch-cudagraphs cells on CUDA in parity (one shared Inductor cache: "
-          "the first call is not the point here)", ((12, "tiny-compiled"),),
+          "the first call is not the point here); the matched pairs a verdict sets apart, and jax-jit's memory "
+          "alike in a cold and a warm process", ((16, "tiny-compiled"), (4, "tiny-jax")),
           _pytest("tests/test_gpu.py", "-k", "torch-compile or torch-cudagraphs")),
     Stage("tests-paths", "point 9 of the GPU issue: cudagraphs really replays; --flush-l2 and --cuda-graph-replay; "
           "profiles and memory anatomy; compiled Triton and Pallas kernels; NCCL on one GPU; bf16 model cells; "
@@ -324,23 +339,25 @@ STAGES: tuple[Stage, ...] = (
           _cells(MODEL_BACKENDS, "model", 2), _run("bert-base", "gpt2", "--preset", "paper", "--device", "cuda",
                                                    "--dtype", "bfloat16", "--phase", "forward",
                                                    *(x for b in MODEL_BACKENDS for x in ("-b", b)))),
-    Stage("models-neo", "gpt-neo-1.3b at paper size, forward, bfloat16 (torch-compile, jax-jit)",
+    Stage("models-neo", "gpt-neo-1.3b at paper size, forward, bfloat16 (torch-compile, jax-jit-no-graphs)",
           ((2, "big-model"),), _run("gpt-neo-1.3b", "--preset", "paper", "--device", "cuda", "--dtype", "bfloat16",
-                                    "--phase", "forward", "-b", "torch-compile", "-b", "jax-jit"), proof=False),
-    Stage("models-llama", "llama3-8b at paper size, forward, bfloat16 (torch-compile, jax-jit): 16 GB of weights, "
+                                    "--phase", "forward", *_bs(NO_GRAPHS)), proof=False),
+    Stage("models-llama", "llama3-8b at paper size, forward, bfloat16 (torch-compile, jax-jit-no-graphs): 16 GB of "
+          "weights, "
           "the float64 reference computed in its own worker first; both cells in this one command",
           ((2, "big-model"),), _llama, proof=False),
-    Stage("verdict-speed", "the resnet50 + gpt2 paper bf16 forward verdict, torch-compile against jax-jit, "
-          "3 processes and more looks while undecided (364 s at 3fbd31d; the aim: 120 s, harness 3 s a process)",
-          ((12, "verdict-model"),), _verdict_speed, proof=False),
+    Stage("verdict-speed", "the resnet50 + gpt2 paper bf16 forward verdict on the matched pairs (graph replay: "
+          "torch-cudagraphs against jax-jit; none: torch-compile against jax-jit-no-graphs), 3 processes and more "
+          "looks while undecided (364 s for one pair at 3fbd31d)",
+          ((24, "verdict-model"),), _verdict_speed, proof=False),
     Stage("spread", "why a launch-bound cell's processes disagree (mha forward torch-compile: process medians 182-355 "
-          "µs at 3fbd31d): mha paper bf16 forward, torch-compile against jax-jit, 4 processes each profiled, the "
-          "fastest's kernels set against the slowest's beside their device time", _cells(("torch-compile", "jax-jit"),
-                                                                                      "micro", 4),
+          "µs at 3fbd31d): mha paper bf16 forward, the pair that launches every kernel (torch-compile against "
+          "jax-jit-no-graphs), 4 processes each profiled, the fastest's kernels set against the slowest's beside "
+          "their device time", _cells(NO_GRAPHS, "micro", 4),
           _spread, proof=False),
-    Stage("energy", "energy per call of gpt2 paper forward bf16, torch-compile against jax-jit, 3 processes, with "
+    Stage("energy", "energy per call of gpt2 paper forward bf16, the matched pairs, 3 processes, with "
           "the verdict's energy ratio; each window's power checked against nvidia-smi's power.draw sampled beside it",
-          ((6, "verdict-model"),), _energy, proof=False),
+          ((12, "verdict-model"),), _energy, proof=False),
     Stage("sensitivity", "which setting flips gpt2 paper bf16 forward's verdict: tf32, cuda-graphs and attention in "
           "one command (the verdict, then `verdict --sensitivity` with the row measured unchanged once, under "
           f"--budget: a knob that does not fit in {SENSITIVITY_WITHIN_S} s is named, and its own stage below measures "

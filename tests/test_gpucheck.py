@@ -56,7 +56,9 @@ def test_list_prints_every_stage_with_its_cells_and_each_fits_one_command():
         assert f"| {stage.name} | {stage.cell_count} | {stage.estimate_s} s |" in done.stdout
         assert 0 < stage.estimate_s <= gpucheck.STAGE_LIMIT_S < 600, stage
     proof = [s for s in gpucheck.STAGES if s.proof]
-    assert sum(s.estimate_s for s in proof) < 45 * 60  # the documented sequence: under 45 minutes of GPU time
+    # the documented sequence: under 50 minutes of GPU time (45 before the micro-op and model tables measured
+    # each framework's program with and without graph replay, the matched pairs a CUDA verdict sets apart)
+    assert sum(s.estimate_s for s in proof) < 50 * 60
     assert "--proof:" in done.stdout
 
 
@@ -211,5 +213,7 @@ def test_the_sensitivity_stage_gives_its_knobs_what_the_run_left_of_its_time(tmp
     assert sens[3:5] == ["verdict", "--sensitivity"]
     assert [sens[i + 1] for i, a in enumerate(sens) if a == "-k"] == list(gpucheck.SENSITIVITY_KNOBS)
     assert sens[sens.index("--budget") + 1] == str(gpucheck.SENSITIVITY_WITHIN_S - 130)
-    assert stage.estimate_s == gpucheck.SENSITIVITY_WITHIN_S < stage.cell_count * gpucheck.ESTIMATE_S["verdict-model"]
+    # its estimate: its cells', capped by the time it gives itself (--budget)
+    assert stage.estimate_s == min(gpucheck.SENSITIVITY_WITHIN_S, stage.cell_count * gpucheck.ESTIMATE_S["verdict-model"])
+    assert stage.within_s == gpucheck.SENSITIVITY_WITHIN_S
     assert (tmp_path / "sensitivity.json").exists()

@@ -45,6 +45,14 @@ register_backend(JaxSpec(
     "jax-jit", "jax", "stackwars.backends.jax_jit:JaxJit",
     "jax.jit: the whole step compiled by XLA, AOT stages timed (options: xla_autotune_level, xla_command_buffers)",
     option_defaults=_JAX_OPTIONS))
+# its twin without graphs, default on CUDA too: the verdict sets the programs that replay CUDA graphs against
+# each other (torch-cudagraphs, jax-jit) and those that launch every kernel (torch-compile, this one)
+register_backend(JaxSpec(
+    "jax-jit-no-graphs", "jax", "stackwars.backends.jax_jit:JaxJit",
+    "jax.jit with XLA's command buffers (CUDA graphs) off: every kernel launched by XLA (CUDA; options: "
+    "xla_autotune_level)", devices=("cuda",),
+    option_defaults={"xla_autotune_level": None, "xla_command_buffers": "off"},
+    option_choices={"xla_command_buffers": ("off",)}))
 register_backend(TorchXlaSpec(
     "torch-mlir-xla", "torch", "stackwars.backends.torch_xla:TorchXla",
     "the PyTorch program exported to StableHLO by torch-mlir, compiled and run by XLA via jaxlib's PJRT client "

@@ -46,7 +46,6 @@ Clock = Callable[[], float]
 Sync = Callable[[Sequence[Any]], None]
 
 
-MIN_BLOCKS = 3  # a throughput window's least samples, however many calls min_samples asks for
 # how each mode times a sample, in words (the record and the verdict row say which)
 MODE_WORDS = {
     "throughput": "blocks of at least 2 back-to-back calls and min_block_s, one synchronisation a block",
@@ -220,7 +219,7 @@ class Timer:
         """Warm-up calls, then the steady state in ``mode``: blocks sized from the warm-up median
         (``fallback_estimate_s``, e.g. the second call, when there is no warm-up) in throughput
         mode, single calls in latency mode. ``min_samples`` counts calls: a throughput window
-        takes at least ``ceil(min_samples / number)`` blocks (and MIN_BLOCKS). ``before_steady``
+        takes at least ``ceil(min_samples / number)`` blocks (``min_time_s`` usually more). ``before_steady``
         runs between the two, untimed (e.g. to open a monitoring window); readouts it returns are
         read beside the samples, with ``readouts``."""
         warm = self.warmup(warmup)
@@ -229,8 +228,7 @@ class Timer:
         if self._between is not None and mode != "latency":
             raise ValueError("a flush between calls times every call on its own: latency mode")
         number = self.calls_per_sample(mode, estimate, min_block_s)
-        blocks = max(MIN_BLOCKS, math.ceil(min_samples / number)) if number > 1 else min_samples
-        blocks = min(blocks, max_samples)
+        blocks = min(max(1, math.ceil(min_samples / number)), max_samples)
         opened = before_steady() if before_steady is not None else None
         readouts = [*readouts, *(opened or ())]
         return warm, self.steady(blocks, min_time_s, max_samples, number, readouts, issue, mode)

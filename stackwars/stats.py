@@ -368,7 +368,12 @@ def memory_difference(base: Sequence[float], other: Sequence[float]) -> dict:
         return {**out, "differs": True, "why": None}
     return {**out, "differs": False, "why": "the two sides' processes overlap" if not apart else small}
 CONTENTION_THRESHOLD = 0.05  # others' CPU time above this share of a process's CPUs makes it busy (contention.py)
-CONTENTION_MIN_WINDOW_S = 0.25  # a timed window shorter than this is never judged busy (the kernel's 10 ms ticks)
+CONTENTION_MIN_WINDOW_S = 0.25  # a timed window shorter than this cannot be judged (the kernel's 10 ms ticks)
+# the host's time to issue a call, as a share of the call's wall time (the same window): under this the
+# device's work set the pace (a slower host could not move the figure); at or over HOST_BOUND_SHARE the
+# device waited for the host
+DEVICE_BOUND_SHARE = 0.5
+HOST_BOUND_SHARE = 0.8
 TIE_THRESHOLD = 0.05  # a ratio whose whole CI lies within 1/(1+t) .. 1+t is a tie
 NOISY_BOUND = 0.20  # a CI that holds 1 but reaches past 1/(1+b) or 1+b cannot decide
 

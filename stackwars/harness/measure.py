@@ -65,6 +65,7 @@ from stackwars.harness.contention import ForeignLoad, settle_descendants
 from stackwars.harness.memory import PeakRSS, current_rss
 from stackwars.harness.timer import Timer
 from stackwars.records import CellSpec, Measurement, MeasureConfig, MemoryStats
+from stackwars.stats import CONTENTION_MIN_WINDOW_S
 from stackwars.workloads.base import itemsize, param_dtype, round_all
 
 
@@ -355,7 +356,10 @@ def steady_phase(pc: PreparedCell, timer: Timer, between: Any) -> tuple[window.W
         others.start()
         return list(found.values())
 
-    warm, steady = timer.warm_then_steady(cfg_m.warmup, cfg_m.min_samples, cfg_m.min_time_s, cfg_m.max_samples,
+    # never shorter than others' share of its CPUs can be read in (the kernel's 10 ms ticks): a window that
+    # could not be judged would count as clean (report/gate.py)
+    min_time_s = max(cfg_m.min_time_s, CONTENTION_MIN_WINDOW_S)
+    warm, steady = timer.warm_then_steady(cfg_m.warmup, cfg_m.min_samples, min_time_s, cfg_m.max_samples,
                                           cfg_m.min_block_s, second_s, before_steady=open_window,
                                           mode=cfg_m.timing_mode, issue=cell.device == "cuda")
     settings["contention"] = others.stop()

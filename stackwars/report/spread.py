@@ -41,13 +41,11 @@ from typing import Any, Mapping, Sequence
 
 from stackwars.harness.issue import SLOWING
 from stackwars.report import format as fmt
+from stackwars.report import gate
 from stackwars.stats import CONTENTION_MIN_WINDOW_S as MIN_WINDOW_S
+from stackwars.stats import DEVICE_BOUND_SHARE, HOST_BOUND_SHARE
 
 SPREAD_THRESHOLD = 0.10  # process medians further apart than this are explained in the row
-# the host's time to issue a call, as a share of the call's wall time: at or over HOST_BOUND_SHARE
-# the device waited for the host; under DEVICE_BOUND_SHARE the host ran well ahead of it
-HOST_BOUND_SHARE = 0.8
-DEVICE_BOUND_SHARE = 0.5
 CLOCK_DROP = 0.05  # an SM clock this much lower in the slowest process: a slowed device
 DESCENDANTS_SHARE = 0.05  # the cell's own child processes' share of its CPUs worth naming
 
@@ -80,7 +78,7 @@ def explain(procs: Sequence[Mapping[str, Any]], threshold: float = SPREAD_THRESH
         why.append(f"caches: fastest {fast['cache']}, slowest {slow['cache']}")
     machine = []
     ca, cb = fast.get("contention"), slow.get("contention")
-    short = [f"#{r.get('repeat')}" for r in (fast, slow) if _too_short(r)]
+    short = [f"#{r.get('repeat')}" for r in (fast, slow) if gate.unjudged(r)]
     if short:  # the kernel's 10 ms tick makes a share over a few ticks meaningless
         machine.append(f"others' share of the CPUs not judged: the timed window of {' and '.join(short)} "
                        f"was under {MIN_WINDOW_S:g} s")
@@ -178,13 +176,6 @@ def _device_and_host(fast: Mapping[str, Any], slow: Mapping[str, Any], fast_s: f
 
 def _mhz(r: Sequence[int]) -> str:
     return f"{r[0]}" if r[0] == r[1] else f"{r[0]}-{r[1]}"
-
-
-def _too_short(row: Mapping[str, Any]) -> bool:
-    """A timed window too short for the kernel's tick accounting to say what others took
-    (never flagged contended either); a record stored before windows were kept is read as it was."""
-    window = row.get("contention_window_s")
-    return window is not None and window < MIN_WINDOW_S
 
 
 def _kernels(fast: Mapping[str, Any], slow: Mapping[str, Any]) -> str:

@@ -198,7 +198,11 @@ def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = stat
         # processes were timed unlike (records made before the run chose one mode for every cell)
         row["timing_modes"] = sorted({r.get("timing_mode") or ("latency" if r.get("calls_per_sample") == 1
                                                                else "throughput") for r in clean})
+        # processes the host's state would have left out, kept because it could not touch them (gate.device_bound)
+        kept = [why for why in (gate.kept_reason(r) for r in clean) if why]
+        row.update(processes_kept=len(kept), kept_why=kept[0] if kept else None)
         row.update(process_samples=[list(r["steady_samples"]) for r in clean], processes_used=len(clean),
+                   process_repeats=[r.get("repeat") for r in clean],
                    busy_samples=[list(r["steady_samples"]) for r in busy],
                    processes_busy=len(busy), busy=bool(busy) and not clean,
                    busy_reasons=gate.reasons(busy) or None)

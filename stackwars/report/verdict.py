@@ -304,7 +304,8 @@ def _sides(row: dict[str, Any], combined: Sequence[Mapping[str, Any]], by_backen
                     f"{fw}_processes_busy": b.get("processes_busy", 0),
                     f"{fw}_parity": _parity(b), f"{fw}_memory_bytes": b.get("memory_added_bytes"),
                     f"{fw}_process_memory_bytes": b.get("process_memory_bytes"),
-                    f"{fw}_optimizer_impl": b.get("optimizer_impl"), f"{fw}_attention": b.get("attention")})
+                    f"{fw}_optimizer_impl": b.get("optimizer_impl"), f"{fw}_attention": b.get("attention"),
+                    f"{fw}_processes_kept": b.get("processes_kept", 0), f"{fw}_kept_why": b.get("kept_why")})
     row["processes"] = min(row["torch_processes"], row["jax_processes"])
     row["processes_used"] = row["processes"]  # clean processes on the thinner side
     row["processes_busy"] = row["torch_processes_busy"] + row["jax_processes_busy"]
@@ -611,11 +612,15 @@ def energy_text(r: Mapping[str, Any]) -> str:
 
 
 def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """What the table cells abbreviate: why a row cannot decide, and what was kept aside."""
+    """What the table cells abbreviate: why a row cannot decide, what was kept aside, and the
+    processes a busy host would have left out that decided because it could not touch them."""
     out = []
     for r in rows:
         if r["verdict"] == "cannot say" or r.get("reason_tag") == "noisy":
             out.append(f"{_title(r)}: {r['verdict']}: {r['reason']}")
+        for fw, name in FRAMEWORKS:
+            if r.get(f"{fw}_processes_kept"):
+                out.append(f"{_title(r)}: {r[f'{fw}_processes_kept']} of {name}'s processes {r[f'{fw}_kept_why']}")
     for fw, name in FRAMEWORKS:
         aside = [(r, x) for r in rows for x in r.get(f"{fw}_aside") or ()]
         if aside:

@@ -1,0 +1,81 @@
+"""A GPU verdict that decides (issue 55): the gate knows what a slowdown can touch and what it
+could not judge; the deciding pair measured together; processes spent where they can change the
+answer. CPU tests, with synthetic machines and fakes where the effect is a GPU's."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from stackwars.records import MeasureConfig
+from stackwars.report import gate
+from stackwars.report import verdict as vd
+from tests.test_verdict import _cell, _store
+
+
+def _proc(backend, scale, proc, device="cuda", issue_share=None, **settings):
+    """A process of ``backend`` on ``device``, its issue time ``issue_share`` of its call (from
+    the timed window), with extra settings (contention, a canary)."""
+    m = _cell(backend, scale, proc)
+    m = dataclasses.replace(m, spec=dataclasses.replace(m.spec, device=device))
+    s = dict(settings)
+    if issue_share is not None:
+        median = sorted(m.samples)[len(m.samples) // 2]
+        s["issue"] = {"samples": [issue_share * median] * len(m.samples), "window": "steady"}
+    return dataclasses.replace(m, settings=s)
+
+
+def test_a_device_bound_process_on_a_busy_host_stays_in_a_host_bound_one_is_left_out(tmp_path):
+    """gpt2 on the H100: jax-jit's host issued a call in 1.1-1.3 ms of its 6.0-6.4 ms, and three
+    of its six processes were left out as slowed though their medians matched. A device-bound
+    process (issue time 20% of its call) decides whatever the host did, and the row says why; a
+    host-bound one (95%) is left out; on a CPU, where the host is the device, always."""
+    busy = {"contention": {"contended": True, "fraction": 0.4, "window_s": 0.5, "judged": True}}
+    device = [_proc("jax-jit", 1.0, p, issue_share=0.2, **busy) for p in range(3)]
+    host = [_proc("torch-compile", 1.0, p, issue_share=0.95, **busy) for p in range(3)]
+    _, found = _store(tmp_path / "g.db", device + host)
+    for r in found:
+        assert gate.host_reason(r).startswith("others took 40%")
+    jax = [r for r in found if r["backend"] == "jax-jit"]
+    torch = [r for r in found if r["backend"] == "torch-compile"]
+    assert all(gate.busy_reason(r) is None and gate.device_bound(r) for r in jax)
+    assert "device-bound, the host issued a call in 20% of its time" in gate.kept_reason(jax[0])
+    assert all(gate.busy_reason(r) and not gate.device_bound(r) for r in torch)
+    # the same processes on a CPU: host-bound by definition, left out
+    cpu = [_proc("jax-jit", 1.0, p, device="cpu", issue_share=0.2, **busy) for p in range(3)]
+    _, found = _store(tmp_path / "c.db", cpu)
+    assert all(gate.busy_reason(r) for r in found)
+    # an issue time from a window of its own (an older record) is not evidence: left out
+    old = [_proc("jax-jit", 1.0, p, issue_share=0.2, **busy) for p in range(3)]
+    for m in old:
+        m.settings["issue"].pop("window")
+    _, found = _store(tmp_path / "o.db", old)
+    assert all(gate.busy_reason(r) for r in found)
+
+
+def test_a_window_too_short_to_judge_is_never_clean(tmp_path):
+    """--min-time 0.6 over three processes gave windows of 0.2 s, under the 0.25 s in which the
+    kernel's ticks can say what others took: no process was flagged while both CPUs were taken,
+    and the verdict said JAX faster, 0.000. Such a process is not judged, so never clean."""
+    short = {"contention": {"contended": False, "fraction": 0.9, "window_s": 0.2, "judged": False}}
+    cells = [_proc("torch-eager", 3000.0, p, device="cpu", **short) for p in range(3)]
+    cells += [_proc("jax-jit", 1.0, p, device="cpu", **short) for p in range(3)]
+    _, found = _store(tmp_path / "s.db", cells)
+    assert all(gate.unjudged(r) and "not judged" in gate.busy_reason(r) for r in found)
+    (v,) = vd.verdicts(found)
+    assert v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine", v["reason"]
+
+
+def test_the_harness_lengthens_a_window_until_it_can_be_judged():
+    """A process asked for 0.05 s of samples is timed for at least the 0.25 s in which others'
+    share of its CPUs can be read, and its record says it was judged."""
+    from stackwars.harness.measure import measure_cell
+    from stackwars.records import CellSpec, Measurement
+    from stackwars.stats import CONTENTION_MIN_WINDOW_S
+
+    config = MeasureConfig(warmup=1, min_samples=2, min_time_s=0.05)
+    m = Measurement.from_dict(measure_cell(CellSpec("gemm", "tiny", "forward", "torch-eager").to_dict(),
+                                           config.to_dict()))
+    assert m.status == "ok" and m.settings["window"]["span_s"] >= CONTENTION_MIN_WINDOW_S
+    assert m.settings["contention"]["judged"] and not gate.unjudged(m.to_row())

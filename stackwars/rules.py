@@ -72,7 +72,8 @@ def _rules() -> dict[str, Rule]:
                               "equal programs"),
         "first_look_alpha": Rule(stats.FIRST_LOOK_ALPHA, _pct(stats.FIRST_LOOK_ALPHA),
                                  "what the look at the planned processes spends where the run may add processes "
-                                 "(the rest is shared by the top-ups)"),
+                                 "(the top-ups spend the rest by a group-sequential boundary that counts the "
+                                 "processes the looks share)"),
         "noise_threshold": Rule(stats.NOISE_THRESHOLD, _pct(stats.NOISE_THRESHOLD),
                                 "an IQR above this fraction of the median marks a cell (noisy)"),
         "contention_threshold": Rule(stats.CONTENTION_THRESHOLD, _pct(stats.CONTENTION_THRESHOLD),

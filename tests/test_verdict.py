@@ -640,9 +640,12 @@ def test_stopping_as_soon_as_decided_names_a_false_winner_at_most_5_percent(tmp_
         allowed = trials * (stats.VERDICT_ALPHA + 2 * (0.05 * 0.95 / trials) ** 0.5)
         assert false <= allowed, (between, false, looks)
         assert looks > trials  # some verdicts did look again: the stopping rule was exercised
-    # the levels: 4% at the planned look, the remaining 1% shared by the top-ups; 5% in one look
+    # the levels: 4% at the planned look, the remaining 1% spent by the top-ups on the group-sequential
+    # boundary, each wider than an equal share of it (the looks share their processes); 5% in one look
     assert stats.looks_allowed(3, 9) == 3 and stats.looks_allowed(3, 3) == 1 and stats.looks_allowed(3, 4) == 2
-    assert sum(stats.look_alpha(k, 3) for k in range(3)) == pytest.approx(stats.VERDICT_ALPHA)
+    assert sum(stats.bonferroni_alpha(k, 3) for k in range(3)) == pytest.approx(stats.VERDICT_ALPHA)
+    assert stats.look_alpha(0, 3) == pytest.approx(stats.FIRST_LOOK_ALPHA)
+    assert all(stats.look_alpha(k, 3) > stats.bonferroni_alpha(k, 3) for k in (1, 2))
     assert stats.look_alpha(0, 1) == stats.VERDICT_ALPHA and stats.look_of(5, 3) == 1
 
 

@@ -537,7 +537,7 @@ LEGEND = ("every figure from clean processes only: a process is busy, and decide
           "per-process medians); JAX/PyTorch < 1: JAX faster; CI from a hierarchical bootstrap over processes "
           "and their samples, its width Student's t on the process medians (Welch), at 95% where the run adds no "
           "processes, else at the level its look may spend ({a:.0%} over all looks: {a0:.0%} at the planned "
-          "processes, the rest shared by the top-ups); tie (±x: the largest difference "
+          "processes, the rest spent by the top-ups on a group-sequential boundary); tie (±x: the largest difference "
           "the CI allows): the CI lies within ±{t:.0%}, or holds 1 within ±{n:.0%}; cannot say: fewer than {p} clean "
           "processes a side (busy machine: busy ones left too few, or a backend measured only while busy might be a "
           "side's best), a CI too wide, a side with nothing that ran and passed, two sides timed unlike, or (on CUDA) "

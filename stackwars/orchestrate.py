@@ -6,7 +6,9 @@ plain functions and one class a test can drive:
 * ``Run.start`` / ``Run.resume``: a new run of cells ``runner.plan_cells`` planned, with the
   machine's fingerprint; or a stored run's missing cells, its fingerprint checked, its
   pending cells stored;
-* ``Run.measure``: every planned cell through the executor, then the looks: while a verdict
+* ``Run.measure``: every planned cell through the executor (where the run screens, every
+  cell's first process, then the rest of ``--processes`` only for the cells that can still change
+  a verdict: report/verdict.screen), then the looks: while a verdict
   cannot decide (a busy machine, a CI too wide), the next look measures more processes of
   its two best cells (``verdict.more_processes``), up to ``--max-processes`` a cell, no more
   looks than the run's error was shared over, and only while the run's ``--budget`` (from
@@ -49,6 +51,7 @@ class Hooks:
 
 
 _now = time.monotonic  # the budget's clock (a test's synthetic machine advances its own)
+SCREENING = "screening"  # the study rows of a run's screening decisions (report/verdict.screen)
 
 
 @dataclass
@@ -150,6 +153,8 @@ class Run:
         """A new run; ``references``: its float64 reference folder where one was made before the
         machine probe (runner.run_references), else ``measure`` makes it."""
         env = envmod.fingerprint(config.threads, probe)
+        if config.screens:  # the first round planned; the rest after it, for the cells still in the running
+            specs = [s for s in specs if s.repeat == 0]
         run_id = runner.new_run(store, specs, config, command, kind)
         lock = RunLock(store.path, run_id).acquire()
         return cls(store, run_id, list(specs), config, env, executor, inline, budget=Budget(config.budget_s),
@@ -204,6 +209,32 @@ class Run:
             raise _Unsaved()
         return done
 
+    def _screen(self, hooks: Hooks) -> list[CellSpec]:
+        """After every cell's first process: the rest of ``--processes`` for the cells that can still
+        change a verdict (report/verdict.screen: not clearly slower than their framework's best, not
+        failed, not an analysis path beside a native mode); the decisions kept with the run, the
+        plan extended. Nothing where the run does not screen or has screened (a resumed run)."""
+        from stackwars.report import verdict as vd
+
+        plan = self.store.run(self.run_id).plan
+        if not self.config.screens or any(s.repeat > 0 for s in plan):
+            return []
+        decisions = vd.screen(rows(self.store, self.run_id))
+        keep = [s for s in plan if decisions.get(s.key.split("#r")[0], {"keep": True})["keep"]]
+        extra = [dataclasses.replace(s, repeat=r) for r in range(1, self.config.processes) for s in keep]
+        session = self.store.start_session(self.run_id, self.env)
+        self.store.add_study_rows(self.run_id, session, SCREENING, "after the first round",
+                                  [{"cell": k, **d} for k, d in decisions.items()])
+        out = [k for k, d in decisions.items() if not d["keep"]]
+        if out:
+            hooks.on_note(f"screened out after one process each: {len(out)} of {len(decisions)} cells (clearly "
+                          f"slower than their framework's best, failed, or an analysis path); {len(extra)} more "
+                          f"process(es) for the rest")
+        if extra:
+            self.store.extend_plan(self.run_id, extra)
+            hooks.on_more(len(extra) - (len(plan) * (self.config.processes - 1)))
+        return extra
+
     def measure(self, hooks: Hooks | None = None) -> list[tuple[Measurement, Any, StoreWriteError]]:
         """The planned cells, then a look more while a verdict cannot decide and the budget and
         the cap allow. Returns the cells the database refused (kept in the pending file)."""
@@ -224,6 +255,9 @@ class Run:
         self.references = self.references or self.executor.scratch("reference")
         try:
             done = self._execute(self.specs, hooks, unsaved)
+            extra = self._screen(hooks)
+            if extra:
+                done += self._execute(extra, hooks, unsaved)
             for _ in range(top_ups):
                 wanted = vd.more_processes(vd.verdicts(rows(self.store, self.run_id)),
                                            self.config.max_processes or 0, self.config.processes)

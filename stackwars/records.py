@@ -115,6 +115,14 @@ class MeasureConfig:
     max_processes: int | None = None  # a verdict that cannot decide (busy, noisy) may add processes up to this
     budget_s: float | None = None  # wall seconds a run may take: no look of more processes starts past it
     energy: bool = True  # after the steady state, a window on the device's energy counter where it has one
+    # with processes > 1: every cell's first process first, then the rest only for the cells that can still
+    # change a verdict (report/verdict.screen); False: every cell in all its processes
+    screen: bool = True
+
+    @property
+    def screens(self) -> bool:
+        """Whether the run screens: it asks for more processes than one, and for screening."""
+        return self.screen and self.processes > 1
 
     @property
     def timing_mode(self) -> str:

@@ -338,6 +338,9 @@ def compare(base: "Processes | Sequence[float]", other: "Processes | Sequence[fl
 
 
 MIN_PROCESSES = 3  # fresh processes per side before a comparison may name a winner
+# screening (report/verdict.screen): a backend whose fastest sample in its first process is over this
+# multiple of its framework's best median is clearly slower; it is measured in no more processes
+SCREEN_FACTOR = 1.5
 # a memory difference worth a claim: beyond the spread of either side's processes, and at least this
 # large (on a host, RSS moves by a few MiB with allocator arenas and thread stacks: +4.0 MiB against
 # +4.1 MiB on a GEMM of 6 KB is no difference) and this share of the larger figure

@@ -137,3 +137,81 @@ def test_the_sequential_boundary_keeps_the_aa_rate_and_decides_sooner_than_bonfe
     assert all(s <= u for (_, s), (_, u) in zip(sequential, union))
     assert sum(s for _, s in sequential) < sum(u for _, u in union), (sequential, union)
     assert sum(v == "JAX faster" for v, _ in sequential) >= sum(v == "JAX faster" for v, _ in union)
+
+
+def test_screening_drops_a_clearly_slower_backend_and_never_a_frameworks_best(tmp_path):
+    """After one process a cell: torch-compile twice torch-eager's time (even its fastest sample
+    over 1.5x) is screened out, jax-eager within 1.5x of jax-jit is kept, the analysis path beside
+    PyTorch's own modes and a failed cell get no more processes; each framework's best is kept,
+    whatever the draws."""
+    import numpy as np
+
+    from stackwars.records import Parity
+
+    cells = [_cell("torch-eager", 1.0, 0), _cell("torch-compile", 2.0, 0), _cell("jax-jit", 1.0, 0),
+             _cell("jax-eager", 1.2, 0), _cell("torch-mlir-xla", 0.9, 0, framework="torch"),
+             dataclasses.replace(_cell("torch-compile", 0.5, 0, workload="ffn"), parity=Parity(1.0, 2e-4))]
+    cells += [_cell("torch-eager", 1.0, 0, workload="ffn"), _cell("jax-jit", 1.0, 0, workload="ffn")]
+    _, found = _store(tmp_path / "s.db", cells)
+    decisions = vd.screen(found)
+    keep = {k.split("/")[0] + "/" + k.split("/")[3]: d["keep"] for k, d in decisions.items()}
+    assert keep == {"gemm/torch-eager": True, "gemm/torch-compile": False, "gemm/jax-jit": True,
+                    "gemm/jax-eager": True, "gemm/torch-mlir-xla": False, "ffn/torch-compile": False,
+                    "ffn/torch-eager": True, "ffn/jax-jit": True}, decisions
+    why = {k.split("/")[3]: d["why"] for k, d in decisions.items() if k.startswith("gemm")}
+    assert why["torch-compile"].startswith("clearly slower: its fastest sample") and "analysis path" in why[
+        "torch-mlir-xla"]
+    # never a framework's best, whatever the speeds
+    rng = np.random.default_rng(5)
+    for trial in range(20):
+        speeds = rng.uniform(0.5, 3.0, size=4)
+        cells = [_cell(b, float(x), 0, seed=trial) for b, x in zip(("torch-eager", "torch-compile", "jax-eager",
+                                                                     "jax-jit"), speeds)]
+        _, found = _store(tmp_path / f"r{trial}.db", cells)
+        decisions = vd.screen(found)
+        for fw, names in (("torch", ("torch-eager", "torch-compile")), ("jax", ("jax-eager", "jax-jit"))):
+            fastest = min(names, key=lambda b: speeds[("torch-eager", "torch-compile", "jax-eager",
+                                                       "jax-jit").index(b)])
+            assert next(d["keep"] for k, d in decisions.items() if f"/{fastest}/" in k), (trial, fw)
+
+
+def test_a_run_screens_after_one_process_a_cell_and_a_resume_does_not_screen_again(tmp_path):
+    """orchestrate.Run: every cell's first process, then --processes only for the cells kept; the
+    screened-out cell stays at one process, its table row says so, and resuming the run plans no
+    second screening."""
+    from stackwars import orchestrate
+    from stackwars.records import CellSpec
+    from stackwars.store.results import Store, rows
+    from tests.test_verdict import MACHINE
+
+    class Slow:  # every backend's program about 1 ms, torch-compile's twice that
+        name, local, shared_dir = "slow", True, None
+
+        def check(self, specs):
+            pass
+
+        def scratch(self, kind):
+            return None
+
+        def run(self, specs, measure, on_start=None):
+            for spec in specs:
+                factor = 2.0 if spec.backend == "torch-compile" else 1.0
+                m = _cell(spec.backend, factor, spec.repeat)
+                yield dataclasses.replace(m, spec=spec, wall_s=1.0)
+
+    config = MeasureConfig(processes=3, max_processes=3)
+    specs = [CellSpec("gemm", "small", "forward", b, repeat=r) for r in range(3)
+             for b in ("torch-eager", "torch-compile", "jax-jit")]
+    notes = []
+    with Store(tmp_path / "s.db") as store:
+        run = orchestrate.Run.start(store, specs, config, {}, Slow())
+        run.env = MACHINE
+        run.measure(orchestrate.Hooks(on_note=notes.append))
+        found = rows(store, run.run_id)
+        count = {b: sum(r["backend"] == b for r in found) for b in ("torch-eager", "torch-compile", "jax-jit")}
+        assert count == {"torch-eager": 3, "torch-compile": 1, "jax-jit": 3}, count
+        assert "screened out after one process each: 1 of 3 cells" in notes[0]
+        assert [r["screened_out"] for r in found if r["backend"] == "torch-compile"][0].startswith("clearly slower")
+        plan = store.run(run.run_id).plan
+        assert sum(s.repeat > 0 for s in plan) == 4  # only the kept cells' later processes were planned
+        assert run._screen(orchestrate.Hooks()) == []  # screened once: a resumed run does not screen again

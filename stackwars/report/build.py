@@ -32,7 +32,7 @@ from stackwars.report.profiles import ANATOMY_CAPTION, anatomy_matrix, anatomy_r
 def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
     """The runs to report (all, or the named ones), the latest row of every cell across the
     cell runs, and the latest run of every study and training kind."""
-    from stackwars.store.results import cell_row
+    from stackwars.store.results import cell_row, screened_out
 
     runs = store.runs()
     if run_ids:
@@ -56,7 +56,9 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
                 why.pop(m.spec.key, None)
                 why[m.spec.key] = (prof[0] if prof else None, anat[0] if anat else None)
         if r["kind"] == "cells":
-            cells += [cell_row(rid, m, info) for rid, m in measured]  # with its look: the verdict's level
+            out = screened_out(store, r["run_id"])
+            cells += [{**cell_row(rid, m, info), "screened_out": out.get(m.spec.key.split("#r")[0])}
+                      for rid, m in measured]  # with its look: the verdict's level
         elif r["kind"] == "sensitivity-cells":
             continue  # a knob's cells: the sensitivity study's table holds what they decided
         else:  # the latest run of each study on each workload and size

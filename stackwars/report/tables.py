@@ -113,6 +113,8 @@ def _status(row: Mapping[str, Any]) -> Text:
         text.append(" (noisy)", style="yellow")
     if status in ("ok", "parity_fail") and row.get("busy"):
         text.append(f" (busy: {row.get('busy_reasons') or 'every process'})", style="yellow")
+    if row.get("screened_out"):  # measured in one process: it could change no verdict (report/verdict.screen)
+        text.append(" (screened out)", style="dim")
     return text
 
 
@@ -487,6 +489,12 @@ def _notes(rows: list[Mapping[str, Any]], env_summary: str | None) -> list[Text]
     if any(r.get("noisy") or r.get("contended") or r.get("slowed") for r in rows if r["status"] == "ok"):
         parts.append(Text("? in vs best: this row or the fastest is noisy, or a busy row read faster; the ratio is shown, "
                           "but it is not a ranking.", style="yellow"))
+    screened = {f"{title(k)} · {backend_variant(r)}": r["screened_out"] for k, group in group_rows(rows).items()
+                for r in combine_repeats(list(group)) if r.get("screened_out")}
+    if screened:
+        parts.append(Text("Screened out after one process (measured no further: they could change no verdict):",
+                          style="bold"))
+        parts.extend(Text(f"  {k}: {why}", style="dim") for k, why in screened.items())
     disagree = spread_lines(rows)
     if disagree:
         parts.append(Text(f"Processes that disagree (medians more than {spread.SPREAD_THRESHOLD:.0%} apart; fastest "

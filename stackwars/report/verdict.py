@@ -486,6 +486,45 @@ def more_processes(found: Sequence[Mapping[str, Any]], max_processes: int, step:
     return out
 
 
+def screen(rows: Iterable[Mapping[str, Any]], factor: float = stats.SCREEN_FACTOR) -> dict[str, dict[str, Any]]:
+    """Which cells of a run's first round (one process each) are measured in more processes: per
+    cell id, ``keep`` and why. A backend is screened out where even its fastest sample took over
+    ``factor`` times its framework's best median in the same table (and, on CUDA, the same kind of
+    program: graph replay or none), where it failed (status or parity: more processes would not
+    change it), or where it is an analysis path beside a native mode of its framework (it never
+    decides a verdict). A framework's best, and a backend whose process could not be judged (busy),
+    are always kept: screening never drops what could be a side's best."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, group in tables.group_rows(latest_processes(rows), by_machine=True).items():
+        combined = tables.combine_repeats(group)
+        for kind, cells in replay_kinds(combined, key[3]):
+            for fw, name in FRAMEWORKS:
+                side = [r for r in cells if r.get("framework") == fw]
+                passed = [r for r in side if r["status"] == "ok" and _parity(r)["ok"] is not False]
+                native = [r for r in passed if not analysis(r["backend"])]
+                pool = [r for r in (native or passed) if r.get("steady_median_s")]
+                best = min(pool, key=lambda r: r["steady_median_s"]) if pool else None
+                for r in side:
+                    if r not in passed:
+                        keep, why = False, f"{r['status']}{'' if r['status'] != 'ok' else ' but failed parity'}"
+                    elif analysis(r["backend"]) and native:
+                        keep, why = False, f"an analysis path beside {name}'s own modes: it decides no verdict"
+                    elif r is best:
+                        keep, why = True, f"{name}'s best"
+                    elif not r.get("steady_median_s") or best is None:
+                        keep, why = True, "its process was not measured cleanly: not judged"
+                    else:
+                        fastest = min(min(s) for s in r["process_samples"])
+                        if fastest > factor * best["steady_median_s"]:
+                            keep, why = False, (f"clearly slower: its fastest sample {fmt.seconds(fastest)} is over "
+                                                f"{factor:g}x {tables.backend_variant(best)}'s "
+                                                f"{fmt.seconds(best['steady_median_s'])}")
+                        else:
+                            keep, why = True, f"within {factor:g}x of {tables.backend_variant(best)}"
+                    out[cell_id(r)] = {"keep": keep, "why": why}
+    return out
+
+
 def self_check(rows: Iterable[Mapping[str, Any]], threshold: float = stats.TIE_THRESHOLD) -> list[dict[str, Any]]:
     """An A/A check of the verdict's rule on this machine's own data: every cell measured in
     at least 2 x 3 clean processes is split into its even and its odd rounds (neighbours in

@@ -776,8 +776,21 @@ def rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
             runs[rid] = store.run(rid)
         return runs[rid]
 
+    screened: dict[str, dict[str, str]] = {}
+
+    def row(rid: str, m: Measurement) -> dict[str, Any]:
+        if rid not in screened:
+            screened[rid] = screened_out(store, rid)
+        return {**cell_row(rid, m, run(rid)), "screened_out": screened[rid].get(m.spec.key.split("#r")[0])}
+
     # each process judged against its run's canary (stackwars/canary.py): a slowed one decides nothing
-    return canary.judge(cell_row(rid, m, run(rid)) for rid, m in store.cells(run_id))
+    return canary.judge(row(rid, m) for rid, m in store.cells(run_id))
+
+
+def screened_out(store: Store, run_id: str) -> dict[str, str]:
+    """The cells a run's screening measured in no more processes (orchestrate.Run._screen), and
+    why: cell id -> reason."""
+    return {r["cell"]: r["why"] for r in store.study_rows(run_id, "screening") if not r.get("keep")}
 
 
 def load_results(db_file: str | os.PathLike | None = None):

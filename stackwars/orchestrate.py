@@ -36,7 +36,7 @@ from stackwars.executors import Executor
 from stackwars.harness import env as envmod
 from stackwars.records import CellSpec, MeasureConfig, Measurement
 from stackwars.store.lock import RunLock
-from stackwars.store.results import Store, StoreWriteError, rows, store_pending
+from stackwars.store.results import Store, StoreWriteError, add_duet, duet_rows, rows, store_pending
 
 
 @dataclass
@@ -48,6 +48,7 @@ class Hooks:
     on_unsaved: Callable[[Measurement, Any, StoreWriteError], None] | None = None
     on_note: Callable[[str], None] = lambda text: None
     on_more: Callable[[int], None] = lambda n: None  # n more cell-processes were planned
+    on_duet: Callable[[Mapping[str, Any]], None] = lambda record: None  # a duet is done (harness/duet.py)
 
 
 _now = time.monotonic  # the budget's clock (a test's synthetic machine advances its own)
@@ -69,18 +70,34 @@ class Budget:
         return expected_s <= self.left()
 
 
+def duet_cost(pairs: Mapping[tuple[str, str], int], done: Iterable[tuple[str, float | None]]) -> float:
+    """What ``pairs``' duets should take: each the median wall time of its two cells' processes
+    so far, added (a duet prepares and warms both programs, then times both)."""
+    walls = _walls(done)
+    every = [w for ws in walls.values() for w in ws]
+    fallback = statistics.median(every) if every else 0.0
+    one = lambda cell: statistics.median(walls[cell]) if cell in walls else fallback  # noqa: E731
+    return sum(n * (one(a.split("#r")[0]) + one(b.split("#r")[0])) for (a, b), n in pairs.items())
+
+
+def _walls(done: Iterable[tuple[str, float | None]]) -> dict[str, list[float]]:
+    """The wall times of each cell's processes so far, by cell id."""
+    walls: dict[str, list[float]] = {}
+    for key, wall in done:
+        if wall is not None:
+            walls.setdefault(key.split("#r")[0], []).append(wall)
+    return walls
+
+
 def look_cost(extra: Sequence[CellSpec], done: Iterable[tuple[str, float | None]]) -> float:
     """What ``extra`` should take: each cell-process the median wall time of its cell's
     processes so far (the median of all of ``done`` where its cell has none). ``done``: (cell
     key, wall seconds) of the processes measured."""
-    base = lambda key: key.split("#r")[0]  # noqa: E731
-    walls: dict[str, list[float]] = {}
-    for key, wall in done:
-        if wall is not None:
-            walls.setdefault(base(key), []).append(wall)
+    walls = _walls(done)
     every = [w for ws in walls.values() for w in ws]
     fallback = statistics.median(every) if every else 0.0
-    return sum(statistics.median(walls[base(s.key)]) if base(s.key) in walls else fallback for s in extra)
+    return sum(statistics.median(walls[s.key.split("#r")[0]]) if s.key.split("#r")[0] in walls else fallback
+               for s in extra)
 
 
 PROCESS_FLOOR_S = 1.0  # a cell-process's least cost beyond its steady state: start, first call, warm-up
@@ -235,6 +252,35 @@ class Run:
             hooks.on_more(len(extra) - (len(plan) * (self.config.processes - 1)))
         return extra
 
+    @property
+    def paired(self) -> bool:
+        """Whether a verdict too wide to decide is measured by duets (its two bests together in
+        one process, harness/duet.py): the run asks for it, and its executor runs one cell at a
+        time on this host (``Executor.duets``), where a duet is a worker like a cell's."""
+        return bool(self.config.duets and getattr(self.executor, "duets", False))
+
+    def _duets(self, pairs: Mapping[tuple[str, str], int], hooks: Hooks, done: Sequence[Measurement]) -> None:
+        """``pairs``: (cell id A, cell id B) -> duets to add; each measured here, one after another,
+        numbered after the pair's duets so far, and kept with the run (store.results.add_duet)."""
+        if not pairs:
+            return
+        plan = {s.key.split("#r")[0]: s for s in self.store.run(self.run_id).plan if s.repeat == 0}
+        have: dict[frozenset, int] = {}
+        for d in duet_rows(self.store, self.run_id):
+            key = frozenset((d["a_cell"], d["b_cell"]))
+            have[key] = max(have.get(key, 0), d["repeat"] + 1)
+        session = self.store.start_session(self.run_id, self.env)
+        hooks.on_more(sum(pairs.values()))
+        for (a_id, b_id), n in pairs.items():
+            a, b = plan.get(a_id.split("#r")[0]), plan.get(b_id.split("#r")[0])
+            if a is None or b is None:
+                continue
+            first = have.get(frozenset((a.key, b.key)), 0)
+            for repeat in range(first, first + n):
+                record = runner.measure_duet(a, b, repeat, self.config, self.caches, self.inline)
+                add_duet(self.store, self.run_id, session, record)
+                hooks.on_duet(record)
+
     def measure(self, hooks: Hooks | None = None) -> list[tuple[Measurement, Any, StoreWriteError]]:
         """The planned cells, then a look more while a verdict cannot decide and the budget and
         the cap allow. Returns the cells the database refused (kept in the pending file)."""
@@ -258,24 +304,38 @@ class Run:
             extra = self._screen(hooks)
             if extra:
                 done += self._execute(extra, hooks, unsaved)
+            if self.config.aa_duets and getattr(self.executor, "duets", False):
+                # the A/A check of the paired design: each cell against itself, two instances in one process
+                kept = [s for s in self.store.run(self.run_id).plan if s.repeat == 0]
+                self._duets({(s.key, s.key): self.config.processes for s in kept}, hooks, done)
+            elif self.config.aa_duets:
+                hooks.on_note(f"--aa measures its duets on this host, between cells: the {self.executor.name} "
+                              f"executor runs cells elsewhere or side by side, so none were measured")
             for _ in range(top_ups):
-                wanted = vd.more_processes(vd.verdicts(rows(self.store, self.run_id)),
-                                           self.config.max_processes or 0, self.config.processes)
+                found = vd.verdicts(rows(self.store, self.run_id), duets=duet_rows(self.store, self.run_id))
+                pairs = vd.more_duets(found, self.config.processes) if self.paired else {}
+                wanted = vd.more_processes(found, self.config.max_processes or 0, self.config.processes,
+                                           paired=self.paired)
                 extra = runner.more_rounds(self.store.run(self.run_id).plan, wanted)
-                if not extra:
+                if not extra and not pairs:
                     break
-                expected = look_cost(extra, ((m.spec.key, m.wall_s) for m in done))
+                walls = [(m.spec.key, m.wall_s) for m in done]
+                expected = look_cost(extra, walls) + duet_cost(pairs, walls)
                 if not self.budget.allows(expected):
-                    hooks.on_note(f"{len(wanted)} cell(s) of verdicts that could not decide: a look of {len(extra)} "
-                                  f"more process(es) would take about {expected:.0f} s, more than the "
-                                  f"{max(0.0, self.budget.left()):.0f} s left of --budget {self.budget.seconds:g} s; "
-                                  f"stopped undecided")
+                    hooks.on_note(f"{len(wanted) + len(pairs)} verdict cell(s) or pair(s) that could not decide: a "
+                                  f"look of {len(extra)} more process(es) and {sum(pairs.values())} duet(s) would take "
+                                  f"about {expected:.0f} s, more than the {max(0.0, self.budget.left()):.0f} s left of "
+                                  f"--budget {self.budget.seconds:g} s; stopped undecided")
                     break
                 hooks.on_note(f"{len(wanted)} cell(s) of verdicts that could not decide (busy machine or a wide "
-                              f"CI): {len(extra)} more process(es), about {expected:.0f} s")
-                self.store.extend_plan(self.run_id, extra)
-                hooks.on_more(len(extra))
-                done += self._execute(extra, hooks, unsaved)
+                              f"CI): {len(extra)} more process(es)"
+                              + (f"; {len(pairs)} verdict(s) too wide: {sum(pairs.values())} duet(s), their two "
+                                 f"bests together" if pairs else "") + f", about {expected:.0f} s")
+                if extra:
+                    self.store.extend_plan(self.run_id, extra)
+                    hooks.on_more(len(extra))
+                    done += self._execute(extra, hooks, unsaved)
+                self._duets(pairs, hooks, done)
         except _Unsaved:
             pass
         finally:

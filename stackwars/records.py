@@ -118,6 +118,12 @@ class MeasureConfig:
     # with processes > 1: every cell's first process first, then the rest only for the cells that can still
     # change a verdict (report/verdict.screen); False: every cell in all its processes
     screen: bool = True
+    # a verdict too wide to decide: its two bests measured together in more processes (harness/duet.py)
+    # rather than each in more processes of its own; False: more processes of each
+    duets: bool = True
+    # an A/A check of the paired design: every cell also measured against itself, two instances
+    # alternating in one process, in ``processes`` duets (``verdict --aa`` reads them)
+    aa_duets: bool = False
 
     @property
     def screens(self) -> bool:

@@ -521,6 +521,50 @@ def process_request(spec: CellSpec, config: MeasureConfig, placement: Placement 
             "generation": spec.repeat}
 
 
+DUET_GENERATION = 10_000  # duets' fork servers numbered apart from the cells' process numbers
+
+
+def measure_duet(a: CellSpec, b: CellSpec, repeat: int, config: MeasureConfig, cache_root: str | None,
+                 inline: bool = False) -> dict[str, Any]:
+    """Cells ``a`` and ``b`` (a verdict's two bests, or one cell twice for an A/A check) in one
+    fresh worker, alternating (harness/duet.py): its record, or the failure with its status.
+    The worker preloads both frameworks and reads each cell's compile caches as a later process
+    of that cell would (warm: the duet reads a ratio, not a first call)."""
+    caches, remove = {}, []
+    folder = tmp.mkdtemp("duet-cache")
+    remove.append(folder)
+    for side, spec in (("a", a), ("b", b)):
+        cache_dir, source, gone = cell_cache(spec, config, cache_root)
+        if gone:
+            remove.append(cache_dir)
+        caches[side] = {"source": source, "dir": cache_dir}
+        # one folder for the process, each framework's part of it its cell's (torch: inductor, triton; jax)
+        for part in (("inductor", "triton") if registry.backend(spec.backend).framework == "torch" else ("jax",)):
+            target = os.path.join(cache_dir, part)
+            os.makedirs(target, exist_ok=True)
+            if not os.path.exists(os.path.join(folder, part)):
+                os.symlink(target, os.path.join(folder, part))
+    ra, rb = (process_request(s, config, None, folder) for s in (a, b))
+    process = {**ra, "env": {**ra["env"], **rb["env"]}, "preload": list(dict.fromkeys([*ra["preload"],
+                                                                                        *rb["preload"]])),
+               "generation": DUET_GENERATION + repeat}
+    task = {"target": "stackwars.harness.duet:measure_duet",
+            "kwargs": {"a": a.to_dict(), "b": b.to_dict(), "config": config.to_dict(), "caches": caches,
+                       "seed": config.seed * 1_000_003 + repeat},
+            "process": process}
+    try:
+        outcome = run_inline(task) if inline else run_task(task, config.timeout_s, config.memory_limit_bytes)
+    finally:
+        for f in remove:
+            shutil.rmtree(f, ignore_errors=True)
+    result = dict(outcome.result or {})
+    if outcome.status != "ok" or result.get("status") != "ok":
+        result = {"status": outcome.status if outcome.status != "ok" else result.get("status", "error"),
+                  "error": outcome.error or result.get("error"), "stage": outcome.stage,
+                  "a": a.to_dict(), "b": b.to_dict()}
+    return {**result, "repeat": repeat, "wall_s": outcome.wall_s}
+
+
 def study_process(backend: str, device: str, cache_dir: str | None, threads: int | None = None) -> dict[str, Any]:
     """How a study's worker for one backend is made (isolation.run_task): a fresh process on
     ``device`` with its own compile caches, forked, as a cell's, from a server that preloaded

@@ -327,10 +327,10 @@ def plan(store, run_id: str, knobs: Sequence[str]) -> Plan:
     """The stored run's verdict rows and their variants, nothing measured yet."""
     from stackwars import registry
     from stackwars.report import verdict as vd
-    from stackwars.store.results import rows
+    from stackwars.store.results import duet_rows, rows
 
     info = store.cell_run(run_id)
-    base = vd.verdicts(rows(store, run_id))
+    base = vd.verdicts(rows(store, run_id), duets=duet_rows(store, run_id))
     if not base:
         raise SpecError(f"run {run_id} holds no verdict row to test")
 
@@ -353,7 +353,7 @@ def run(store, run_id: str, knobs: Sequence[str], probe: Mapping[str, Any], exec
     verdict, each knob's outcome, the sentence) and the ids of the runs it measured."""
     from stackwars import orchestrate
     from stackwars.report import verdict as vd
-    from stackwars.store.results import rows
+    from stackwars.store.results import duet_rows, rows
 
     planned = planned or plan(store, run_id, knobs)
     config, base, plan_ = planned.config, planned.base, planned.variants
@@ -388,7 +388,7 @@ def run(store, run_id: str, knobs: Sequence[str], probe: Mapping[str, Any], exec
         for i, v in todo.items():
             ids = {s.key for s in (v.torch, v.jax) if s is not None}
             mine = [r for r in found if vd.cell_id(r) in ids]
-            verdicts = vd.verdicts(mine)
+            verdicts = vd.verdicts(mine, duets=duet_rows(store, the_run.run_id))
             changed[(i, knob)] = verdicts[0] if verdicts else None
     results = []
     for i, r in enumerate(base):

@@ -421,7 +421,8 @@ SEQUENTIAL_PATHS = 1_000_000  # simulated looks of the boundary's computation (i
 
 
 @functools.lru_cache(maxsize=64)
-def sequential_levels(looks: int) -> tuple[float, ...]:
+def sequential_levels(looks: int, alpha: float = VERDICT_ALPHA, first: float = FIRST_LOOK_ALPHA
+                      ) -> tuple[float, ...]:
     """The nominal level each look of a group-sequential verdict is read at (two-sided error),
     so that all looks together name a false winner VERDICT_ALPHA of the time: the planned look
     spends FIRST_LOOK_ALPHA, the top-ups the rest, in proportion to the processes they add (a
@@ -433,7 +434,7 @@ def sequential_levels(looks: int) -> tuple[float, ...]:
     normal statistics (a Brownian motion at the looks' information fractions), once a process;
     the A/A simulation in tests/test_verdict.py checks the false-winner rate end to end."""
     if looks <= 1:
-        return (VERDICT_ALPHA,)
+        return (alpha,)
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     t = np.arange(1, looks + 1) / looks
     z = np.abs(np.cumsum(rng.standard_normal((SEQUENTIAL_PATHS, looks)) * np.sqrt(np.diff(t, prepend=0.0)), axis=1)
@@ -441,9 +442,9 @@ def sequential_levels(looks: int) -> tuple[float, ...]:
     alive = np.ones(SEQUENTIAL_PATHS, bool)
     levels, spent = [], 0.0
     for k in range(looks):
-        target = FIRST_LOOK_ALPHA + (VERDICT_ALPHA - FIRST_LOOK_ALPHA) * (t[k] - t[0]) / (1.0 - t[0])
+        target = first + (alpha - first) * (t[k] - t[0]) / (1.0 - t[0])
         if k == 0:  # the planned look alone: exactly the normal quantile
-            c = _z(1.0 - FIRST_LOOK_ALPHA)
+            c = _z(1.0 - first)
         else:
             need = int(round((target - spent) * SEQUENTIAL_PATHS))  # the paths this look may stop, falsely
             tail = np.sort(z[alive, k])[::-1]
@@ -462,6 +463,35 @@ def look_alpha(look: int, looks: int) -> float:
     there names a false winner at most VERDICT_ALPHA of the time, and a top-up can decide what
     the first look could not."""
     return sequential_levels(looks)[min(max(look, 0), looks - 1)] if looks > 1 else VERDICT_ALPHA
+
+
+def duet_alpha(look: int, looks: int) -> float:
+    """The error a verdict spends at its ``look``-th look of duets (0: the first; harness/duet.py)
+    of at most ``looks``: the duets are processes of their own, independent of the cells'
+    processes the planned look read, so the two parts of the error add up (a union bound, exact
+    for independent looks): the planned look spends FIRST_LOOK_ALPHA, the duets the rest, on a
+    group-sequential boundary of their own (each duet look holds the duets of the looks before it),
+    spent in proportion to the duets a look adds."""
+    rest = VERDICT_ALPHA - FIRST_LOOK_ALPHA
+    return sequential_levels(looks, rest, rest / looks)[min(max(look, 0), looks - 1)] if looks > 1 else rest
+
+
+def compare_paired(ratios: Sequence[float], confidence: float = 0.95) -> Comparison:
+    """The ratio of two programs measured together (harness/duet.py), from one figure a process
+    (the median of its rounds' ratios B/A): their geometric mean, with Student's t interval on
+    the log ratios (n - 1 degrees of freedom). The processes' own state cancels within each
+    ratio, so the interval holds what remains: how the ratio itself varies between processes."""
+    logs = np.log(np.asarray(ratios, dtype=np.float64))
+    n = logs.size
+    if n == 0:
+        raise ValueError("need at least one paired process")
+    centre = float(logs.mean())
+    if n < 2:
+        r = math.exp(centre)
+        return Comparison(r, r, r, False, (n, n))
+    half = t_quantile(0.5 + confidence / 2, n - 1) * float(logs.std(ddof=1)) / math.sqrt(n)
+    lo, hi = math.exp(centre - half), math.exp(centre + half)
+    return Comparison(math.exp(centre), lo, hi, bool(lo > 1.0 or hi < 1.0), (n, n))
 
 
 def bonferroni_alpha(look: int, looks: int) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from stackwars.records import MeasureConfig
@@ -144,7 +145,6 @@ def test_screening_drops_a_clearly_slower_backend_and_never_a_frameworks_best(tm
     over 1.5x) is screened out, jax-eager within 1.5x of jax-jit is kept, the analysis path beside
     PyTorch's own modes and a failed cell get no more processes; each framework's best is kept,
     whatever the draws."""
-    import numpy as np
 
     from stackwars.records import Parity
 
@@ -215,3 +215,203 @@ def test_a_run_screens_after_one_process_a_cell_and_a_resume_does_not_screen_aga
         plan = store.run(run.run_id).plan
         assert sum(s.repeat > 0 for s in plan) == 4  # only the kept cells' later processes were planned
         assert run._screen(orchestrate.Hooks()) == []  # screened once: a resumed run does not screen again
+
+
+class SlowPeriods:
+    """A host whose speed changes over periods of seconds (the H100's launch-bound processes,
+    the H200 process that ran slow for 24 samples, then fast): each period lasts 1-3 s of the
+    fake clock, and one in three runs 1.3-2x slower. A program instance carries its own factor
+    too (its memory layout: 2% between instances), and every call 2% of noise. The clock moves
+    only when the caller synchronises, as a device's does."""
+
+    def __init__(self, rng):
+        self.rng, self.now, self.pending = rng, 0.0, 0.0
+        self.ends, self.factors = [0.0], [1.0]
+
+    def factor(self, t):
+        while self.ends[-1] <= t:
+            self.ends.append(self.ends[-1] + self.rng.uniform(1.0, 3.0))
+            self.factors.append(self.rng.uniform(1.3, 2.0) if self.rng.random() < 1 / 3 else 1.0)
+        return next(f for end, f in zip(self.ends[1:], self.factors[1:]) if end > t)
+
+    def program(self, work):
+        instance = work * float(np.exp(self.rng.normal(0.0, 0.02)))
+
+        def call():
+            self.pending += instance * self.factor(self.now + self.pending) * float(np.exp(self.rng.normal(0, 0.02)))
+        return call
+
+    def sync(self, outs):
+        self.now, self.pending = self.now + self.pending, 0.0
+
+    def clock(self):
+        return self.now
+
+
+def _designs(seed, work_a=1e-3, work_b=1e-3, processes=3, window_s=1.0):
+    """One comparison each way at the same measuring time on one SlowPeriods host: unpaired
+    (``processes`` processes a side, one after another, ``window_s`` each) and paired (as many
+    duets, ``2 * window_s`` each: both sides alternating, harness/duet.py's rounds)."""
+    import random
+
+    from stackwars import stats
+    from stackwars.harness.duet import alternate
+    from stackwars.harness.timer import Timer
+
+    host = SlowPeriods(np.random.default_rng(seed))
+    a, b = [], []
+    for _ in range(processes):
+        for side, work in ((a, work_a), (b, work_b)):
+            t = Timer(host.program(work), host.sync, host.clock)
+            side.append(t.steady(10, window_s, 10**6, 2, mode="throughput").samples)
+    start = host.now
+    unpaired = stats.compare(a, b)
+    ratios = []
+    for k in range(processes):
+        timers = {"a": Timer(host.program(work_a), host.sync, host.clock),
+                  "b": Timer(host.program(work_b), host.sync, host.clock)}
+        rounds, _, _ = alternate(timers, {"a": 2, "b": 2}, "throughput", 2 * window_s, 10**6, random.Random(k),
+                                 host.clock)
+        ratios.append(float(np.median(np.array(rounds["b"]) / np.array(rounds["a"]))))
+    assert host.now - start == pytest.approx(2 * processes * window_s, rel=0.05)  # the same measuring time
+    return unpaired, stats.compare_paired(ratios)
+
+
+def test_under_a_host_that_slows_for_seconds_the_paired_ci_is_narrower_and_aa_stays_honest():
+    """The same measuring time either way: three processes a side, or three duets of both sides
+    alternating. Slow periods of seconds hit one side's process and not the other's, so the
+    unpaired interval is wide; within a duet both sides see the same period, and the ratio cancels
+    it. Over 48 A/A comparisons the paired design names a false winner at most 5% of the time
+    (with a binomial margin), and ties in most."""
+    from stackwars import stats
+
+    widths, false, ties = {"unpaired": [], "paired": []}, 0, 0
+    trials = 48
+    for seed in range(trials):
+        unpaired, paired = _designs(seed)
+        widths["unpaired"].append(unpaired.ci_high / unpaired.ci_low)
+        widths["paired"].append(paired.ci_high / paired.ci_low)
+        decision = stats.decide(paired)
+        false += decision in ("lower", "higher")
+        ties += decision == "tie"
+    assert np.median(widths["paired"]) < np.median(widths["unpaired"]) / 2, widths
+    assert false <= trials * (0.05 + 2 * (0.05 * 0.95 / trials) ** 0.5), false
+    assert ties >= 0.8 * trials, ties
+    # and a true difference is found: JAX's program 15% slower
+    unpaired, paired = _designs(99, work_b=1.15e-3)
+    assert stats.decide(paired) == "higher" and paired.ci_low > 1.05, paired
+
+
+def test_a_verdict_too_wide_is_measured_again_by_duets_and_read_paired(tmp_path, monkeypatch):
+    """orchestrate.Run: processes 40% apart cannot decide in three a side; the next look measures
+    the row's two bests together (duets: here a stand-in for the worker, whose ratio is 1.10 within
+    1%), stores them with the run, and the verdict reads its ratio from them, at the duets' level,
+    saying so; with --no-duets the same row gets more processes of each cell instead."""
+    from stackwars import orchestrate, runner
+    from stackwars.records import CellSpec
+    from stackwars.store.results import Store, duet_rows, rows
+    from tests.test_verdict import MACHINE, SyntheticExecutor
+
+    made = []
+
+    def duet(a, b, repeat, config, cache_root, inline=False):
+        made.append((a.key, b.key, repeat))
+        ratio = 1.10 * (1 + 0.01 * ((repeat % 3) - 1))
+        return {"status": "ok", "a": a.to_dict(), "b": b.to_dict(), "ratio": ratio, "median_a_s": 1e-3,
+                "median_b_s": ratio * 1e-3, "first": ["a", "b"] * 5, "timing": "throughput", "window_s": 0.7,
+                "repeat": repeat, "wall_s": 2.0, "settings": {"contention": {"fraction": 0.0, "contended": False,
+                                                                               "window_s": 0.7, "judged": True}}}
+
+    monkeypatch.setattr(runner, "measure_duet", duet)
+
+    class Here(SyntheticExecutor):  # one cell at a time on this host, as the serial executor: duets allowed
+        duets = True
+
+    specs = [CellSpec("gemm", "small", "forward", b, repeat=r) for r in range(3) for b in ("torch-eager", "jax-jit")]
+    for duets in (True, False):
+        config = MeasureConfig(processes=3, max_processes=6, duets=duets)
+        with Store(tmp_path / f"d{duets}.db") as store:
+            run_id = store.create_run(specs, {"measure": config.to_dict()}, command="duets")
+            orchestrate.Run(store, run_id, specs, config, MACHINE, Here(3, 0.4)).measure()
+            found, paired = rows(store, run_id), duet_rows(store, run_id)
+            (v,) = vd.verdicts(found, duets=paired)
+        if duets:
+            assert len(found) == 6 and len(paired) == 3 and [m[2] for m in made] == [0, 1, 2]
+            assert v["design"] == "paired"
+            assert v["ratio"] == pytest.approx(1.10, rel=0.01) and v["verdict"] == "PyTorch faster", v
+            assert "paired: 3 processes that ran both programs together" in v["reason"]
+            assert v["confidence"] == pytest.approx(1 - 0.01)  # the duets' share of the error, one duet look
+        else:
+            assert len(found) > 6 and not paired and v["design"] == "unpaired"
+
+
+def test_a_duet_runs_both_programs_in_one_worker_alternating(tmp_path):
+    """runner.measure_duet, for real: one fresh worker (forked from a server that preloaded both
+    frameworks), PyTorch's and JAX's gemm tiny prepared from the same inputs, compiled, then timed
+    in rounds whose order is drawn at random; the record holds every round of both sides."""
+    from stackwars import runner
+    from stackwars.harness.duet import MIN_ROUNDS
+    from stackwars.records import CellSpec
+
+    a, b = CellSpec("gemm", "tiny", "forward", "torch-eager"), CellSpec("gemm", "tiny", "forward", "jax-jit")
+    config = MeasureConfig(warmup=1, min_samples=2, min_time_s=0.1, timeout_s=300)
+    d = runner.measure_duet(a, b, 0, config, str(tmp_path))
+    assert d["status"] == "ok", d.get("error")
+    n = len(d["first"])
+    assert n >= MIN_ROUNDS and len(d["rounds"]["a"]) == len(d["rounds"]["b"]) == n
+    assert set(d["first"]) == {"a", "b"}  # both orders drawn
+    ratios = [y / x for x, y in zip(d["rounds"]["a"], d["rounds"]["b"])]
+    assert d["ratio"] == pytest.approx(float(np.median(ratios)))
+    assert d["window_s"] >= 0.25 and d["settings"]["contention"]["judged"]
+    assert d["settings"]["backends"]["a"]["name"] == "torch-eager" and d["settings"]["backends"]["b"]["name"] == "jax-jit"
+
+
+def test_the_aa_check_reads_self_duets_where_a_run_measured_them(tmp_path):
+    """`run --aa` measures each cell against itself (two instances alternating in one process);
+    `verdict --aa` then sets each cell's clean self-duets against 1, paired, at 95%: a tie where
+    the ratio stays within the band, "noisy" where it does not; without self-duets it splits the
+    processes as before."""
+    from stackwars.records import CellSpec
+    from stackwars.store.results import Store, add_duet, duet_rows, rows
+
+    cells = [*_three_cells("torch-eager"), *_three_cells("jax-jit")]
+    _, found = _store(tmp_path / "aa.db", cells)
+    with Store(tmp_path / "aa.db") as store:
+        run_id = store.run_ids()[0]
+        session = store.start_session(run_id, {"cpu_model": "Test CPU", "cpu_count_logical": 2})
+        for backend, spread in (("torch-eager", 0.01), ("jax-jit", 0.4)):
+            spec = CellSpec("gemm", "small", "forward", backend)
+            for k in range(3):
+                add_duet(store, run_id, session, {"status": "ok", "a": spec.to_dict(), "b": spec.to_dict(),
+                                                  "ratio": 1 + spread * (k - 1), "repeat": k, "timing": "throughput",
+                                                  "settings": {"contention": {"contended": False, "window_s": 0.5}}})
+        duets = duet_rows(store, run_id)
+        checks = vd.self_check(rows(store, run_id), duets=duets)
+    by = {c["backend"]: c for c in checks}
+    assert by["torch-eager"]["decision"] == "tie" and by["jax-jit"]["decision"] == "noisy"
+    assert all(c["design"] == "paired (self-duets)" for c in checks)
+    assert vd.self_check(found) == []  # three processes a cell: too few to split in two halves
+
+
+def _three_cells(backend):
+    return [_cell(backend, 1.0, p) for p in range(3)]
+
+
+def test_a_cuda_row_says_whether_each_side_was_host_or_device_bound(tmp_path):
+    """resnet50 on the H100: the host's issue time was about the call on both sides, so without
+    graph replay the ratio measured launch speed; gpt2's JAX side issued in 20% of its call."""
+    host = [_proc("torch-compile", 1.0, p, issue_share=0.95) for p in range(3)]
+    host += [_proc("jax-jit-no-graphs", 1.1, p, issue_share=0.9) for p in range(3)]
+    _, found = _store(tmp_path / "h.db", host)
+    (v,) = vd.verdicts(found)
+    assert v["replay"] == "no graph replay" and v["torch_bound"] == v["jax_bound"] == "host-bound"
+    assert v["measured"].startswith("host-bound on both sides, without graph replay: the ratio measures how fast")
+    assert any(n.endswith(v["measured"]) for n in vd.notes([v]))
+    mixed = [_proc("torch-compile", 1.0, p, issue_share=0.95) for p in range(3)]
+    mixed += [_proc("jax-jit-no-graphs", 1.1, p, issue_share=0.2) for p in range(3)]
+    (v,) = vd.verdicts(_store(tmp_path / "m.db", mixed)[1])
+    assert (v["torch_bound"], v["jax_bound"]) == ("host-bound", "device-bound")
+    assert v["measured"] == "PyTorch host-bound (95% of a call spent issuing it), JAX device-bound (20%)"
+    (cpu,) = vd.verdicts(_store(tmp_path / "c.db", [_proc(b, 1.0, p, device="cpu") for p in range(3)
+                                                    for b in ("torch-eager", "jax-jit")])[1])
+    assert cpu["torch_bound"] is None and cpu["measured"] is None

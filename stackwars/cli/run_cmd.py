@@ -122,6 +122,18 @@ def run(
                                 help="after the steady state, a window of calls on the device's energy counter "
                                      "(NVML's total energy on CUDA, RAPL where readable on a CPU): joules per call "
                                      "and the verdict's energy ratio"),
+    screen: bool = typer.Option(True, "--screen/--no-screen",
+                                help="with --processes N > 1: every cell's first process first, then the rest of N "
+                                     "only for the cells that can still change a verdict (not clearly slower than "
+                                     "their framework's best); --no-screen: every cell in N processes"),
+    duets: bool = typer.Option(True, "--duets/--no-duets",
+                               help="a verdict too wide to decide: its two bests measured together in more processes "
+                                    "(both programs alternating in one process, whose state cancels in their ratio) "
+                                    "rather than each in more processes of its own"),
+    aa: bool = typer.Option(False, "--aa",
+                            help="an A/A check of the paired design: every cell also measured against itself (two "
+                                 "instances alternating in one process) in N processes; `stackwars verdict --aa` "
+                                 "reads them"),
     cuda_graph_replay: bool = typer.Option(False, "--cuda-graph-replay",
                                            help="CUDA: time warm-up and steady state as replays of one forward call "
                                                 "captured into a CUDA graph (PyTorch backends; XLA uses its own)"),
@@ -186,6 +198,7 @@ def run(
             cold_every_process=cold_every_process,
             seed=seed, memory_limit_bytes=int(memory_limit * 2**30) if memory_limit else runner.default_memory_limit(),
             parity_mode=parity, flush_cache=flush_l2, cuda_graph_replay=cuda_graph_replay, energy=energy,
+            screen=screen, duets=duets, aa_duets=aa,
             **profiling)
         if cuda_graph_replay and set(device) != {"cuda"}:
             raise SpecError(f"--cuda-graph-replay replays CUDA graphs: it needs --device cuda alone, got "
@@ -262,7 +275,8 @@ def run(
                     on_start=lambda spec: progress.update(task, description=spec.key), on_done=on_done,
                     on_unsaved=on_unsaved, on_note=lambda text: progress.console.print(f"[yellow]{text}[/]",
                                                                                         highlight=False),
-                    on_more=lambda n: progress.update(task, total=progress.tasks[task].total + n))
+                    on_more=lambda n: progress.update(task, total=progress.tasks[task].total + n),
+                    on_duet=lambda d: (progress.advance(task), progress.console.print(duet_line(d), highlight=False)))
                 unsaved = the_run.measure(hooks)
                 if unsaved:
                     raise _Unsaved()
@@ -280,10 +294,10 @@ def run(
             raise typer.Exit(1)
         result_rows = rows(store, run_id)
         run_env = store.run(run_id).env
-        _, _, profiles, anatomy = verdict_cmd.load(store, [run_id])
+        _, _, profiles, anatomy, duets = verdict_cmd.load(store, [run_id])
     out.print(render(result_rows, Env(run_env).summary(), width=table_width()))
     # the answer last, where the eye lands: best PyTorch against best JAX, per table
-    decided = vd.verdicts(result_rows, profiles, anatomy)
+    decided = vd.verdicts(result_rows, profiles, anatomy, duets=duets)
     if decided:
         out.print(vd.render(decided, table_width()), width=table_width())
         err.print(f"the verdict as JSON: `stackwars verdict {run_id} -f json{f' --db {db}' if db else ''}`")
@@ -305,6 +319,16 @@ def run(
 
 
 FAILED = ("error", "timeout", "parity_fail")  # oom and unsupported are results, not failures
+
+
+def duet_line(d: Mapping[str, Any]) -> str:
+    """One duet as the run's progress prints it (harness/duet.py)."""
+    a, b = CellSpec.from_dict(d["a"]), CellSpec.from_dict(d["b"])
+    head = f"  duet {a.key.split('#r')[0]} | {b.backend} #{d.get('repeat')}"
+    if d.get("status") != "ok":
+        return f"{d.get('status'):>9} {head}: {d.get('error') or ''}"[:300]
+    return (f"       ok {head}  {b.backend}/{a.backend} {d['ratio']:.3f} over {len(d.get('first') or ())} rounds "
+            f"({fmt.seconds(d['median_a_s'])} / {fmt.seconds(d['median_b_s'])})")
 
 
 RESUME_MAY_CHANGE = ("resume", "db", "timeout", "json_out", "inline", "executor", "gpus", "ray_address", "shared_dir",

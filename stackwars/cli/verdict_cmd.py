@@ -13,13 +13,14 @@ from stackwars import outputs
 from stackwars.cli.common import DB_HELP, command, err, number, out, table_width
 from stackwars.errors import SpecError
 from stackwars.report import verdict as vd
-from stackwars.store.results import CELL_KINDS, Store, check_db, rows
+from stackwars.store.results import CELL_KINDS, Store, check_db, duet_rows, rows
 
 FORMATS = ("table", "markdown", "json")
 
 
-def load(store: Store, run_ids: list[str] | None) -> tuple[list[str], list[dict[str, Any]], list, list]:
-    """The named runs of measured cells (default: the latest), their rows, profiles and anatomy."""
+def load(store: Store, run_ids: list[str] | None) -> tuple[list[str], list[dict[str, Any]], list, list, list]:
+    """The named runs of measured cells (default: the latest), their rows, profiles, anatomy and
+    duets (harness/duet.py)."""
     from stackwars.report.profiles import anatomy_rows, profile_rows
 
     if not run_ids:
@@ -27,15 +28,16 @@ def load(store: Store, run_ids: list[str] | None) -> tuple[list[str], list[dict[
         if latest is None:
             raise SpecError(f"no run of measured cells in {store.path}; `stackwars run ...` measures some")
         run_ids = [latest]
-    found, measured = [], []
+    found, measured, duets = [], [], []
     for rid in dict.fromkeys(run_ids):
         info = store.run(rid)
         if info.kind not in CELL_KINDS:
             raise SpecError(f"run {rid} is a {info.kind} run; a verdict is drawn from runs of measured cells "
                             f"({', '.join(CELL_KINDS)}); `stackwars runs` lists them")
         found += rows(store, rid)
+        duets += duet_rows(store, rid)
         measured += [m for _, m in store.cells(rid)]
-    return list(dict.fromkeys(run_ids)), found, profile_rows(measured), anatomy_rows(measured)
+    return list(dict.fromkeys(run_ids)), found, profile_rows(measured), anatomy_rows(measured), duets
 
 
 def to_json(result: list[dict[str, Any]], run_ids: list[str], threshold: float, mixed: str | None = None) -> str:
@@ -50,9 +52,11 @@ def verdict(
     format: str = typer.Option("table", "--format", "-f", help="table, markdown or json"),
     threshold: float = typer.Option(stats.TIE_THRESHOLD, "--threshold",
                                     help="a ratio whose whole CI (at the level its look spent) lies within 1/(1+t)..1+t is a tie"),
-    aa: bool = typer.Option(False, "--aa", help="self-check instead: each cell's processes split into even and odd "
-                                               "rounds, the same program set against itself; counts ties, false "
-                                               "verdicts and undecided (needs 6+ processes a cell)"),
+    aa: bool = typer.Option(False, "--aa", help="self-check instead: the same program set against itself, from the "
+                                               "runs' self-duets where `run --aa` measured them (two instances "
+                                               "alternating in one process), else each cell's processes split into "
+                                               "even and odd rounds (6+ a cell); counts ties, false verdicts and "
+                                               "undecided"),
     sensitivity: bool = typer.Option(False, "--sensitivity",
                                      help="re-measure each verdict row's two bests with one knob changed at a time "
                                           "(new runs in the database, the same processes and statistics) and say "
@@ -85,11 +89,11 @@ def verdict(
         return
     path = check_db(db, create=False)
     with Store(path, create=False) as store:
-        ids, found, profiles, anatomy = load(store, run_ids)
+        ids, found, profiles, anatomy, duets = load(store, run_ids)
     if aa:
-        _self_check(found, ids, threshold, format)
+        _self_check(found, ids, threshold, format, duets)
         return
-    result = vd.verdicts(found, profiles, anatomy, threshold=threshold)
+    result = vd.verdicts(found, profiles, anatomy, threshold=threshold, duets=duets)
     mixed = vd.mixed_machines(found)
     if mixed:
         err.print(f"[yellow]{mixed}[/]", highlight=False)
@@ -164,11 +168,13 @@ def _sensitivity(run_ids: list[str] | None, knobs: list[str], format: str, db: O
     out.print(studies.sensitivity_table(results, f"Which knob flips the verdict of run {ids[0]}"), width=table_width())
 
 
-def _self_check(found: list[dict[str, Any]], ids: list[str], threshold: float, format: str) -> None:
-    checks = vd.self_check(found, threshold)
+def _self_check(found: list[dict[str, Any]], ids: list[str], threshold: float, format: str,
+                duets: list[dict[str, Any]] | tuple = ()) -> None:
+    checks = vd.self_check(found, threshold, duets)
     if not checks:
-        raise SpecError(f"runs {', '.join(ids)} have no cell with 6 or more clean processes; the self-check splits a "
-                        f"cell's processes in two halves of 3+ (run ... --processes 6)")
+        raise SpecError(f"runs {', '.join(ids)} have no cell with 3 or more clean self-duets (run ... --aa) or 6 or "
+                        f"more clean processes; the self-check sets each cell against itself: its self-duets, or its "
+                        f"processes split in two halves of 3+ (run ... --processes 6)")
     counts = {d: sum(c["decision"] == d for c in checks) for d in ("tie", "lower", "higher", "noisy")}
     false = counts["lower"] + counts["higher"]
     summary = (f"{len(checks)} same-program comparisons (even against odd rounds): {counts['tie']} tie, {false} false "

@@ -32,7 +32,7 @@ from stackwars.report.profiles import ANATOMY_CAPTION, anatomy_matrix, anatomy_r
 def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
     """The runs to report (all, or the named ones), the latest row of every cell across the
     cell runs, and the latest run of every study and training kind."""
-    from stackwars.store.results import cell_row, screened_out
+    from stackwars.store.results import cell_row, duet_rows, screened_out
 
     runs = store.runs()
     if run_ids:
@@ -43,6 +43,7 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
             raise SpecError(f"no run {', '.join(missing)} in {store.path}; `stackwars runs` lists them")
         runs = [r for r in runs if r["run_id"] in run_ids]
     cells: list[dict[str, Any]] = []
+    duets: list[dict[str, Any]] = []
     why: OrderedDict[str, tuple[Any, Any]] = OrderedDict()  # cell key -> (profile row, anatomy row)
     studies: OrderedDict[str, tuple[Any, list[dict[str, Any]]]] = OrderedDict()
     envs: OrderedDict[str, dict[str, Any]] = OrderedDict()
@@ -56,6 +57,7 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
                 why.pop(m.spec.key, None)
                 why[m.spec.key] = (prof[0] if prof else None, anat[0] if anat else None)
         if r["kind"] == "cells":
+            duets += duet_rows(store, r["run_id"])
             out = screened_out(store, r["run_id"])
             cells += [{**cell_row(rid, m, info), "screened_out": out.get(m.spec.key.split("#r")[0])}
                       for rid, m in measured]  # with its look: the verdict's level
@@ -67,7 +69,7 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
             studies[f"{r['kind']}|{key}"] = (info, study_rows_of(info.kind, r["run_id"], store, measured))
     # every process of each cell's latest run on each machine: a later run replaces an earlier one
     cells = verdict.latest_processes(canary.judge(cells))
-    return {"runs": runs, "cells": cells, "studies": studies, "envs": envs,
+    return {"runs": runs, "cells": cells, "duets": duets, "studies": studies, "envs": envs,
             "profiles": [p for p, _ in why.values() if p], "anatomy": [a for _, a in why.values() if a]}
 
 
@@ -271,11 +273,11 @@ def decision_guide(points: Sequence[Mapping[str, Any]], evens: Sequence[Mapping[
 # ---- the document ----------------------------------------------------------------------------------
 
 def verdict_section(cells: Sequence[Mapping[str, Any]], profiles: Sequence[Mapping[str, Any]],
-                    anatomy: Sequence[Mapping[str, Any]]) -> Section:
+                    anatomy: Sequence[Mapping[str, Any]], duets: Sequence[Mapping[str, Any]] = ()) -> Section:
     """What opens the report: per machine, the verdict table (best PyTorch against best JAX)
     and its forest plot."""
     s = Section("Verdict: JAX or PyTorch")
-    found = verdict.verdicts(cells, profiles, anatomy)
+    found = verdict.verdicts(cells, profiles, anatomy, duets=duets)
     if not found:
         s.blocks.append(Para("These runs hold no measured cells to decide on; `stackwars run ...` measures them."))
         return s
@@ -389,7 +391,8 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
     runs, cells = data["runs"], data["cells"]
     doc = Document("stackwars report: JAX or PyTorch, which execution mode, for this workload",
                    f"generated {generated} from {len(runs)} run(s), {len(cells)} cell(s)")
-    doc.sections.append(verdict_section(cells, data.get("profiles") or [], data.get("anatomy") or []))
+    doc.sections.append(verdict_section(cells, data.get("profiles") or [], data.get("anatomy") or [],
+                                        data.get("duets") or []))
     overview = Section("Runs in this report")
     overview.blocks.append(TableBlock(("run", "kind", "date", "rows", "statuses", "machine", "command"), tuple(
         (r["run_id"], r["kind"], r["created_at"][:19].replace("T", " "), str(r["done"]),

@@ -173,7 +173,7 @@ EAGER_OF = {"jax-jit": "jax-eager", "jax-jit-no-graphs": "jax-eager", "torch-com
 # every figure a combined row derives from its processes: none of them for a cell measured only while busy
 FIGURES = ("steady_median_s", "first_call_s", "second_call_s", "first_call_cache", "first_call_processes",
            "device_time_s", "memory_added_bytes", "process_memory_bytes", "steady_ci_low_s", "steady_ci_high_s",
-           "steady_iqr_s", "noisy",
+           "steady_iqr_s", "noisy", "issue_share",
            "process_medians", "achieved_flops_per_s", "roofline_fraction", "energy_j", "energy_power_w",
            "process_energy_j")
 
@@ -245,6 +245,10 @@ def _figures(used: list[Mapping[str, Any]], noise_threshold: float) -> dict[str,
         "memory_added_bytes": _median_of([added_memory(r) for r in used]),
         # one figure a process: whether a memory difference clears their spread (stats.memory_difference)
         "process_memory_bytes": [m for m in (added_memory(r) for r in used) if m is not None],
+        # on CUDA: the host's time to issue a call over the call's, from the same timed calls (harness/window.py)
+        "issue_share": _median_of(r["issue_median_s"] / r["steady_median_s"] for r in used
+                                  if r.get("issue_median_s") and r.get("steady_median_s")
+                                  and (r.get("readout_windows") or {}).get("issue") == "steady"),
         # joules per call from each process's energy window (harness/energy.py): the verdict's energy CI
         "process_energy_j": [r["energy_j_per_call"] for r in used if r.get("energy_j_per_call")],
         "energy_j": _median_of(r.get("energy_j_per_call") for r in used),

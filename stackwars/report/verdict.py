@@ -191,14 +191,18 @@ def replay_kinds(combined: Sequence[Mapping[str, Any]], device: str) -> list[tup
 
 def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, Any]] = (),
              anatomy: Sequence[Mapping[str, Any]] = (), threshold: float = stats.TIE_THRESHOLD,
-             min_processes: int = stats.MIN_PROCESSES) -> list[dict[str, Any]]:
+             min_processes: int = stats.MIN_PROCESSES, duets: Sequence[Mapping[str, Any]] = ()
+             ) -> list[dict[str, Any]]:
     """One verdict per machine x workload x preset x phase x device x dtype (x overrides that
     change the computation, x matmul precision; on CUDA x graph replay, ``replay_kinds``), from
     flat cell rows (``store.results.rows``), one row per process. ``profiles`` / ``anatomy``:
     rows of report/profiles.py, for the why. Each row is built in named steps: its sides (the
     best of each framework), the command that measures it again, the decision at its look's
-    level, the gates that may withhold it, and what stands beside it."""
+    level, the gates that may withhold it, and what stands beside it. ``duets``: rows of
+    store.results.duet_rows, processes that ran a row's two bests together (harness/duet.py):
+    where a row has enough clean ones, its ratio is theirs (paired), else its cells' (unpaired)."""
     rows = latest_processes(rows)
+    duets = latest_duets(duets)
     prof = {str(p["cell"]).split("#r")[0]: p for p in profiles}
     anat = {str(a["cell"]).split("#r")[0]: a for a in anatomy}
     groups: OrderedDict[tuple, list[Mapping[str, Any]]] = OrderedDict()
@@ -223,7 +227,8 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
                            "not best against best" if kind_gap else "one side missing")
                 out.append(row)
                 continue
-            c, decision, verdict, reason, tag = _decide(row, best, combined, threshold)
+            c, decision, verdict, reason, tag = _decide(row, best, combined, threshold,
+                                                        _paired(row, duets), min_processes)
             verdict, reason, tag = _gates(row, c, decision, verdict, reason, tag, min_processes)
             if verdict == "tie":
                 row["tie_within"] = stats.tie_bound(c)
@@ -338,9 +343,48 @@ def _beside_always(row: dict[str, Any], best: Mapping[str, Any], combined: Seque
                                  None)
 
 
+def latest_duets(duets: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Each pair's duets from the latest run that measured it, on each machine (as
+    ``latest_processes`` does for a cell's processes)."""
+    latest: OrderedDict[tuple, list[Mapping[str, Any]]] = OrderedDict()
+    run_of: dict[tuple, Any] = {}
+    for d in duets:
+        key = (d.get("machine"), frozenset((d["a_cell"], d["b_cell"])))
+        if run_of.get(key) != d.get("run_id"):
+            latest.pop(key, None)
+            run_of[key] = d.get("run_id")
+        latest.setdefault(key, []).append(d)
+    return [d for group in latest.values() for d in group]
+
+
+def _paired(row: Mapping[str, Any], duets: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The row's duets (its two bests together, in either order), the clean ones' ratios oriented
+    JAX / PyTorch, and what was left out."""
+    t, j = row.get("torch_cell"), row.get("jax_cell")
+    mine = [d for d in duets if d.get("machine") == row["machine"] and {d["a_cell"], d["b_cell"]} == {t, j}
+            and t != j]
+    ok = [d for d in mine if d.get("status") == "ok" and d.get("ratio")]
+    clean = [d for d in ok if gate.busy_reason(d) is None]
+    ratios = [d["ratio"] if d["a_cell"] == t else 1.0 / d["ratio"] for d in clean]
+    return {"all": len(mine), "ok": len(ok), "clean": clean, "ratios": ratios,
+            "busy": gate.reasons([d for d in ok if d not in clean]),
+            "look": max((d.get("look") or 0 for d in clean), default=0),
+            "looks": max((d.get("looks") or 1 for d in mine), default=1)}
+
+
 def _decide(row: dict[str, Any], best: Mapping[str, Any], combined: Sequence[Mapping[str, Any]],
-            threshold: float) -> tuple[stats.Comparison, str, str, str, str | None]:
-    """The ratio, its CI at the level its look may spend, and the decision (stats.decide)."""
+            threshold: float, paired: Mapping[str, Any] | None = None, min_processes: int = stats.MIN_PROCESSES
+            ) -> tuple[stats.Comparison, str, str, str, str | None]:
+    """The ratio, its CI at the level its look may spend, and the decision (stats.decide): from
+    the row's duets where it has ``min_processes`` clean ones (paired: both programs in one process,
+    harness/duet.py), else from its cells' processes (unpaired)."""
+    paired = paired or {"all": 0, "clean": []}
+    row["duets"] = {"measured": paired["all"], "clean": len(paired["clean"]), "busy": paired.get("busy") or None}
+    if len(paired["clean"]) >= min_processes:
+        # a duet times both sides in its one mode, block against block
+        mode = sorted({d.get("timing") or "throughput" for d in paired["clean"]})
+        row["timing"], row["_modes"] = "+".join(mode), {fw: mode for fw, _ in FRAMEWORKS}
+        return _decide_paired(row, paired, threshold)
     # both sides timed in one mode (harness/timer.py): a ratio of a latency to a throughput figure
     # compares two ways of timing, not two programs
     modes_of = {fw: best[fw].get("timing_modes") or ["throughput"] for fw, _ in FRAMEWORKS}
@@ -356,12 +400,30 @@ def _decide(row: dict[str, Any], best: Mapping[str, Any], combined: Sequence[Map
     look = max(r.get("look") or 0 for r in combined)
     confidence = 1.0 - stats.look_alpha(look, looks)
     c = stats.compare(best["torch"]["process_samples"], best["jax"]["process_samples"], confidence)
-    row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, confidence=confidence, look=look, looks=looks)
+    row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, confidence=confidence, look=look, looks=looks,
+               design="unpaired")
     decision = stats.decide(c, threshold)
     reason = _reason(decision, c, threshold, confidence)
     if looks > 1:
         reason += (f" (look {look + 1} of at most {looks}: a run that adds processes until its verdict decides "
                    f"spends {stats.VERDICT_ALPHA:.0%} over its looks)")
+    return c, decision, DECISION[decision], reason, "noisy" if decision == "noisy" else None
+
+
+def _decide_paired(row: dict[str, Any], paired: Mapping[str, Any], threshold: float
+                   ) -> tuple[stats.Comparison, str, str, str, str | None]:
+    """The ratio from the row's duets: the geometric mean of their ratios with Student's t on
+    their logs, at the level of the duet look it was read at (stats.duet_alpha)."""
+    look, looks = paired["look"], paired["looks"]
+    confidence = 1.0 - stats.duet_alpha(look, looks)
+    c = stats.compare_paired(paired["ratios"], confidence)
+    row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, confidence=confidence, look=look + 1,
+               looks=looks + 1, design="paired")
+    decision = stats.decide(c, threshold)
+    reason = (_reason(decision, c, threshold, confidence)
+              + f" (paired: {len(paired['ratios'])} processes that ran both programs together, alternating "
+                f"(harness/duet.py); duet look {look + 1} of at most {looks}, the duets spending "
+                f"{stats.VERDICT_ALPHA - stats.FIRST_LOOK_ALPHA:.0%} of the verdict's error)")
     return c, decision, DECISION[decision], reason, "noisy" if decision == "noisy" else None
 
 
@@ -411,7 +473,33 @@ def _beside_decided(row: dict[str, Any], best: Mapping[str, Any], c: stats.Compa
                 row.get("why"))))
     for fw, _ in FRAMEWORKS:  # where a best cell's processes disagree, why (report/spread.py)
         row[f"{fw}_spread_why"] = best[fw].get("spread_why")
+    row.update(bound(best, row.get("replay")))
     row.update(energy(best["torch"], best["jax"], row["confidence"], min_processes))
+
+
+def bound(best: Mapping[str, Mapping[str, Any]], replay: str | None) -> dict[str, Any]:
+    """What a CUDA row measured, side by side: each best's host share of a call (its issue time over
+    its wall time, from the same timed calls) read as device-bound (under stats.DEVICE_BOUND_SHARE:
+    the device's work set the pace), host-bound (from stats.HOST_BOUND_SHARE: the device waited for
+    the host's launches) or partly host-bound. Host-bound on both sides without graph replay: the
+    ratio measures how fast this host launches kernels through each framework, and ``measured``
+    says so. None on a CPU (the host is the device)."""
+    out: dict[str, Any] = {}
+    for fw, name in FRAMEWORKS:
+        share = best[fw].get("issue_share")
+        out[f"{fw}_bound"] = (None if share is None else "device-bound" if share < stats.DEVICE_BOUND_SHARE
+                              else "host-bound" if share >= stats.HOST_BOUND_SHARE else "partly host-bound")
+        out[f"{fw}_issue_share"] = share
+    t, j = out["torch_bound"], out["jax_bound"]
+    if t is None or j is None:
+        out["measured"] = None
+    elif t == j == "host-bound" and replay != REPLAY_KINDS[True]:
+        out["measured"] = ("host-bound on both sides, without graph replay: the ratio measures how fast this host "
+                           "launches the kernels through each framework, as much as the kernels")
+    else:
+        out["measured"] = (f"PyTorch {t} ({best['torch']['issue_share']:.0%} of a call spent issuing it), JAX {j} "
+                           f"({best['jax']['issue_share']:.0%})")
+    return out
 
 
 def memory(torch_best: Mapping[str, Any] | None, jax_best: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -458,19 +546,31 @@ def _fastest_busy(row: Mapping[str, Any]) -> float:
     return min(medians) if medians else (row.get("busy_figures") or {}).get("steady_median_s") or float("inf")
 
 
-def more_processes(found: Sequence[Mapping[str, Any]], max_processes: int, step: int = stats.MIN_PROCESSES
-                   ) -> dict[str, int]:
+def more_duets(found: Sequence[Mapping[str, Any]], step: int = stats.MIN_PROCESSES) -> dict[tuple[str, str], int]:
+    """The duets the next look measures, per (PyTorch best, JAX best) cell ids: ``step`` more for
+    every verdict too wide to decide whose two bests are known. A duet look is one of the run's
+    top-up looks (orchestrate.Run.measure takes no more than it allows)."""
+    return {(v["torch_cell"], v["jax_cell"]): step for v in found
+            if v.get("reason_tag") == "noisy" and v.get("torch_cell") and v.get("jax_cell")}
+
+
+def more_processes(found: Sequence[Mapping[str, Any]], max_processes: int, step: int = stats.MIN_PROCESSES,
+                   paired: bool = False) -> dict[str, int]:
     """The processes for the next look, per cell id, of every verdict that could not decide:
     for a CI too wide, ``step`` more (the run's --processes: a look is at most as many processes
     again, stats.looks_allowed) to each side's best cell; for a busy machine, as many as a
     verdict's clean processes still need (and to a backend measured only while busy that might
     be a side's best, that many), where the cap lets them reach it (a run of one process,
     capped at two, cannot: it would cost a process and decide nothing); never beyond
-    ``max_processes`` a cell. Each look spends its share of the verdict's error (stats.look_alpha)."""
+    ``max_processes`` a cell. Each look spends its share of the verdict's error (stats.look_alpha).
+    ``paired``: a verdict too wide to decide whose two bests are known is measured by duets
+    (``more_duets``), not by more processes of its cells."""
     out: dict[str, int] = {}
     for v in found:
         tag = v.get("reason_tag")
         if tag not in ("busy machine", "noisy"):
+            continue
+        if paired and tag == "noisy" and v.get("torch_cell") and v.get("jax_cell"):
             continue
         for fw, _ in FRAMEWORKS:
             if v.get(f"{fw}_cell"):
@@ -525,11 +625,18 @@ def screen(rows: Iterable[Mapping[str, Any]], factor: float = stats.SCREEN_FACTO
     return out
 
 
-def self_check(rows: Iterable[Mapping[str, Any]], threshold: float = stats.TIE_THRESHOLD) -> list[dict[str, Any]]:
-    """An A/A check of the verdict's rule on this machine's own data: every cell measured in
-    at least 2 x 3 clean processes is split into its even and its odd rounds (neighbours in
-    time, as the two sides of a verdict are) and the two halves, the same program, are set
-    against each other. Anything but ``tie`` is a false verdict, or (``noisy``) no verdict."""
+def self_check(rows: Iterable[Mapping[str, Any]], threshold: float = stats.TIE_THRESHOLD,
+               duets: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+    """An A/A check of the verdict's rule on this machine's own data, the same program on both
+    sides. Where the runs measured self-duets (``run --aa``: two instances of a cell alternating
+    in one process, harness/duet.py), each cell's clean ones are its comparison, paired, as a
+    verdict's duets are read. Else every cell measured in at least 2 x 3 clean processes is split
+    into its even and its odd rounds (neighbours in time, as the two sides of a verdict are) and
+    the two halves set against each other, unpaired. Anything but ``tie`` is a false verdict, or
+    (``noisy``) no verdict."""
+    own = [d for d in duets if d["a_cell"] == d["b_cell"]]
+    if own:
+        return _self_check_paired(own, threshold)
     out = []
     by_run: OrderedDict[Any, list[Mapping[str, Any]]] = OrderedDict()
     for r in rows:  # each run on its own: its processes were interleaved with each other
@@ -550,6 +657,25 @@ def self_check(rows: Iterable[Mapping[str, Any]], threshold: float = stats.TIE_T
                             "table": _title({**group[0], "matmul_precision": None, "overrides": ""}),
                             "backend": label, "processes": [len(h) for h in halves], "ratio": c.ratio,
                             "ci_low": c.ci_low, "ci_high": c.ci_high, "decision": stats.decide(c, threshold)})
+    return out
+
+
+def _self_check_paired(duets: Sequence[Mapping[str, Any]], threshold: float) -> list[dict[str, Any]]:
+    """The A/A check from self-duets: each cell's clean ones, at 95% (the check takes one look)."""
+    by: OrderedDict[tuple, list[Mapping[str, Any]]] = OrderedDict()
+    for d in duets:
+        by.setdefault((d.get("run_id"), d.get("machine"), d["a_cell"]), []).append(d)
+    out = []
+    for (run, machine, cell), group in by.items():
+        clean = [d for d in group if d.get("status") == "ok" and d.get("ratio") and gate.busy_reason(d) is None]
+        if len(clean) < stats.MIN_PROCESSES:
+            continue
+        c = stats.compare_paired([d["ratio"] for d in clean])
+        d0 = group[0]
+        out.append({"run": run, "machine": machine, "design": "paired (self-duets)",
+                    "table": _title({**d0, "matmul_precision": None, "overrides": ""}),
+                    "backend": d0["a_backend"], "processes": [len(clean), len(clean)], "ratio": c.ratio,
+                    "ci_low": c.ci_low, "ci_high": c.ci_high, "decision": stats.decide(c, threshold)})
     return out
 
 
@@ -635,7 +761,8 @@ def cells(r: Mapping[str, Any]) -> list[str]:
     verdict = r["verdict"] + (f" ({r['reason_tag']})" if r.get("reason_tag") else
                               f" (±{r['tie_within']:.0%})" if r.get("tie_within") is not None else "")
     procs = (str(r["processes"]) + (f" ({r['processes_busy']} busy left out)" if r.get("processes_busy") else "")
-             + (f" · {r['timing']}" if r.get("timing") else ""))
+             + (f" · {r['timing']}" if r.get("timing") else "")
+             + (f" · paired ({r['duets']['clean']} duets)" if r.get("design") == "paired" else ""))
     return [_title(r), _side(r, "torch"), _side(r, "jax"), ratio, verdict, procs,
             " / ".join(fmt.DASH if r.get(f"{fw}_one_sided") else _pays_text(r[f"{fw}_pays"]) for fw, _ in FRAMEWORKS),
             mem, parity, r.get("why") or fmt.DASH, energy_text(r)]
@@ -657,6 +784,8 @@ def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     for r in rows:
         if r["verdict"] == "cannot say" or r.get("reason_tag") == "noisy":
             out.append(f"{_title(r)}: {r['verdict']}: {r['reason']}")
+        if r.get("measured"):
+            out.append(f"{_title(r)}: {r['measured']}")
         for fw, name in FRAMEWORKS:
             if r.get(f"{fw}_processes_kept"):
                 out.append(f"{_title(r)}: {r[f'{fw}_processes_kept']} of {name}'s processes {r[f'{fw}_kept_why']}")

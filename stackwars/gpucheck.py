@@ -138,13 +138,45 @@ def _peaks(d: Path) -> list[str]:
 
 
 def _verdict_speed(d: Path) -> list[str]:
-    """The verdict the GPU issue timed at 3fbd31d (364 s for its 12 cells): resnet50 and gpt2,
-    paper, bfloat16, forward, the matched pairs (torch-cudagraphs against jax-jit, torch-compile
-    against jax-jit-no-graphs), 3 processes a cell to start with, more looks while undecided
-    within the budget."""
+    """The verdict a GPU user asks for first: resnet50 and gpt2, paper, bfloat16, forward, on
+    `run`'s default backends on CUDA (each framework's programs with and without graph replay,
+    and the eager modes), screened after one process a cell, 3 processes for the contenders, the
+    rows too wide to decide measured again by duets (both bests in one process), within the budget
+    (issue 55: both rows decided in at most 150 s)."""
     return [sys.executable, "-m", "stackwars", "run", "resnet50", "gpt2", "--preset", "paper", "--device", "cuda",
-            "--dtype", "bfloat16", "--phase", "forward", *_bs(MATCHED), "--processes", "3",
-            "--budget", "300", "--timeout", "240", "--db", str(d / "stackwars.db"), "--json", str(d / "cells.json")]
+            "--dtype", "bfloat16", "--phase", "forward", "--processes", "3",
+            "--budget", "150", "--timeout", "240", "--db", str(d / "stackwars.db"), "--json", str(d / "cells.json")]
+
+
+def _models_verdict(d: Path) -> list[str]:
+    """The four published models (paper, bfloat16, forward) in one command, decided within its
+    budget (issue 55: all four rows in at most 540 s)."""
+    return [sys.executable, "-m", "stackwars", "run", "resnet50", "vit-b16", "bert-base", "gpt2", "--preset", "paper",
+            "--device", "cuda", "--dtype", "bfloat16", "--phase", "forward", "--processes", "3", "--budget", "480",
+            "--timeout", "240", "--db", str(d / "stackwars.db"), "--json", str(d / "cells.json")]
+
+
+AA_ARGS = ("run", "gpt2", "--preset", "paper", "--device", "cuda", "--dtype", "bfloat16", "--phase",
+           "forward", "-b", "torch-compile", "-b", "jax-jit", "--processes", "3", "--max-processes", "3", "--aa",
+           "--timeout", "240")
+
+
+def _aa(d: Path) -> list[str]:
+    """A GPU A/A check of the paired design: each cell set against itself in three duets (two
+    instances alternating in one process), then `verdict --aa` (aa.json): each should tie."""
+    return [sys.executable, "-c", "import sys; from stackwars.gpucheck import aa_stage; sys.exit(aa_stage(sys.argv[1:]))",
+            *AA_ARGS, "--db", str(d / "stackwars.db"), "--json", str(d / "cells.json")]
+
+
+def aa_stage(args: list[str]) -> int:
+    """``stackwars ARGS`` (a run with --aa), then `stackwars verdict --aa -f json` on its database
+    into aa.json beside it."""
+    db = args[args.index("--db") + 1]
+    code = subprocess.run([sys.executable, "-m", "stackwars", *args], cwd=ROOT).returncode
+    with open(Path(db).parent / "aa.json", "w") as out:
+        checked = subprocess.run([sys.executable, "-m", "stackwars", "verdict", "--aa", "-f", "json", "--db", db],
+                                 cwd=ROOT, stdout=out).returncode
+    return code or checked
 
 
 def _spread(d: Path) -> list[str]:
@@ -346,10 +378,16 @@ STAGES: tuple[Stage, ...] = (
           "weights, "
           "the float64 reference computed in its own worker first; both cells in this one command",
           ((2, "big-model"),), _llama, proof=False),
-    Stage("verdict-speed", "the resnet50 + gpt2 paper bf16 forward verdict on the matched pairs (graph replay: "
-          "torch-cudagraphs against jax-jit; none: torch-compile against jax-jit-no-graphs), 3 processes and more "
-          "looks while undecided (364 s for one pair at 3fbd31d)",
-          ((24, "verdict-model"),), _verdict_speed, proof=False),
+    Stage("verdict-speed", "the resnet50 + gpt2 paper bf16 forward verdict on run's default backends on CUDA (the "
+          "matched pairs and the eager modes), screened after one process a cell, duets for a row too wide, under "
+          "--budget 150 (issue 55: both rows decided in at most 150 s; one pair took 269 s at 3effb27)",
+          ((36, "verdict-model"),), _verdict_speed, proof=False, within_s=300),
+    Stage("models-verdict", "resnet50, vit-b16, bert-base and gpt2 at paper size, bf16, forward, on run's default "
+          "backends, screened, duets for a row too wide, under --budget 480 (issue 55: all four rows decided in at "
+          "most 540 s)", ((72, "verdict-model"),), _models_verdict, proof=False, within_s=540),
+    Stage("aa-gpu", "an A/A check of the paired design on a GPU: gpt2 paper bf16 forward, torch-compile and jax-jit, "
+          "each cell against itself in three duets, then `verdict --aa` (each should tie)",
+          ((12, "verdict-model"),), _aa, proof=False),
     Stage("spread", "why a launch-bound cell's processes disagree (mha forward torch-compile: process medians 182-355 "
           "µs at 3fbd31d): mha paper bf16 forward, the pair that launches every kernel (torch-compile against "
           "jax-jit-no-graphs), 4 processes each profiled, the fastest's kernels set against the slowest's beside "

@@ -127,14 +127,14 @@ def test_the_sequential_boundary_keeps_the_aa_rate_and_decides_sooner_than_bonfe
     level at a look can only decide sooner)."""
     from stackwars import stats
 
-    trials = 80
+    trials = 60
     aa = _sequential_runs(tmp_path, "aa", 0.0, trials)
     false = sum(v in ("JAX faster", "PyTorch faster") for v, _ in aa)
     assert false <= trials * (stats.VERDICT_ALPHA + 2 * (0.05 * 0.95 / trials) ** 0.5), false
     assert sum(looks for _, looks in aa) > trials  # top-ups were taken: the boundary was exercised
-    sequential = _sequential_runs(tmp_path, "seq", 0.15, 40)
+    sequential = _sequential_runs(tmp_path, "seq", 0.15, 30)
     monkeypatch.setattr(stats, "look_alpha", stats.bonferroni_alpha)
-    union = _sequential_runs(tmp_path, "bonf", 0.15, 40)
+    union = _sequential_runs(tmp_path, "bonf", 0.15, 30)
     assert all(s <= u for (_, s), (_, u) in zip(sequential, union))
     assert sum(s for _, s in sequential) < sum(u for _, u in union), (sequential, union)
     assert sum(v == "JAX faster" for v, _ in sequential) >= sum(v == "JAX faster" for v, _ in union)

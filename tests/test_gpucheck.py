@@ -182,8 +182,11 @@ def test_each_run_stage_counts_the_cells_its_command_plans(tmp_path):
         overrides = dict(s.split("=", 1) for s in got["sets"])
         # the last --processes wins, as in typer (COMMON's 1 where the stage names none)
         processes = int([argv[j + 1] for j in range(len(argv) - 1) if argv[j] == "--processes"][-1])
+        # a stage that names no backend gets run's defaults on its device: on the GPU image (no torch-mlir)
+        gpu_image = {"torch": {"importable": True, "cuda": True}, "jax": {"importable": True, "cuda": True}}
         specs = runner.plan_cells(workloads, got["presets"] or ["small"], got["phases"] or ["forward"],
-                                  got["backends"], got["devices"] or ["cpu"], got["dtypes"] or ["float32"], overrides,
+                                  got["backends"] or runner.default_backends(gpu_image, got["devices"] or ["cpu"]),
+                                  got["devices"] or ["cpu"], got["dtypes"] or ["float32"], overrides,
                                   repeats=processes)
         assert len(specs) == stage.cell_count, (stage.name, len(specs), stage.cell_count)
         checked += 1

@@ -676,8 +676,8 @@ def test_a_budget_stops_the_looks_that_would_not_fit_and_says_so(tmp_path, monke
     assert unlimited > 6 and "more process(es)" in notes[0]  # the undecided verdict looked again
     n, notes = measured(7.0)  # the planned 6 s leave 1 s: no look of 2 or more fits
     assert n == 6 and len(notes) == 1
-    assert re.search(r"a look of \d+ more process\(es\) would take about \d+ s, more than the 1 s left of --budget 7 "
-                     r"s; stopped undecided", notes[0]), notes
+    assert re.search(r"a look of \d+ more process\(es\) and 0 duet\(s\) would take about \d+ s, more than the 1 s "
+                     r"left of --budget 7 s; stopped undecided", notes[0]), notes
 
 
 def test_a_run_with_top_ups_prints_one_interval_at_its_looks_level_everywhere(tmp_path):

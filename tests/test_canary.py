@@ -120,6 +120,25 @@ def test_compare_refuses_two_runs_whose_canaries_differ(tmp_path):
     assert "machine differs" not in {r["verdict"] for r in cmp.compare_cells(rows_a, rows_c)}
 
 
+def test_a_process_is_flagged_only_when_both_its_readings_are_off():
+    """A moment's fluctuation at one end of a cell is not the host's state through it, either way:
+    on the 2-CPU Xeon VM 2% of readings ran 1.5x faster for a moment, and the faster of two
+    readings flagged gemm processes that ran at the run's speed at their other end."""
+    def row(i, before, after):
+        return {"run_id": "r", "machine": "m", "canary_before_s": before, "canary_after_s": after,
+                "canary_spread": 0.01, "i": i}
+
+    rows = [row(i, 3e-3, 3.1e-3) for i in range(8)]
+    rows += [row(8, 2e-3, 3.1e-3), row(9, 3e-3, 4.5e-3), row(10, 2e-3, 2.1e-3), row(11, 4.5e-3, 4.6e-3),
+             row(12, 2e-3, 4.5e-3)]
+    judged = {r["i"]: r for r in canary.judge(rows)}
+    # 12: off at both ends, one each way: the host was in another state at both, flagged too
+    assert [i for i, r in judged.items() if r["slowed"]] == [10, 11, 12]
+    assert judged[8]["canary_ratio"] == pytest.approx(1.0, abs=0.05)  # the reading nearer the run's
+    assert judged[10]["canary_ratio"] == pytest.approx(0.7, abs=0.05)
+    assert judged[11]["canary_ratio"] == pytest.approx(1.5, abs=0.05)
+
+
 def test_rows_without_a_canary_are_never_flagged():
     plain = [dict(measurement("jax-jit", framework="jax").to_row(), run_id="r", machine="m") for _ in range(3)]
     judged = canary.judge(plain)

@@ -109,9 +109,17 @@ def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
     found = json.loads(verdict.stdout)["verdicts"]
     assert [v["workload"] for v in found] == ["gemm", "ffn"]
     for v in found:
-        assert (v["best_torch"], v["best_jax"]) == ("torch-eager", "jax-jit") and 2 <= v["processes"] <= 3
-        assert v["ci_low"] <= v["ratio"] <= v["ci_high"] and v["verdict"] in ("JAX faster", "PyTorch faster", "tie",
-                                                                              "cannot say")
+        # every process is counted, clean or left out as busy; which of them the host disturbed is the
+        # host's doing (a 2-CPU VM whose neighbour comes and goes), and too few clean ones decide nothing
+        assert [v[f"{fw}_processes"] + v[f"{fw}_processes_busy"] for fw in ("torch", "jax")] == [3, 3], v
+        assert v["processes"] == min(v["torch_processes"], v["jax_processes"])
+        if v["processes"] < 3:
+            assert (v["verdict"], v["reason_tag"]) == ("cannot say", "busy machine"), v
+        if v["processes"]:
+            assert (v["best_torch"], v["best_jax"]) == ("torch-eager", "jax-jit")
+        if v["processes"] >= 2:
+            assert v["ci_low"] <= v["ratio"] <= v["ci_high"]
+        assert v["verdict"] in ("JAX faster", "PyTorch faster", "tie", "cannot say")
         assert v["machine"] == cells[0]["machine"] and "CPUs" in v["machine"]
 
     shown = subprocess.run([sys.executable, "-m", "stackwars", "show", "--db", str(db)], capture_output=True,

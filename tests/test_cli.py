@@ -62,7 +62,6 @@ def test_typer_usage_errors_also_exit_2():
 
 
 @pytest.mark.slow
-@pytest.mark.quiet  # every window is judged for others' share of its CPUs: the other test worker's load would be
 def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
     """The issue's command: two micro-ops on two backends, three processes a cell (the
     default), ends with the verdict table; the same verdict is JSON from `stackwars verdict`.

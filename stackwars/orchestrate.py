@@ -307,13 +307,13 @@ class Run:
             if self.config.aa_duets and getattr(self.executor, "duets", False):
                 # the A/A check of the paired design: each cell against itself, two instances in one process
                 kept = [s for s in self.store.run(self.run_id).plan if s.repeat == 0]
-                self._duets({(s.key, s.key): self.config.processes for s in kept}, hooks, done)
+                self._duets({(s.key, s.key): stats.duets_a_look(self.config.processes) for s in kept}, hooks, done)
             elif self.config.aa_duets:
                 hooks.on_note(f"--aa measures its duets on this host, between cells: the {self.executor.name} "
                               f"executor runs cells elsewhere or side by side, so none were measured")
             for _ in range(top_ups):
                 found = vd.verdicts(rows(self.store, self.run_id), duets=duet_rows(self.store, self.run_id))
-                pairs = vd.more_duets(found, self.config.processes) if self.paired else {}
+                pairs = vd.more_duets(found, stats.duets_a_look(self.config.processes)) if self.paired else {}
                 wanted = vd.more_processes(found, self.config.max_processes or 0, self.config.processes,
                                            paired=self.paired)
                 extra = runner.more_rounds(self.store.run(self.run_id).plan, wanted)

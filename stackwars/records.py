@@ -122,7 +122,8 @@ class MeasureConfig:
     # rather than each in more processes of its own; False: more processes of each
     duets: bool = True
     # an A/A check of the paired design: every cell also measured against itself, two instances
-    # alternating in one process, in ``processes`` duets (``verdict --aa`` reads them)
+    # alternating in one process, in as many duets as a look of them measures (stats.duets_a_look;
+    # ``verdict --aa`` reads them as the verdict reads a row's first duet look)
     aa_duets: bool = False
 
     @property

@@ -338,6 +338,17 @@ def compare(base: "Processes | Sequence[float]", other: "Processes | Sequence[fl
 
 
 MIN_PROCESSES = 3  # fresh processes per side before a comparison may name a winner
+# a look of duets (harness/duet.py) measures at least this many: the duets' look spends the 1% the
+# first look leaves, on Student's t over the duets, which with 3 of them (2 degrees of freedom) is
+# 9.9 standard errors wide each way and with 5 is 4.6, over a larger n: 2.8x narrower for 5/3 the
+# cost. The main job on the 2-CPU Xeon VM (2026-11-27): its four rows too wide to decide read duet
+# ratios 1.23-1.38, 1.04-1.12, 1.02-1.12, 1.13-1.24, and three duets each decided none of them
+MIN_DUETS = 5
+
+
+def duets_a_look(processes: int) -> int:
+    """How many duets a look of them measures: a run's processes a cell, never under MIN_DUETS."""
+    return max(int(processes), MIN_DUETS)
 # screening (report/verdict.screen): a backend whose fastest sample in its first process is over this
 # multiple of its framework's best median is clearly slower; it is measured in no more processes
 SCREEN_FACTOR = 1.5

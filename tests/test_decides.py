@@ -336,10 +336,11 @@ def test_a_verdict_too_wide_is_measured_again_by_duets_and_read_paired(tmp_path,
             found, paired = rows(store, run_id), duet_rows(store, run_id)
             (v,) = vd.verdicts(found, duets=paired)
         if duets:
-            assert len(found) == 6 and len(paired) == 3 and [m[2] for m in made] == [0, 1, 2]
+            # a look of duets measures stats.MIN_DUETS of them, not the run's three processes
+            assert len(found) == 6 and len(paired) == 5 and [m[2] for m in made] == [0, 1, 2, 3, 4]
             assert v["design"] == "paired"
             assert v["ratio"] == pytest.approx(1.10, rel=0.01) and v["verdict"] == "PyTorch faster", v
-            assert "paired: 3 processes that ran both programs together" in v["reason"]
+            assert "paired: 5 processes that ran both programs together" in v["reason"]
             assert v["confidence"] == pytest.approx(1 - 0.01)  # the duets' share of the error, one duet look
         else:
             assert len(found) > 6 and not paired and v["design"] == "unpaired"
@@ -368,7 +369,8 @@ def test_a_duet_runs_both_programs_in_one_worker_alternating(tmp_path):
 
 def test_the_aa_check_reads_self_duets_where_a_run_measured_them(tmp_path):
     """`run --aa` measures each cell against itself (two instances alternating in one process);
-    `verdict --aa` then sets each cell's clean self-duets against 1, paired, at 95%: a tie where
+    `verdict --aa` then sets each cell's clean self-duets against 1, paired, at the level a verdict
+    reads its first look of duets at (the 1% the first look leaves where a run may look again): a tie where
     the ratio stays within the band, "noisy" where it does not; without self-duets it splits the
     processes as before."""
     from stackwars.records import CellSpec
@@ -390,6 +392,8 @@ def test_the_aa_check_reads_self_duets_where_a_run_measured_them(tmp_path):
     by = {c["backend"]: c for c in checks}
     assert by["torch-eager"]["decision"] == "tie" and by["jax-jit"]["decision"] == "noisy"
     assert all(c["design"] == "paired (self-duets)" for c in checks)
+    from stackwars import stats
+    assert {c["confidence"] for c in checks} == {1.0 - stats.duet_alpha(0, duets[0]["looks"])}
     assert vd.self_check(found) == []  # three processes a cell: too few to split in two halves
 
 

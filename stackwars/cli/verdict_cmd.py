@@ -12,6 +12,7 @@ from stackwars import stats
 from stackwars import outputs
 from stackwars.cli.common import DB_HELP, command, err, number, out, table_width
 from stackwars.errors import SpecError
+from stackwars.report import format as fmt
 from stackwars.report import verdict as vd
 from stackwars.store.results import CELL_KINDS, Store, check_db, duet_rows, rows
 
@@ -177,7 +178,10 @@ def _self_check(found: list[dict[str, Any]], ids: list[str], threshold: float, f
                         f"processes split in two halves of 3+ (run ... --processes 6)")
     counts = {d: sum(c["decision"] == d for c in checks) for d in ("tie", "lower", "higher", "noisy")}
     false = counts["lower"] + counts["higher"]
-    summary = (f"{len(checks)} same-program comparisons (even against odd rounds): {counts['tie']} tie, {false} false "
+    paired = checks[0].get("design") == "paired (self-duets)"
+    how = ("self-duets: two instances of a cell alternating in one process, read as a verdict reads its duets"
+           if paired else "even against odd rounds")
+    summary = (f"{len(checks)} same-program comparisons ({how}): {counts['tie']} tie, {false} false "
                f"verdict(s) ({false / len(checks):.1%}), {counts['noisy']} too wide to decide")
     if format == "json":
         outputs.emit(json.dumps({"runs": ids, "threshold": threshold, "summary": summary, "counts": counts,
@@ -185,6 +189,9 @@ def _self_check(found: list[dict[str, Any]], ids: list[str], threshold: float, f
         return
     bullet = "- " if format == "markdown" else ""
     for c in checks:
-        print(f"{bullet}{c['table']} · {c['backend']} ({c['processes'][0]} vs {c['processes'][1]} processes): "
-              f"{c['ratio']:.3f} ({c['ci_low']:.3f}-{c['ci_high']:.3f}) {c['decision']}")
+        level = f", {fmt.level(c['confidence'])}" if c.get("confidence") else ""
+        what = (f"{c['processes'][0]} self-duets" if paired else
+                f"{c['processes'][0]} vs {c['processes'][1]} processes")
+        print(f"{bullet}{c['table']} · {c['backend']} ({what}): "
+              f"{c['ratio']:.3f} ({c['ci_low']:.3f}-{c['ci_high']:.3f}{level}) {c['decision']}")
     print(f"\n{summary}")

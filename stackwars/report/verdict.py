@@ -661,7 +661,9 @@ def self_check(rows: Iterable[Mapping[str, Any]], threshold: float = stats.TIE_T
 
 
 def _self_check_paired(duets: Sequence[Mapping[str, Any]], threshold: float) -> list[dict[str, Any]]:
-    """The A/A check from self-duets: each cell's clean ones, at 95% (the check takes one look)."""
+    """The A/A check from self-duets: each cell's clean ones, read as a verdict reads its first look
+    of duets (at its level: stats.duet_alpha), so that the check's false-verdict and tie rates are
+    the paired design's as the verdict uses it."""
     by: OrderedDict[tuple, list[Mapping[str, Any]]] = OrderedDict()
     for d in duets:
         by.setdefault((d.get("run_id"), d.get("machine"), d["a_cell"]), []).append(d)
@@ -670,12 +672,14 @@ def _self_check_paired(duets: Sequence[Mapping[str, Any]], threshold: float) -> 
         clean = [d for d in group if d.get("status") == "ok" and d.get("ratio") and gate.busy_reason(d) is None]
         if len(clean) < stats.MIN_PROCESSES:
             continue
-        c = stats.compare_paired([d["ratio"] for d in clean])
         d0 = group[0]
+        confidence = 1.0 - stats.duet_alpha(0, max(d.get("looks") or 1 for d in group))
+        c = stats.compare_paired([d["ratio"] for d in clean], confidence)
         out.append({"run": run, "machine": machine, "design": "paired (self-duets)",
                     "table": _title({**d0, "matmul_precision": None, "overrides": ""}),
                     "backend": d0["a_backend"], "processes": [len(clean), len(clean)], "ratio": c.ratio,
-                    "ci_low": c.ci_low, "ci_high": c.ci_high, "decision": stats.decide(c, threshold)})
+                    "ci_low": c.ci_low, "ci_high": c.ci_high, "confidence": confidence,
+                    "decision": stats.decide(c, threshold)})
     return out
 
 

@@ -832,7 +832,7 @@ def duet_rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
                 "canary_before_s": (can.get("before") or {}).get("s"), "canary_after_s": (can.get("after") or {}).get("s"),
                 "canary_spread": max([x for x in ((can.get(k) or {}).get("spread") for k in ("before", "after"))
                                       if x is not None], default=None),
-                "look": repeat // max(1, cfg.processes), "looks": looks})
+                "look": repeat // stats.duets_a_look(cfg.processes), "looks": looks})
         # each judged against its run's canary, with the run's cell processes (stackwars/canary.py)
         judged = canary.judge([*rows(store, rid), *mine])
         out += [r for r in judged if r.get("duet")]

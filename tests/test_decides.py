@@ -419,3 +419,34 @@ def test_a_cuda_row_says_whether_each_side_was_host_or_device_bound(tmp_path):
     (cpu,) = vd.verdicts(_store(tmp_path / "c.db", [_proc(b, 1.0, p, device="cpu") for p in range(3)
                                                     for b in ("torch-eager", "jax-jit")])[1])
     assert cpu["torch_bound"] is None and cpu["measured"] is None
+
+
+def test_duets_whose_ratio_the_cells_own_interval_does_not_hold_decide_nothing(tmp_path):
+    """Two runtimes in one process can run otherwise than alone (on the 2-CPU Xeon VM mha's train
+    step read 1.985 in duets against 2.261 in separate processes). JAX's cells run 2x PyTorch's in
+    processes of their own; duets that read 1.0 (a tie on their own) lie outside the cells' interval:
+    the row cannot say, and says why; duets that read 2.0 decide, paired, and the row keeps the
+    cells' interval beside theirs."""
+    from stackwars.records import CellSpec
+    from stackwars.store.results import Store, add_duet, duet_rows, rows
+
+    cells = [*(_cell("torch-eager", 1.0, p) for p in range(3)), *(_cell("jax-jit", 2.0, p) for p in range(3))]
+    found = {}
+    for ratio in (1.0, 2.0):
+        _, _ = _store(tmp_path / f"p{ratio}.db", cells)
+        with Store(tmp_path / f"p{ratio}.db") as store:
+            run_id = store.run_ids()[0]
+            session = store.start_session(run_id, {"cpu_model": "Test CPU", "cpu_count_logical": 2})
+            a, b = CellSpec("gemm", "small", "forward", "torch-eager"), CellSpec("gemm", "small", "forward", "jax-jit")
+            for k in range(5):
+                add_duet(store, run_id, session, {"status": "ok", "a": a.to_dict(), "b": b.to_dict(), "repeat": k,
+                                                  "ratio": ratio * (1 + 0.01 * (k - 2)), "timing": "throughput",
+                                                  "settings": {"contention": {"contended": False, "window_s": 0.5}}})
+            (found[ratio],) = vd.verdicts(rows(store, run_id), duets=duet_rows(store, run_id))
+    off, on = found[1.0], found[2.0]
+    assert off["design"] == "paired" and off["verdict"] == "cannot say" and off["reason_tag"] == "paired disagrees"
+    assert off["ratio"] == pytest.approx(1.0, rel=0.01) and not off["unpaired"]["ci_low"] <= 1.0
+    assert "did not run together as they run alone" in off["reason"]
+    assert vd.more_duets([off]) == {} and vd.more_processes([off], max_processes=6, paired=True) == {}
+    assert on["design"] == "paired" and on["verdict"] == "PyTorch faster", on["reason"]
+    assert on["unpaired"]["ci_low"] <= on["ratio"] <= on["unpaired"]["ci_high"]

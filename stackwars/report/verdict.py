@@ -384,7 +384,8 @@ def _decide(row: dict[str, Any], best: Mapping[str, Any], combined: Sequence[Map
         # a duet times both sides in its one mode, block against block
         mode = sorted({d.get("timing") or "throughput" for d in paired["clean"]})
         row["timing"], row["_modes"] = "+".join(mode), {fw: mode for fw, _ in FRAMEWORKS}
-        return _decide_paired(row, paired, threshold)
+        alone = stats.compare(best["torch"]["process_samples"], best["jax"]["process_samples"], PAIRED_CHECK_LEVEL)
+        return _decide_paired(row, paired, threshold, alone)
     # both sides timed in one mode (harness/timer.py): a ratio of a latency to a throughput figure
     # compares two ways of timing, not two programs
     modes_of = {fw: best[fw].get("timing_modes") or ["throughput"] for fw, _ in FRAMEWORKS}
@@ -410,21 +411,40 @@ def _decide(row: dict[str, Any], best: Mapping[str, Any], combined: Sequence[Map
     return c, decision, DECISION[decision], reason, "noisy" if decision == "noisy" else None
 
 
-def _decide_paired(row: dict[str, Any], paired: Mapping[str, Any], threshold: float
+# the duets' ratio must lie within the cells' own interval at this level (each side in processes of
+# its own, as it runs alone): a check that can only withhold a verdict, never make one, so a
+# narrower interval than the verdict's is the stricter check. Two runtimes in one process can run
+# otherwise than alone: on the 2-CPU Xeon VM mha's train step read 1.985 (1.903-2.071) in duets
+# against 2.261 (2.129-2.425) in separate processes (results/duet-cpu/)
+PAIRED_CHECK_LEVEL = 0.95
+
+
+def _decide_paired(row: dict[str, Any], paired: Mapping[str, Any], threshold: float, alone: stats.Comparison
                    ) -> tuple[stats.Comparison, str, str, str, str | None]:
     """The ratio from the row's duets: the geometric mean of their ratios with Student's t on
-    their logs, at the level of the duet look it was read at (stats.duet_alpha)."""
+    their logs, at the level of the duet look it was read at (stats.duet_alpha). Withheld where it
+    lies outside ``alone``, the cells' own interval (PAIRED_CHECK_LEVEL): then the two programs did
+    not run together as they run alone, and the duets cannot stand for them."""
     look, looks = paired["look"], paired["looks"]
     confidence = 1.0 - stats.duet_alpha(look, looks)
     c = stats.compare_paired(paired["ratios"], confidence)
     row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, confidence=confidence, look=look + 1,
-               looks=looks + 1, design="paired")
+               looks=looks + 1, design="paired",
+               unpaired={"ratio": alone.ratio, "ci_low": alone.ci_low, "ci_high": alone.ci_high,
+                         "confidence": PAIRED_CHECK_LEVEL})
     decision = stats.decide(c, threshold)
-    reason = (_reason(decision, c, threshold, confidence)
-              + f" (paired: {len(paired['ratios'])} processes that ran both programs together, alternating "
-                f"(harness/duet.py); duet look {look + 1} of at most {looks}, the duets spending "
-                f"{stats.VERDICT_ALPHA - stats.FIRST_LOOK_ALPHA:.0%} of the verdict's error)")
-    return c, decision, DECISION[decision], reason, "noisy" if decision == "noisy" else None
+    how = (f" (paired: {len(paired['ratios'])} processes that ran both programs together, alternating "
+           f"(harness/duet.py); duet look {look + 1} of at most {looks}, the duets spending "
+           f"{stats.VERDICT_ALPHA - stats.FIRST_LOOK_ALPHA:.0%} of the verdict's error)")
+    if not alone.ci_low <= c.ratio <= alone.ci_high:
+        return c, decision, "cannot say", (
+            f"the duets' ratio {c.ratio:.3f} lies outside the cells' own "
+            f"{fmt.interval(alone.ratio, alone.ci_low, alone.ci_high, PAIRED_CHECK_LEVEL)}, "
+            f"each side in processes of its own: the two programs did not run together as they run alone (two "
+            f"runtimes in one process share its threads and memory), so the duets cannot decide" + how), \
+            "paired disagrees"
+    return c, decision, DECISION[decision], _reason(decision, c, threshold, confidence) + how, \
+        "noisy" if decision == "noisy" else None
 
 
 def _gates(row: dict[str, Any], c: stats.Comparison, decision: str, verdict: str, reason: str, tag: str | None,
@@ -709,7 +729,8 @@ LEGEND = ("every figure from clean processes only: a process is busy, and decide
           "processes, the rest spent by the top-ups on a group-sequential boundary); tie (±x: the largest difference "
           "the CI allows): the CI lies within ±{t:.0%}, or holds 1 within ±{n:.0%}; cannot say: fewer than {p} clean "
           "processes a side (busy machine: busy ones left too few, or a backend measured only while busy might be a "
-          "side's best), a CI too wide, a side with nothing that ran and passed, two sides timed unlike, or (on CUDA) "
+          "side's best), a CI too wide, a side with nothing that ran and passed, two sides timed unlike, a paired "
+          "ratio outside the cells' own 95% interval (paired disagrees), or (on CUDA) "
           "no program of the row's kind on a side: not best against best; on CUDA each table has a row for the "
           "programs that replay CUDA graphs (PyTorch's CUDA graphs, XLA's command buffers) and one for those that "
           "do not, so that each ratio sets like against like; compile pays: calls until the "

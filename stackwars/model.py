@@ -388,21 +388,53 @@ class UserWorkload(Workload):
     # ---- checked before anything is measured ------------------------------------------------
     @functools.lru_cache(maxsize=32)
     def verify(self, cfg: Config) -> None:
-        """Build each side at ``cfg``, run it forward once on the CPU and compare: the twins must
-        agree on parameters (they can be transferred) and on the output's shape. Raises
+        """Build each side at ``cfg`` and run it forward once on the CPU on the first batch:
+        each output must be one array; twins must agree on parameters (they can be
+        transferred), on the output's shape and on its numbers (``check_numbers``). Raises
         SpecError naming the file and the part that is wrong."""
         params, batch = self.init(cfg, 0)
-        shapes = {}
+        outs = {}
         if self.model.torch is not None:
-            out = _torch_step(self, cfg, "forward", params, batch, "float32")["out"]
-            shapes["PyTorch"] = out.shape
+            outs["PyTorch"] = _torch_step(self, cfg, "forward", params, batch, "float32")["out"]
         if self.model.jax is not None:
             self.transfer_plan(cfg)
-            out = _jax_forward_numpy(self, cfg, params, batch)
-            shapes["JAX"] = out.shape
-        if len(set(shapes.values())) > 1:
+            outs["JAX"] = _jax_forward_numpy(self, cfg, params, batch)
+        if len({o.shape for o in outs.values()}) > 1:
             raise SpecError(f"{self.origin}: model {self.name!r}: the twins' outputs differ in shape (PyTorch "
-                            f"{shapes['PyTorch']}, JAX {shapes['JAX']}); both must compute the same function")
+                            f"{outs['PyTorch'].shape}, JAX {outs['JAX'].shape}); both must compute the same function")
+        if len(outs) == 2:
+            self.check_numbers(cfg, params, batch, outs["JAX"])
+
+    def check_numbers(self, cfg: Config, params: Arrays, batch: Arrays, jax_out: np.ndarray) -> None:
+        """The twins, given the same (transferred) parameters and the first batch, must compute
+        the same numbers: JAX's float32 forward against PyTorch's float64 one, at the tolerance
+        a float32 forward cell of this run is held to (the dtype's, or the float32 error of
+        PyTorch's own float32 run times the rule's factor where that is larger). Twins that
+        differ are bad input, refused in seconds, not after a run whose JAX cells all fail
+        parity; the message names the first layer whose output differs where the twins' layers
+        can be paired (``_first_difference``)."""
+        from stackwars.harness.parity import compare
+        from stackwars.harness.reference import derived_tolerance
+
+        ref = _torch_step(self, cfg, "forward", params, batch, "float64")["out"]
+        if not np.all(np.isfinite(ref)):
+            return  # nothing to measure against: every cell's parity will say the reference holds NaN
+        own = _torch_step(self, cfg, "forward", params, batch, "float32")["out"]
+        float32_error = compare({"out": own}, {"out": ref}, math.inf).max_rel_err
+        tol, rule = derived_tolerance(self.tolerance("float32", "float32", "forward"), float32_error)
+        parity = compare({"out": jax_out}, {"out": ref}, tol)
+        if parity.ok:
+            return
+        preset = next((k for k, v in self.presets.items() if v == cfg), "?")
+        err = parity.max_rel_err
+        told = f"{err:.3g}" if err is not None and math.isfinite(err) else "NaN or infinity"
+        where = _first_difference(self, cfg, params, batch, tol)
+        raise SpecError(
+            f"{self.origin}: model {self.name!r}: the twins compute different functions: given the same parameters "
+            f"and the first batch of preset {preset!r}, JAX's forward differs from PyTorch's float64 forward by "
+            f"{told} (max|JAX - PyTorch| / max|PyTorch|) where {tol:.1e} is allowed ({rule}). "
+            f"{where}Look for an activation, a padding, a reshape where a transpose belongs (PyTorch's NCHW "
+            f"against Flax's NHWC), or a missing or extra operation; nothing was run")
 
 
 # ---- parameter names and layouts ----------------------------------------------------------
@@ -455,12 +487,21 @@ def _layout(jax_name: str, torch_shape: tuple[int, ...], jax_shape: tuple[int, .
 
 def match(torch_shapes: Mapping[str, tuple], jax_shapes: Mapping[str, tuple]) -> dict[str, tuple[str, tuple]]:
     """jax name -> (torch name, permutation): by name (Flax's kernel/scale/embedding is
-    PyTorch's weight), else in sorted-name order where every layout agrees."""
-    if len(torch_shapes) != len(jax_shapes):
-        raise SpecError(f"parameters cannot be matched: PyTorch has {len(torch_shapes)} "
-                        f"({_listing(torch_shapes)}), JAX has {len(jax_shapes)} ({_listing(jax_shapes)}); give "
-                        f"transfer=")
+    PyTorch's weight), else in sorted-name order where every layout agrees. Parameters that
+    cannot be paired are named with both shapes; ``transfer=`` is advised only where the twins
+    hold the same numbers in another arrangement (the same sizes), never where they describe
+    different models (a 5x5 kernel against a 3x3 one, a bias on one side only)."""
     by_name = {_normal(t): t for t in torch_shapes}
+    if len(torch_shapes) != len(jax_shapes):
+        only_torch = [t for t in torch_shapes if _normal(t) not in {_normal(j) for j in jax_shapes}]
+        only_jax = [j for j in jax_shapes if _normal(j) not in by_name]
+        named = "; ".join(part for part in (
+            f"only PyTorch has {_listing({t: torch_shapes[t] for t in only_torch})}" if only_torch else "",
+            f"only JAX has {_listing({j: jax_shapes[j] for j in only_jax})}" if only_jax else "") if part)
+        raise SpecError(f"parameters cannot be matched: PyTorch has {len(torch_shapes)} "
+                        f"({_listing(torch_shapes)}), JAX has {len(jax_shapes)} ({_listing(jax_shapes)})"
+                        + (f"; {named}" if named else "") + ": the twins do not describe the same model (a layer or "
+                        "a bias on one side only); make them the same")
     plan: dict[str, tuple[str, tuple]] = {}
     if len(by_name) == len(torch_shapes) and all(_normal(j) in by_name for j in jax_shapes):
         for j, js in jax_shapes.items():
@@ -468,7 +509,7 @@ def match(torch_shapes: Mapping[str, tuple], jax_shapes: Mapping[str, tuple]) ->
             perm = _layout(j, torch_shapes[t], js)
             if perm is None:
                 raise SpecError(f"parameters cannot be matched: PyTorch's {t} {tuple(torch_shapes[t])} and JAX's "
-                                f"{j} {tuple(js)} have the same name but no layout in common; give transfer=")
+                                f"{j} {tuple(js)} have the same name but {_unlike(torch_shapes[t], js)}")
             plan[j] = (t, perm)
         return plan
     def key(name: str) -> list[tuple]:  # numbers as numbers (layer 10 after layer 9), weight before bias
@@ -477,11 +518,25 @@ def match(torch_shapes: Mapping[str, tuple], jax_shapes: Mapping[str, tuple]) ->
     for j, t in zip(sorted(jax_shapes, key=key), sorted(torch_shapes, key=key)):
         perm = _layout(j, torch_shapes[t], jax_shapes[j])
         if perm is None:
+            same_sizes = sorted(map(math.prod, torch_shapes.values())) == sorted(map(math.prod, jax_shapes.values()))
             raise SpecError(f"parameters cannot be matched: by name they differ, and in name order PyTorch's {t} "
-                            f"{tuple(torch_shapes[t])} meets JAX's {j} {tuple(jax_shapes[j])}; give transfer= "
-                            f"(a function from PyTorch's parameters to JAX's, flat dicts by dotted name)")
+                            f"{tuple(torch_shapes[t])} meets JAX's {j} {tuple(jax_shapes[j])}, " + (
+                                _unlike(torch_shapes[t], jax_shapes[j]) if not same_sizes
+                                else "while both sides hold parameters of the same sizes: pair them with transfer= "
+                                "(a function from PyTorch's parameters to JAX's, flat dicts by dotted name)"))
         plan[j] = (t, perm)
     return plan
+
+
+def _unlike(torch_shape: tuple, jax_shape: tuple) -> str:
+    """Why two parameters do not pair, and what to do: different sizes are different models;
+    the same size in another arrangement is what transfer= is for."""
+    a, b = math.prod(torch_shape), math.prod(jax_shape)
+    if a != b:
+        return (f"they differ in size ({a} elements against {b}): the twins do not describe the same model; "
+                f"make the two layers the same")
+    return ("no layout in common (the same number of elements, arranged otherwise); give transfer= (a function "
+            "from PyTorch's parameters to JAX's, flat dicts by dotted name)")
 
 
 def _listing(shapes: Mapping[str, tuple]) -> str:
@@ -616,7 +671,7 @@ def _torch_step(wl: UserWorkload, cfg, phase: str, params: Arrays, batch: Arrays
         if phase == "forward":
             model.eval()
             with torch.no_grad():
-                return {"out": host(twin.forward(model, tb))}
+                return {"out": host(_one_array(twin.forward(model, tb), "PyTorch", wl))}
         model.train()
         before = {k: v.detach().clone() for k, v in twin.canonical(model).items()}
         opt = make_optimizer(wl.optimizer(cfg), model.parameters())
@@ -740,12 +795,153 @@ def _jax_forward_numpy(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> 
     jb = {k: jnp.asarray(v, dtype=jnp.int32 if np.issubdtype(v.dtype, np.integer) else jnp.float32)
           for k, v in batch.items()}
     try:
-        return np.asarray(twin.forward(static, tree, jb))
+        return np.asarray(_one_array(twin.forward(static, tree, jb), "JAX", wl))
     except SpecError:
         raise
     except Exception as exc:  # noqa: BLE001
         raise SpecError(f"{wl.origin}: model {wl.name!r}: its JAX forward raised {type(exc).__name__}: "
                         f"{exc}{_call_hint(wl, batch, exc)}") from None
+
+
+def _one_array(out: Any, side: str, wl: UserWorkload) -> Any:
+    """A forward's output, which must be one array: it is what parity compares and the
+    default loss reduces. A tuple, list, dict or None is named as what it is, not as an
+    error the forward never raised."""
+    if hasattr(out, "shape") and hasattr(out, "dtype"):
+        return out
+    what = "None" if out is None else f"a {type(out).__name__}"
+    raise SpecError(f"{wl.origin}: model {wl.name!r}: its {side} forward returned {what}; a forward must return one "
+                    f"array (the output that parity compares and the loss reduces): return that one, or give "
+                    f"{'torch' if side == 'PyTorch' else 'jax'}_forward=(model, batch) that picks it")
+
+
+def _torch_layers(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> list[tuple[str, np.ndarray]]:
+    """(module name, its first output) of every PyTorch submodule, in the order they
+    finished (a layer before the block that holds it), in float64."""
+    import torch
+
+    twin = _torch_twin(wl)
+    model = twin.build(cfg, {k: torch.from_numpy(np.asarray(v, dtype=np.float64)) for k, v in params.items()})
+    model.eval()
+    tb = {k: torch.from_numpy(v if np.issubdtype(v.dtype, np.integer) else np.asarray(v, dtype=np.float64))
+          for k, v in batch.items()}
+    seen: dict[str, np.ndarray] = {}
+
+    def hook(name):
+        def record(module, args, out):
+            if isinstance(out, torch.Tensor) and name not in seen:
+                seen[name] = out.detach().double().numpy()
+        return record
+
+    handles = [m.register_forward_hook(hook(n)) for n, m in model.named_modules() if n]
+    try:
+        with torch.no_grad():
+            twin.forward(model, tb)
+    finally:
+        for h in handles:
+            h.remove()
+    return list(seen.items())
+
+
+def _jax_layers(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> list[tuple[str, np.ndarray]]:
+    """(module path, its first output) of every NNX submodule of the JAX twin, in the order
+    they finished, in float32 as the cells run. Each submodule's class has its ``__call__``
+    wrapped for this one forward and restored after it; a pure-function twin has no layers."""
+    import jax.numpy as jnp
+    from flax import nnx
+
+    twin = _jax_twin(wl)
+    static, (tree, rest) = twin.build(cfg, {k: jnp.asarray(v, dtype=jnp.float32) for k, v in params.items()})
+    if static[0] != "nnx":
+        return []
+    model = nnx.merge(static[1], tree, rest)
+    if callable(getattr(model, "eval", None)):
+        model.eval()
+    names = {id(m): ".".join(str(p) for p in path) for path, m in nnx.iter_modules(model) if path}
+    seen: dict[str, np.ndarray] = {}
+    missing = object()
+    saved = {}
+    for cls in {type(m) for path, m in nnx.iter_modules(model) if path}:
+        saved[cls] = cls.__dict__.get("__call__", missing)
+        inner = cls.__call__
+
+        def wrapped(self, *args, _inner=inner, **kwargs):
+            out = _inner(self, *args, **kwargs)
+            name = names.get(id(self))
+            if name is not None and name not in seen and hasattr(out, "shape"):
+                seen[name] = np.asarray(out, dtype=np.float64)
+            return out
+
+        cls.__call__ = wrapped
+    try:
+        jb = {k: jnp.asarray(v, dtype=jnp.int32 if np.issubdtype(v.dtype, np.integer) else jnp.float32)
+              for k, v in batch.items()}
+        if wl.model.jax_forward is not None:
+            wl.model.jax_forward(model, jb)
+        else:
+            model(*[jb[k] for k in wl.input_names(jb)])
+    finally:
+        for cls, old in saved.items():
+            if old is missing:
+                del cls.__call__
+            else:
+                cls.__call__ = old
+    return list(seen.items())
+
+
+def _layer_pairs(wl: UserWorkload, cfg) -> dict[str, str]:
+    """PyTorch module name -> JAX module path, from the parameters' pairing (a parameter's
+    module is its name less the last part); where the user's transfer= pairs them, by name."""
+    plan = wl.transfer_plan(cfg)
+    if plan.plan:
+        return {t.rpartition(".")[0]: j.rpartition(".")[0] for j, (t, _) in plan.plan.items()}
+    return {}
+
+
+def _compared(t: np.ndarray, j: np.ndarray) -> tuple[float | None, str]:
+    """max|j - t| / max|t| where the layouts can be lined up (as they are, or PyTorch's
+    channels-first moved last as Flax's are), else None and both shapes."""
+    for a in (t, np.moveaxis(t, 1, -1) if t.ndim >= 3 else None):
+        if a is not None and a.shape == j.shape:
+            scale = float(np.max(np.abs(a))) if a.size else 0.0
+            diff = float(np.max(np.abs(j - a))) if a.size else 0.0
+            if not math.isfinite(diff):
+                return math.inf, ""
+            return (diff / scale if scale > 0 else (0.0 if diff == 0 else math.inf)), ""
+    return None, f"shape {tuple(t.shape)} in PyTorch, {tuple(j.shape)} in JAX"
+
+
+def _first_difference(wl: UserWorkload, cfg, params: Arrays, batch: Arrays, tol: float) -> str:
+    """A sentence naming the first layer (in the order PyTorch's finished) whose output differs
+    between the twins beyond ``tol``, and the last before it that agrees; empty where the
+    layers cannot be paired (a pure-function JAX twin, no parameters in common by name) or
+    every paired layer agrees (the difference lies after the last of them)."""
+    try:
+        pairs = _layer_pairs(wl, cfg)
+        jax_out = dict(_jax_layers(wl, cfg, params, batch))
+        torch_out = _torch_layers(wl, cfg, params, batch)
+    except Exception:  # noqa: BLE001 - the location is a courtesy; the difference is already established
+        return ""
+    by_name = {_normal(k): k for k in jax_out}
+    for name, _ in torch_out:  # modules with no parameters (an activation) where both name them alike
+        pairs.setdefault(name, by_name.get(_normal(name), ""))
+    last = None
+    for name, t in torch_out:
+        j = jax_out.get(pairs.get(name, ""))
+        if j is None:
+            continue
+        err, shapes = _compared(t, j)
+        label = name if pairs[name] == name else f"{name} (JAX's {pairs[name]})"
+        if err is None or err > tol:
+            told = shapes if err is None else f"{err:.3g}"
+            if last:
+                return (f"The first layer whose output differs is {label} ({told}); the last that agrees is {last}: "
+                        f"look between them, or in {name} itself. ")
+            return f"The first layer whose output differs is {label} ({told}), the first that can be paired. "
+        last = label
+    if last:
+        return f"Every layer that can be paired agrees, up to {last}: the difference lies after it. "
+    return ""
 
 
 def _jax_step_x64(wl: UserWorkload, cfg, phase: str, params: Arrays, batch: Arrays) -> Arrays:

@@ -182,14 +182,15 @@ def verify_user_model(name: str, timeout_s: float = CHECK_TIMEOUT_S,
                       on_note: Callable[[str], None] | None = None) -> None:
     """A user's model, built on each side and run forward once at its first preset, in a
     worker (the parent imports no framework) killed after ``timeout_s`` (the cell's): a
-    factory that raises, twins whose outputs differ in shape or parameters that cannot be
-    matched, a check that does not finish, are bad input, named, before anything is stored."""
+    factory that raises, twins whose outputs differ in shape or in their numbers
+    (UserWorkload.check_numbers) or parameters that cannot be matched, a check that does not
+    finish, are bad input, named, before anything is stored."""
     if name in _verified:
         return
     from stackwars.harness.isolation import run_task
 
     if on_note is not None:
-        on_note(f"checking model {name}: both sides built and run once at its first preset, in a worker "
+        on_note(f"checking model {name}: both sides built, run once at its first preset and their outputs compared, in a worker "
                 f"(up to {timeout_s:g} s)")
     o = run_task({"target": "stackwars.model:verify_task", "kwargs": {"workload": name},
                   "process": {"device": "cpu"}}, timeout_s, default_memory_limit())

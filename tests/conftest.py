@@ -51,6 +51,8 @@ def isolated_plugins():
     origin check did, once the files ran in another order)."""
     from stackwars import registry
 
+    registry._ensure_loaded()  # the built-ins first: restoring a table saved before they loaded
+    # emptied it for good (the loaded flag stays set), and the next test found no backend at all
     tables = (registry._WORKLOADS, registry._BACKENDS, registry._STUDIES, registry._ORIGIN, registry._files)
     saved = [dict(t) for t in tables], set(registry._plugins), set(sys.modules)
     yield

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -556,3 +557,145 @@ def test_the_frameworks_a_file_imports_are_read_from_its_top_level_names():
     module.torch, module.Linear, module.np, module.lazy = torch, torch.nn.Linear, np, Lazy()
     assert registry.frameworks_imported(module) == ("torch", "torch.nn.modules.linear")
     assert registry.frameworks_imported(torch.nn.Linear) == ()  # a Model given without its module
+
+
+CONVNET = '''
+import jax.numpy as jnp
+import torch
+from flax import nnx
+import stackwars
+
+HEAD = "{head}"
+
+
+class T(torch.nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 4, {kernel}, padding={kernel} // 2)
+        self.act = torch.nn.ReLU()
+        self.fc = torch.nn.Linear(4 if HEAD == "pool" else 4 * size.side * size.side, 3)
+
+    def forward(self, x):
+        h = self.act(self.conv(x))
+        h = h.mean((2, 3)) if HEAD == "pool" else h.flatten(1)
+        return self.fc(h)
+
+
+class J(nnx.Module):
+    def __init__(self, size, rngs):
+        self.conv = nnx.Conv(1, 4, (3, 3), padding="{padding}", rngs=rngs)
+        self.fc = nnx.Linear(4 if HEAD == "pool" else 4 * size.side * size.side, 3, rngs=rngs)
+
+    def __call__(self, x):
+        h = nnx.{act}(self.conv(x.transpose(0, 2, 3, 1)))  # the batch is NCHW, Flax's convolution NHWC
+        h = h.mean((1, 2)) if HEAD == "pool" else {flatten}
+        return self.fc(h)
+
+
+net = stackwars.Model(
+    name="convnet",
+    presets={{"tiny": {{"batch": 2, "side": 6}}}},
+    batch=lambda size, rng: {{"x": rng.standard_normal((size.batch, 1, size.side, size.side))}},
+    torch=T,
+    jax=J,
+)
+'''
+NCHW_FLATTEN = "h.transpose(0, 3, 1, 2).reshape(h.shape[0], -1)"  # PyTorch's flatten(1) of NCHW
+RIGHT = dict(head="pool", kernel=3, padding="SAME", act="relu", flatten=NCHW_FLATTEN)
+WRONG_TWINS = {
+    "GELU where PyTorch has ReLU": ({**RIGHT, "act": "gelu"}, "The first layer whose output differs is fc (",
+                                    "the last that agrees is conv"),
+    "VALID padding against SAME": ({**RIGHT, "padding": "VALID"}, "The first layer whose output differs is conv "
+                                   "(shape (2, 4, 6, 6) in PyTorch, (2, 4, 4, 4) in JAX)", ""),
+    "a reshape where a transpose belongs": ({**RIGHT, "head": "flatten", "flatten": "h.reshape(h.shape[0], -1)"},
+                                            "The first layer whose output differs is fc (", "the last that agrees is conv"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRONG_TWINS))
+def test_twins_that_compute_different_numbers_are_refused_before_the_first_cell(case, tmp_path, monkeypatch):
+    """Issue 56: the check before a run compares the twins' outputs on the first batch with the
+    transferred parameters, at the tolerance a float32 forward cell is held to, and names the
+    first layer that differs: exit 2 within seconds, nothing stored."""
+    fields, where, before_it = WRONG_TWINS[case]
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "convnet.py").write_text(CONVNET.format(**fields))
+    monkeypatch.chdir(work)
+    monkeypatch.delenv("STACKWARS_PLUGINS", raising=False)
+    before = _snapshot(work)
+    t0 = time.monotonic()
+    r = runner.invoke(app, ["run", f"{tmp_path}/convnet.py:net", *FAST, "--db", str(work / "r.db")],
+                      env={"COLUMNS": "400"})
+    took = time.monotonic() - t0
+    text = " ".join(r.output.split())
+    assert r.exit_code == 2, (case, r.output)
+    assert "the twins compute different functions" in text and "where 2.0e-04 is allowed" in text, text
+    assert where in text and before_it in text, text
+    assert "Traceback" not in r.output and _snapshot(work) == before
+    assert took < 30, f"the check took {took:.0f} s"  # a bound on the wait, not a benchmark
+
+
+def test_twins_that_agree_pass_the_numbers_check_and_the_check_sees_every_layer(tmp_path):
+    """The same net written right (SAME padding, ReLU, PyTorch's flatten order restored) passes;
+    and the layers the check pairs are the ones with parameters, PyTorch's NCHW lined up with
+    Flax's NHWC."""
+    from stackwars.model import _jax_layers, _torch_layers
+
+    for i, fields in enumerate([RIGHT, {**RIGHT, "head": "flatten"}]):
+        path = tmp_path / f"right{i}.py"
+        path.write_text(CONVNET.format(**fields).replace('name="convnet"', f'name="convnet-{i}"'))
+        wl = registry.workload(registry.resolve_workload(f"{path}:net"))
+        cfg = wl.presets["tiny"]
+        wl.verify(cfg)  # raises where the numbers differ
+        params, batch = wl.init(cfg, 0)
+        torch_layers = dict(_torch_layers(wl, cfg, params, batch))
+        jax_layers = dict(_jax_layers(wl, cfg, params, batch))
+        assert list(torch_layers) == ["conv", "act", "fc"] and sorted(jax_layers) == ["conv", "fc"]
+        assert torch_layers["conv"].shape == (2, 4, 6, 6) and jax_layers["conv"].shape == (2, 6, 6, 4)
+
+
+def test_parameters_of_different_models_are_named_with_both_shapes_and_no_transfer_advice():
+    """A 5x5 kernel against a 3x3 one, or a bias on one side only, are different models: the
+    message names both shapes (or what one side lacks) and does not send the user to transfer=,
+    which is for the same numbers arranged otherwise."""
+    with pytest.raises(SpecError) as e:
+        match({"conv.weight": (4, 1, 5, 5), "conv.bias": (4,)}, {"conv.kernel": (3, 3, 1, 4), "conv.bias": (4,)})
+    text = str(e.value)
+    assert "PyTorch's conv.weight (4, 1, 5, 5) and JAX's conv.kernel (3, 3, 1, 4)" in text
+    assert "differ in size (100 elements against 36)" in text and "transfer=" not in text
+    with pytest.raises(SpecError) as e:
+        match({"fc.weight": (4, 5), "fc.bias": (4,)}, {"fc.kernel": (5, 4)})
+    assert "only PyTorch has fc.bias (4,)" in str(e.value) and "transfer=" not in str(e.value)
+    # the same numbers in an arrangement no rule knows: that is what transfer= is for
+    with pytest.raises(SpecError, match="give transfer="):
+        match({"fc.weight": (4, 6)}, {"fc.kernel": (3, 8)})
+
+
+def test_the_5x5_against_3x3_model_file_is_refused_naming_both_shapes(tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "convnet.py").write_text(CONVNET.format(**{**RIGHT, "kernel": 5}))
+    monkeypatch.chdir(work)
+    before = _snapshot(work)
+    r = runner.invoke(app, ["run", f"{tmp_path}/convnet.py:net", "-p", "tiny", "--db", str(work / "r.db")],
+                      env={"COLUMNS": "400"})
+    text = " ".join(r.output.split())
+    assert r.exit_code == 2, r.output
+    assert "PyTorch's conv.weight (4, 1, 5, 5) and JAX's conv.kernel (3, 3, 1, 4)" in text, text
+    assert "transfer=" not in text and _snapshot(work) == before
+
+
+@pytest.mark.parametrize("returned", ["(out, out)", "[out]", "{'y': out}", "None"])
+def test_a_forward_that_returns_no_single_array_is_named_for_what_it_returned(returned, tmp_path):
+    """Not "its forward raised AttributeError: 'tuple' object has no attribute 'detach'": the
+    forward raised nothing; its output must be one array."""
+    path = tmp_path / "several.py"
+    path.write_text(SEQUENTIAL.replace("torch=lambda size:", f"torch_forward=lambda m, b: (lambda out: {returned})"
+                                       f"(m(b['x'])),\n    torch=lambda size:"))
+    wl = registry.workload(registry.resolve_workload(f"{path}:net"))
+    with pytest.raises(SpecError) as e:
+        wl.verify(wl.presets["tiny"])
+    kind = {"(out, out)": "a tuple", "[out]": "a list", "{'y': out}": "a dict", "None": "None"}[returned]
+    assert f"its PyTorch forward returned {kind}; a forward must return one array" in str(e.value)
+    assert "raised" not in str(e.value)

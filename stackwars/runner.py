@@ -190,8 +190,8 @@ def verify_user_model(name: str, timeout_s: float = CHECK_TIMEOUT_S,
     from stackwars.harness.isolation import run_task
 
     if on_note is not None:
-        on_note(f"checking model {name}: both sides built, run once at its first preset and their outputs compared, in a worker "
-                f"(up to {timeout_s:g} s)")
+        on_note(f"checking model {name}: both sides built, run once at its first preset and their outputs "
+                f"compared, in a worker (up to {timeout_s:g} s)")
     o = run_task({"target": "stackwars.model:verify_task", "kwargs": {"workload": name},
                   "process": {"device": "cpu"}}, timeout_s, default_memory_limit())
     if o.status == "timeout":

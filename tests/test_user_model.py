@@ -608,7 +608,8 @@ WRONG_TWINS = {
     "VALID padding against SAME": ({**RIGHT, "padding": "VALID"}, "The first layer whose output differs is conv "
                                    "(shape (2, 4, 6, 6) in PyTorch, (2, 4, 4, 4) in JAX)", ""),
     "a reshape where a transpose belongs": ({**RIGHT, "head": "flatten", "flatten": "h.reshape(h.shape[0], -1)"},
-                                            "The first layer whose output differs is fc (", "the last that agrees is conv"),
+                                            "The first layer whose output differs is fc (",
+                                            "the last that agrees is conv"),
 }
 
 

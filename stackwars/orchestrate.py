@@ -11,7 +11,9 @@ plain functions and one class a test can drive:
   a verdict: report/verdict.screen), then the looks: while a verdict
   cannot decide (a busy machine, a CI too wide), the next look measures more processes of
   its two best cells (``verdict.more_processes``), up to ``--max-processes`` a cell, no more
-  looks than the run's error was shared over, and only while the run's ``--budget`` (from
+  looks than the run's error was shared over, never for a row more processes cannot decide
+  (a faster candidate that failed parity, a machine that stayed busy through the cells'
+  latest look: verdict.no_top_up, said once), and only while the run's ``--budget`` (from
   this session's start) allows another (``Budget``: the look's estimated cost from what its
   cells' processes took so far); it stops as soon as no verdict asks for more. Each look
   spends a share of the verdict's error (stats.look_alpha), so that stopping when decided
@@ -311,8 +313,13 @@ class Run:
             elif self.config.aa_duets:
                 hooks.on_note(f"--aa measures its duets on this host, between cells: the {self.executor.name} "
                               f"executor runs cells elsewhere or side by side, so none were measured")
+            held: set[str] = set()  # rows already said to get no more processes
             for _ in range(top_ups):
                 found = vd.verdicts(rows(self.store, self.run_id), duets=duet_rows(self.store, self.run_id))
+                for v in found:
+                    if v.get("no_top_up") and vd.title(v) not in held:
+                        held.add(vd.title(v))
+                        hooks.on_note(f"{vd.title(v)}: {v['no_top_up']}")
                 pairs = vd.more_duets(found, stats.duets_a_look(self.config.processes)) if self.paired else {}
                 wanted = vd.more_processes(found, self.config.max_processes or 0, self.config.processes,
                                            paired=self.paired)

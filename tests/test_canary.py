@@ -24,6 +24,7 @@ from stackwars.records import Parity
 from stackwars.report import compare as cmp
 from stackwars.report import verdict as vd
 from tests.factories import measurement
+from stackwars.records import MeasureConfig
 from tests.test_verdict import SyntheticMachine, _store
 
 runner = CliRunner()
@@ -88,7 +89,7 @@ def test_processes_of_a_slowed_machine_are_flagged_and_decide_nothing(tmp_path):
 def test_too_few_unslowed_processes_cannot_say_and_ask_for_more(tmp_path):
     cells = [_process("torch-eager", p, 1.0, seed=p) for p in range(3)]
     cells += [_process("jax-jit", p, 2.0 if p == 2 else 1.0, seed=100 + p) for p in range(3)]
-    _, found = _store(tmp_path / "c.db", cells)
+    _, found = _store(tmp_path / "c.db", cells, config=MeasureConfig(processes=3, max_processes=6))
     (v,) = vd.verdicts(found)
     assert v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine"
     assert vd.more_processes([v], max_processes=6) == {"gemm/small/forward/jax-jit/cpu/float32": 1}

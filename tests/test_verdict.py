@@ -143,9 +143,10 @@ def _cell(backend, scale, proc, workload="gemm", framework=None, status="ok", co
     return m
 
 
-def _store(path, cells, env=MACHINE):
+def _store(path, cells, env=MACHINE, config=None):
     with Store(path) as store:
-        run_id = store.create_run([m.spec for m in cells], {"measure": MeasureConfig().to_dict()}, command="test")
+        run_id = store.create_run([m.spec for m in cells], {"measure": (config or MeasureConfig()).to_dict()},
+                                  command="test")
         session = store.start_session(run_id, env)
         for m in cells:
             store.add_cell(run_id, session, m)
@@ -317,7 +318,7 @@ def test_a_verdict_that_cannot_decide_asks_for_more_processes_once(tmp_path):
 
     busy = [*_three("torch-eager", 1.0), _cell("jax-jit", 0.5, 0), _cell("jax-jit", 0.5, 1),
             _cell("jax-jit", 0.5, 2, contended=True)]
-    _, found = _store(tmp_path / "b.db", busy)
+    _, found = _store(tmp_path / "b.db", busy, config=MeasureConfig(processes=3, max_processes=6))
     (v,) = vd.verdicts(found)
     wanted = vd.more_processes([v], max_processes=6)
     assert wanted == {"gemm/small/forward/jax-jit/cpu/float32": 1}
@@ -386,12 +387,13 @@ def test_cells_of_one_run_placed_on_another_kind_of_machine_get_their_own_verdic
 # ---- one gate for every claim (report/gate.py) ---------------------------------------------------------------
 def test_a_run_measured_only_on_a_busy_machine_decides_nothing(tmp_path):
     """Every process contended: no verdict, ratio, memory ratio or first-call figure, in the
-    table, the JSON and the report; the top-up asks for clean processes of every candidate."""
+    table, the JSON and the report; and no top-up (issue 56): the machine stayed busy through
+    the look, so more processes would be measured on the same busy machine, and the row says so."""
     from stackwars.report import build
 
     cells = [*_three("torch-eager", 1.0, contended=True), *_three("jax-jit", 0.5, contended=True)]
     path = tmp_path / "busy.db"
-    _, found = _store(path, cells)
+    _, found = _store(path, cells, config=MeasureConfig(processes=3))
     (v,) = vd.verdicts(found)
     assert v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine", v
     assert v["processes_used"] == 0 and v["processes_busy"] == 6
@@ -405,8 +407,10 @@ def test_a_run_measured_only_on_a_busy_machine_decides_nothing(tmp_path):
         doc = build.document(build.collect(store), "now")
     from stackwars.report.page import to_markdown
     assert "cannot say (busy machine)" in to_markdown(doc)
-    assert vd.more_processes([v], max_processes=6) == {"gemm/small/forward/torch-eager/cpu/float32": 3,
-                                                       "gemm/small/forward/jax-jit/cpu/float32": 3}
+    assert vd.more_processes([v], max_processes=6) == {}
+    assert "no more processes: PyTorch's side cannot get the clean ones it needs here" in v["reason"]
+    assert "torch-eager (look 1: 3 process(es), none clean)" in v["reason"] and v["no_top_up"]
+    assert "no more processes" in j["reason"]
     # the forest plot draws it apart: no point, its reason beside its name
     assert vd.forest_png([v]) is not None
 
@@ -415,12 +419,21 @@ def test_a_busy_candidate_that_might_be_faster_blocks_the_side(tmp_path):
     """jax-jit's processes were all busy and its fastest beat jax-eager's clean time: the clean
     jax-eager must not stand for JAX (it would hand PyTorch a win it did not earn)."""
     cells = [*_three("torch-eager", 1.0), *_three("jax-eager", 2.0), *_three("jax-jit", 0.5, contended=True)]
-    _, found = _store(tmp_path / "s.db", cells)
+    _, found = _store(tmp_path / "s.db", cells, config=MeasureConfig(processes=3))
     (v,) = vd.verdicts(found)
     assert v["best_jax"] == "jax-eager" and v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine"
     assert "jax-jit was measured only while the machine was busy" in v["reason"]
     assert "it would read without it: PyTorch faster" in v["reason"]
-    assert vd.more_processes([v], max_processes=6)["gemm/small/forward/jax-jit/cpu/float32"] == 3
+    # its three processes were all busy: the machine stayed busy through the look, no top-up
+    assert vd.more_processes([v], max_processes=6) == {}
+    assert "jax-jit (look 1: 3 process(es), none clean)" in v["no_top_up"]
+    # one of them clean would have been a machine that is quiet at times: then the top-up is asked for
+    cells = [*_three("torch-eager", 1.0), *_three("jax-eager", 2.0), _cell("jax-jit", 0.5, 0),
+             _cell("jax-jit", 0.5, 1, contended=True), _cell("jax-jit", 0.5, 2, contended=True)]
+    _, found = _store(tmp_path / "u.db", cells, config=MeasureConfig(processes=3, max_processes=6))
+    (v,) = vd.verdicts(found)
+    assert v["reason_tag"] == "busy machine" and "no_top_up" not in v
+    assert vd.more_processes([v], max_processes=6) == {"gemm/small/forward/jax-jit/cpu/float32": 2}
     # a busy candidate slower even at its fastest process does not block: busy slows, never speeds
     cells = [*_three("torch-eager", 1.0), *_three("jax-jit", 0.5), *_three("jax-eager", 4.0, contended=True)]
     _, found = _store(tmp_path / "t.db", cells)
@@ -505,7 +518,7 @@ def test_each_verdict_row_carries_the_command_that_measures_it_again(tmp_path, m
     (v2,) = vd.verdicts(found2)
     assert v2["command"].count("stackwars run") == 2 and " && " in v2["command"]
     # and the table, the JSON and the report carry it
-    assert f"again: {vd._title(v)}: {cmd}" in " ".join(vd.to_text([v], width=400).split())
+    assert f"again: {vd.title(v)}: {cmd}" in " ".join(vd.to_text([v], width=400).split())
     assert f"`{cmd}`" in vd.markdown([v])
 
 
@@ -535,7 +548,14 @@ def test_a_busy_top_up_is_asked_only_where_it_can_reach_a_verdict(tmp_path):
     (v,) = vd.verdicts(found)
     assert v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine"
     assert vd.more_processes([v], max_processes=2) == {}
-    assert vd.more_processes([v], max_processes=6)["gemm/small/forward/torch-eager/cpu/float32"] == 3
+    # nor with room for three: PyTorch's one process was busy, the machine busy through that look,
+    # and without a clean PyTorch process more of JAX's would decide nothing either
+    assert vd.more_processes([v], max_processes=6) == {}
+    assert v["no_top_up"].startswith("no more processes: PyTorch's side")
+    cells = [_cell("torch-eager", 1.0, 0), _cell("jax-jit", 0.5, 0)]
+    _, found = _store(tmp_path / "two.db", cells)
+    (v,) = vd.verdicts(found)
+    assert v["reason_tag"] == "too few processes" and vd.more_processes([v], max_processes=2) == {}
 
 
 # ---- stopping when decided (orchestrate.Run.measure's looks) ----------------------------------
@@ -927,3 +947,23 @@ def test_the_spread_note_states_others_share_only_where_the_window_could_judge_i
     assert tables.spread_lines(found) == []
     (row,) = tables.combine_repeats(found)
     assert row["busy"] and row["busy_reasons"] == "3 not judged (window too short)"
+
+
+def test_a_row_whose_fastest_candidate_failed_parity_spends_no_top_up(tmp_path):
+    """Issue 56: jax-eager ran fastest but failed parity; the row's CI is too wide to decide. More
+    processes would not make jax-eager pass, nor the passing jax-jit the fastest JAX program: the
+    run measures no more of it, and the row says why. Without the failure the same row is topped up."""
+    rng = np.random.default_rng(3)
+    wide = [_cell("torch-eager", 1.0 + 0.6 * rng.random(), p) for p in range(3)] + \
+           [_cell("jax-jit", 1.0 + 0.6 * rng.random(), p) for p in range(3)]
+    failed = [*_three("jax-eager", 0.5, status="parity_fail", parity=3e-3)]
+    config = MeasureConfig(processes=3, max_processes=6)
+    _, found = _store(tmp_path / "p.db", wide + failed, config=config)
+    (v,) = vd.verdicts(found)
+    assert v["verdict"] == "cannot say" and v["reason_tag"] == "noisy", v["reason"]
+    assert vd.more_processes([v], max_processes=6) == {}
+    assert "no more processes: JAX's jax-eager, faster than the side's best, failed parity" in v["reason"]
+    _, found = _store(tmp_path / "q.db", wide, config=config)
+    (v,) = vd.verdicts(found)
+    assert v["reason_tag"] == "noisy" and "no_top_up" not in v
+    assert set(vd.more_processes([v], max_processes=6).values()) == {3}

@@ -225,6 +225,7 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
                 row.update(ratio=None, ci_low=None, ci_high=None, verdict="cannot say", reason="; ".join(missing),
                            reason_tag="busy machine" if busy_side else
                            "not best against best" if kind_gap else "one side missing")
+                _said_no_top_up(row)
                 out.append(row)
                 continue
             c, decision, verdict, reason, tag = _decide(row, best, combined, threshold,
@@ -234,6 +235,7 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
                 row["tie_within"] = stats.tie_bound(c)
             _beside_decided(row, best, c, threshold, min_processes)
             row.update(verdict=verdict, reason=reason, reason_tag=tag)
+            _said_no_top_up(row)
             out.append(row)
     return out
 
@@ -274,6 +276,12 @@ def _sides(row: dict[str, Any], combined: Sequence[Mapping[str, Any]], by_backen
                                          "processes_busy": r.get("processes_busy", 0),
                                          "why": r.get("busy_reasons"),
                                          "fastest_busy_s": _fastest_busy(r)} for r in shadow]
+        # the cells whose latest look came out all busy: the machine stayed busy through it, and a
+        # top-up would measure the same machine again (more_processes gives them none)
+        row[f"{fw}_stayed_busy"] = {cell_id(r): {"backend": tables.backend_variant(r), "look": r.get("latest_look", 0),
+                                                 "processes": r.get("latest_look_processes", 0)}
+                                    for r in ([b] if b is not None else []) + shadow
+                                    if r.get("latest_look_processes") and not r.get("latest_look_clean")}
         failed = [r for r in side if r["status"] == "parity_fail" and r.get("steady_median_s")
                   and (b is None or r["steady_median_s"] < b["steady_median_s"])]
         row[f"{fw}_aside"] = [{"backend": tables.backend_variant(r), "seconds": r["steady_median_s"]}
@@ -588,22 +596,61 @@ def more_processes(found: Sequence[Mapping[str, Any]], max_processes: int, step:
     out: dict[str, int] = {}
     for v in found:
         tag = v.get("reason_tag")
-        if tag not in ("busy machine", "noisy"):
+        if tag not in ("busy machine", "noisy") or no_top_up(v):
             continue
         if paired and tag == "noisy" and v.get("torch_cell") and v.get("jax_cell"):
             continue
         for fw, _ in FRAMEWORKS:
-            if v.get(f"{fw}_cell"):
+            stayed = v.get(f"{fw}_stayed_busy") or {}
+            if v.get(f"{fw}_cell") and v[f"{fw}_cell"] not in stayed:
                 clean = v[f"{fw}_processes"]
                 want = max(0, stats.MIN_PROCESSES - clean) if tag == "busy machine" else step
                 add = min(want, max_processes - clean - v.get(f"{fw}_processes_busy", 0))
                 if add > 0 and (tag != "busy machine" or clean + add >= stats.MIN_PROCESSES):
                     out[v[f"{fw}_cell"]] = max(out.get(v[f"{fw}_cell"], 0), add)
             for x in v.get(f"{fw}_busy_candidates") or ():  # measured only while busy: clean ones to decide it
+                if x["cell"] in stayed:
+                    continue
                 add = min(stats.MIN_PROCESSES, max_processes - x["processes_busy"])
                 if add >= stats.MIN_PROCESSES:
                     out[x["cell"]] = max(out.get(x["cell"], 0), add)
     return out
+
+
+def _said_no_top_up(row: dict[str, Any]) -> None:
+    """An undecided row that a run would not measure further says why (``no_top_up``)."""
+    why = no_top_up(row) if row["verdict"] == "cannot say" else None
+    if why:
+        row["no_top_up"] = why
+        row["reason"] += "; " + why
+
+
+def no_top_up(v: Mapping[str, Any]) -> str | None:
+    """Why more processes cannot decide this row, or None: a side's fastest candidate failed
+    parity (more processes would not make it pass, nor the row's best the fastest program), or
+    every cell a look would add to stayed busy through its latest look (the machine it would
+    measure again is the one that left them all out)."""
+    failed = [f"{name}'s {x['backend']}" for fw, name in FRAMEWORKS for x in v.get(f"{fw}_excluded") or ()]
+    if failed:
+        return (f"no more processes: {' and '.join(failed)}, faster than the side's best, failed parity, which more "
+                f"processes would not change")
+    if v.get("reason_tag") != "busy machine":
+        return None
+    for fw, name in FRAMEWORKS:
+        # what the side needs clean processes of to decide: its best, where it has too few; every
+        # candidate measured only while busy (it has no best, or they might beat it)
+        best = v.get(f"{fw}_cell")
+        need = [x["cell"] for x in v.get(f"{fw}_busy_candidates") or ()]
+        if best and v.get(f"{fw}_processes", 0) < stats.MIN_PROCESSES:
+            need.append(best)
+        stayed = v.get(f"{fw}_stayed_busy") or {}
+        if need and all(c in stayed for c in need):
+            return (f"no more processes: {name}'s side cannot get the clean ones it needs here, the machine having "
+                    f"stayed busy through the latest look of "
+                    + ", ".join(f"{stayed[c]['backend']} (look {stayed[c]['look'] + 1}: {stayed[c]['processes']} "
+                                f"process(es), none clean)" for c in need)
+                    + "; more would be measured on the same busy machine: run it again when the machine is quiet")
+    return None
 
 
 def screen(rows: Iterable[Mapping[str, Any]], factor: float = stats.SCREEN_FACTOR) -> dict[str, dict[str, Any]]:
@@ -674,7 +721,7 @@ def self_check(rows: Iterable[Mapping[str, Any]], threshold: float = stats.TIE_T
                     continue
                 c = stats.compare([h["steady_samples"] for h in halves[0]], [h["steady_samples"] for h in halves[1]])
                 out.append({"run": group[0].get("run_id"), "machine": group[0].get("machine"),
-                            "table": _title({**group[0], "matmul_precision": None, "overrides": ""}),
+                            "table": title({**group[0], "matmul_precision": None, "overrides": ""}),
                             "backend": label, "processes": [len(h) for h in halves], "ratio": c.ratio,
                             "ci_low": c.ci_low, "ci_high": c.ci_high, "decision": stats.decide(c, threshold)})
     return out
@@ -696,7 +743,7 @@ def _self_check_paired(duets: Sequence[Mapping[str, Any]], threshold: float) -> 
         confidence = 1.0 - stats.duet_alpha(0, max(d.get("looks") or 1 for d in group))
         c = stats.compare_paired([d["ratio"] for d in clean], confidence)
         out.append({"run": run, "machine": machine, "design": "paired (self-duets)",
-                    "table": _title({**d0, "matmul_precision": None, "overrides": ""}),
+                    "table": title({**d0, "matmul_precision": None, "overrides": ""}),
                     "backend": d0["a_backend"], "processes": [len(clean), len(clean)], "ratio": c.ratio,
                     "ci_low": c.ci_low, "ci_high": c.ci_high, "confidence": confidence,
                     "decision": stats.decide(c, threshold)})
@@ -745,7 +792,7 @@ LEGEND = ("every figure from clean processes only: a process is busy, and decide
           "again: the command that measures a row again on this machine.")
 
 
-def _title(r: Mapping[str, Any]) -> str:
+def title(r: Mapping[str, Any]) -> str:
     over = f" · {r['overrides']}" if r.get("overrides") else ""
     prec = "" if r.get("matmul_precision") in (None, "float32") else f" · {r['matmul_precision']} matmuls"
     replay = f" · {r['replay']}" if r.get("replay") else ""
@@ -788,7 +835,7 @@ def cells(r: Mapping[str, Any]) -> list[str]:
     procs = (str(r["processes"]) + (f" ({r['processes_busy']} busy left out)" if r.get("processes_busy") else "")
              + (f" · {r['timing']}" if r.get("timing") else "")
              + (f" · paired ({r['duets']['clean']} duets)" if r.get("design") == "paired" else ""))
-    return [_title(r), _side(r, "torch"), _side(r, "jax"), ratio, verdict, procs,
+    return [title(r), _side(r, "torch"), _side(r, "jax"), ratio, verdict, procs,
             " / ".join(fmt.DASH if r.get(f"{fw}_one_sided") else _pays_text(r[f"{fw}_pays"]) for fw, _ in FRAMEWORKS),
             mem, parity, r.get("why") or fmt.DASH, energy_text(r)]
 
@@ -808,19 +855,19 @@ def notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     out = []
     for r in rows:
         if r["verdict"] == "cannot say" or r.get("reason_tag") == "noisy":
-            out.append(f"{_title(r)}: {r['verdict']}: {r['reason']}")
+            out.append(f"{title(r)}: {r['verdict']}: {r['reason']}")
         if r.get("measured"):
-            out.append(f"{_title(r)}: {r['measured']}")
+            out.append(f"{title(r)}: {r['measured']}")
         for fw, name in FRAMEWORKS:
             if r.get(f"{fw}_processes_kept"):
-                out.append(f"{_title(r)}: {r[f'{fw}_processes_kept']} of {name}'s processes {r[f'{fw}_kept_why']}")
+                out.append(f"{title(r)}: {r[f'{fw}_processes_kept']} of {name}'s processes {r[f'{fw}_kept_why']}")
     for fw, name in FRAMEWORKS:
         aside = [(r, x) for r in rows for x in r.get(f"{fw}_aside") or ()]
         if aside:
-            which = "; ".join(f"{_title(r)} {x['backend']} {fmt.seconds(x['seconds'])}" for r, x in aside)
+            which = "; ".join(f"{title(r)} {x['backend']} {fmt.seconds(x['seconds'])}" for r, x in aside)
             out.append(f"ran faster than {name}'s best own mode, but an analysis path ({name}'s program compiled by "
                        f"XLA: it compares programs, not frameworks), so not in the verdict: {which}")
-        stand_in = [_title(r) for r in rows if r.get(f"{fw}_analysis_path")]
+        stand_in = [title(r) for r in rows if r.get(f"{fw}_analysis_path")]
         if stand_in:
             out.append(f"no own mode of {name} was measured, so its analysis path stands in (two programs on one "
                        f"compiler): {'; '.join(stand_in)}")
@@ -854,7 +901,7 @@ def again(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     for r in rows:
         if r.get("command"):
             levels = fresh_levels_text(r.get("command_levels"))
-            out.append(f"{_title(r)}: {r['command']}" + (f"  ({levels})" if levels else ""))
+            out.append(f"{title(r)}: {r['command']}" + (f"  ({levels})" if levels else ""))
     return out
 
 
@@ -905,9 +952,9 @@ def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshol
 
     parts: list[Any] = []
     for machine, group in by_machine(rows).items():
-        title = f"Verdict · {machine} · {summary(group)}"
+        heading = f"Verdict · {machine} · {summary(group)}"
         if width is not None and width < NARROW:
-            parts.append(Text(title, style="bold"))
+            parts.append(Text(heading, style="bold"))
             for r in group:
                 c = cells(r)
                 line = Text(f"  {c[0]}: ")
@@ -924,7 +971,7 @@ def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshol
                     parts.append(Text(f"      again: {r['command']}" + (f"  ({levels})" if levels else ""),
                                       style="dim"))
             continue
-        table = Table(title=title, title_justify="left")
+        table = Table(title=heading, title_justify="left")
         for col in COLUMNS:
             table.add_column(col, overflow="fold", justify="right" if col in ("procs · timing",) else "left")
         for r in group:
@@ -993,8 +1040,8 @@ def forest_png(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_T
     for j, r in enumerate(apart):
         ax.text(1.0, len(shown) + j, f"not drawn: {r['verdict']} ({r.get('reason_tag') or 'no ratio'})",
                 ha="center", va="center", fontsize=7, color="tab:gray")
-    labels = [f"{_title(r)} ({r['best_torch']} vs {r['best_jax']}, {fmt.level(r['confidence'])} CI)" for r in shown]
-    labels += [f"{_title(r)} ({r.get('best_torch') or '—'} vs {r.get('best_jax') or '—'})" for r in apart]
+    labels = [f"{title(r)} ({r['best_torch']} vs {r['best_jax']}, {fmt.level(r['confidence'])} CI)" for r in shown]
+    labels += [f"{title(r)} ({r.get('best_torch') or '—'} vs {r.get('best_jax') or '—'})" for r in apart]
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.set_xscale("log")

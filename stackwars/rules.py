@@ -59,10 +59,10 @@ def _tolerances() -> dict[str, float]:
 def _rules() -> dict[str, Rule]:
     out = {
         "tie_threshold": Rule(stats.TIE_THRESHOLD, _pct(stats.TIE_THRESHOLD, True),
-                              "a ratio whose whole CI lies within this band is a tie"),
+                              "a ratio whose whole CI lies within this band is the same speed"),
         "noisy_bound": Rule(stats.NOISY_BOUND, _pct(stats.NOISY_BOUND, True),
-                            "a CI that holds 1 is a tie when it allows no difference beyond this; else cannot say "
-                            "(noisy)"),
+                            "a CI that holds 1 but reaches past the tie band reads no difference found when it "
+                            "allows no difference beyond this; else cannot say (noisy)"),
         "min_processes": Rule(stats.MIN_PROCESSES, str(stats.MIN_PROCESSES),
                               "clean processes a side before a verdict names a winner"),
         "min_processes_word": Rule(stats.MIN_PROCESSES, WORDS.get(stats.MIN_PROCESSES, str(stats.MIN_PROCESSES)),
@@ -143,7 +143,7 @@ STATEMENTS = {
                   rf"(?:float32|TF32|bfloat16)\s+({SCI})(?=[^.]*?\btolerance)",
                   rf"\btolerances?\b[^.]*?(?:float32|TF32|bfloat16)\s+({SCI})"),
     "tie": (rf"({PCT})\s+tie (?:threshold|band)", rf"tie (?:threshold|band)\s*(?:of\s*|\(\s*)?({PCT})",
-            rf"\btie\b[^.]{{0,60}}?within\s+({PCT})"),
+            rf"\btie\b[^.]{{0,60}}?within\s+({PCT})", rf"same speed\W{{0,3}}\s*\(?within\s+({PCT})"),
     "noisy": (rf"hold(?:s|ing)? 1[^.]{{0,40}}?({PCT})", rf"wider than\s+({PCT})", rf"allows? (?:a difference of )?more than\s+({PCT})"),
     "contention": (rf"(?:over|above|more than)\s+({PCT})\s+of\s+(?:[\w']+\s+){{0,2}}CPUs",
                    rf"contention[^.]{{0,40}}?(?:over|above|more than)\s+({PCT})"),

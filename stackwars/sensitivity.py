@@ -1,4 +1,4 @@
-"""Which setting flips the verdict: each verdict row re-measured with one fairness knob changed.
+"""Which setting moves the verdict: each verdict row re-measured with one fairness knob changed.
 
     stackwars verdict RUN --sensitivity                # every knob this device has
     stackwars verdict RUN --sensitivity -k dtype -k batch-x2
@@ -6,21 +6,25 @@
 For each verdict row of a stored run, the two cells that decided it (the best PyTorch and the
 best JAX backend) are measured again with one knob changed at a time, on both sides where the
 knob exists on both, as new runs of the same processes, configuration and statistics (one run
-per knob, ``orchestrate.Run``, its own verdict and A/A guard). Each changed row's verdict is
-set beside the stored one:
+per knob, ``orchestrate.Run``). What is tested is the change itself: the changed row's ratio
+JAX/PyTorch against the stored row's, (J'/T') / (J/T), with its own interval from the four
+cells' processes (``stats.compare_change``), read at 1 - 5%/m where the row tests m knobs
+(Bonferroni: the chance that any of a row's knobs is said to move it when none does stays
+within 5%), and judged by the verdict's rule (``stats.decide``):
 
-* ``flips``: the verdict changes class (JAX faster, PyTorch faster, tie), e.g. PyTorch faster
-  becomes a tie;
-* ``stands``: it keeps its class;
-* ``cannot say``: the changed row (or the stored one) does not decide;
+* ``flips``: the knob moves the ratio by more than the tie band (±5%), the change's interval
+  excluding it; the changed row's own verdict is given beside it;
+* ``stands``: the change's interval lies within the band, or holds 1 within ±20%;
+* ``cannot say``: the change's interval is too wide, or a row (stored or changed) has fewer than
+  three clean processes a side;
 * ``not here``: the knob does not exist for this row on this device (both sides), named with
   why; a knob that exists on one side only changes that side, and the row says so.
 
 The modes are held fixed: a knob that changes the program (dtype, batch) measures the same two
 backends, not a new search for each side's best. The stored verdict is the baseline, measured
 with the same processes and statistics but at another time; the knob ``again`` (first, and in
-the default set) measures the row unchanged beside the knobs, so a row whose verdict does not
-repeat says its flips cannot be told from the machine having changed.
+the default set) measures the row unchanged beside the knobs and is tested like them, so a row
+whose ratio moved with nothing changed says its knobs' moves cannot be told from the machine's.
 """
 
 from __future__ import annotations
@@ -223,19 +227,43 @@ def processes_of(v: Variant, n: int) -> list[CellSpec]:
 
 
 NOT_MEASURED = "not measured"  # the knob exists here, but the study's --budget ran out before it
-CLASS = {"JAX faster": "JAX faster", "PyTorch faster": "PyTorch faster", "tie": "tie"}
+OUTCOME = {"tie": "stands", "lower": "flips", "higher": "flips", "noisy": "cannot say"}  # stats.decide's classes
 
 
-def outcome(base: str, changed: str) -> str:
-    """flips / stands / cannot say, between the stored verdict and the changed row's."""
-    if base not in CLASS or changed not in CLASS:
-        return "cannot say"
-    return "stands" if base == changed else "flips"
+def change(base: Mapping[str, Any], changed: Mapping[str, Any], base_rows: Sequence[Mapping[str, Any]],
+           changed_rows: Sequence[Mapping[str, Any]], tested: int) -> tuple[Any, str | None]:
+    """The change a knob made to a row's ratio, with its interval at 1 - 5%/``tested`` (the
+    knobs the row tests), or None and why it cannot be measured."""
+    from stackwars import stats
+
+    for what, row, found in (("the stored row", base, base_rows), ("the changed row", changed, changed_rows)):
+        for fw, name in FRAMEWORKS:
+            if row.get(f"{fw}_processes", 0) < stats.MIN_PROCESSES:
+                return None, (f"{what} has {row.get(f'{fw}_processes', 0)} clean {name} process(es); a change is "
+                              f"measured from {stats.MIN_PROCESSES} a side")
+    samples = [_process_samples(found, row[f"{fw}_cell"]) for row, found in ((base, base_rows),
+                                                                                (changed, changed_rows))
+               for fw, _ in FRAMEWORKS]
+    confidence = 1.0 - stats.VERDICT_ALPHA / max(1, tested)
+    return stats.compare_change(tuple(samples[:2]), tuple(samples[2:]), confidence), None
+
+
+def _process_samples(found: Sequence[Mapping[str, Any]], cell: str) -> list[list[float]]:
+    """A cell's clean processes' samples, as the verdict resamples them."""
+    from stackwars.report import tables
+    from stackwars.report import verdict as vd
+
+    (row,) = tables.combine_repeats([r for r in vd.latest_processes(found) if vd.cell_id(r) == cell])
+    return row["process_samples"]
 
 
 def compare(base: Mapping[str, Any], changed: Mapping[str, Any] | None, v: Variant | str,
-            skipped: str | None = None) -> dict[str, Any]:
-    """One row x knob cell of the sensitivity table (``skipped``: why the knob was not measured)."""
+            skipped: str | None = None, moved: Any = None, why: str | None = None, tested: int = 1,
+            threshold: float | None = None) -> dict[str, Any]:
+    """One row x knob cell of the sensitivity table (``skipped``: why the knob was not measured;
+    ``moved``: the change's Comparison, or None with ``why``; ``tested``: the knobs the row tests)."""
+    from stackwars import stats
+
     if isinstance(v, str):
         return {"outcome": "not here", "why": v}
     if skipped is not None:
@@ -244,27 +272,32 @@ def compare(base: Mapping[str, Any], changed: Mapping[str, Any] | None, v: Varia
     if changed is None:
         return {"outcome": "cannot say", "why": "no verdict from the changed cells (a side failed: see its run)",
                 "changed_sides": list(v.changed), "missing": v.missing, "what": v.what}
-    out = {"outcome": outcome(base["verdict"], changed["verdict"]), "verdict": changed["verdict"],
-           "ratio": changed.get("ratio"), "ci_low": changed.get("ci_low"), "ci_high": changed.get("ci_high"),
-           "reason": changed.get("reason"), "changed_sides": list(v.changed), "missing": v.missing, "what": v.what}
-    if base.get("ratio") and changed.get("ratio"):
-        out["moves"] = changed["ratio"] / base["ratio"] - 1  # +0.2: the JAX/PyTorch ratio 20% higher
-    return out
+    out = {"verdict": changed["verdict"], "ratio": changed.get("ratio"), "ci_low": changed.get("ci_low"),
+           "ci_high": changed.get("ci_high"), "reason": changed.get("reason"), "changed_sides": list(v.changed),
+           "missing": v.missing, "what": v.what, "tested": tested}
+    if moved is None:
+        return {**out, "outcome": "cannot say", "why": why}
+    decision = stats.decide(moved, stats.TIE_THRESHOLD if threshold is None else threshold)
+    return {**out, "outcome": OUTCOME[decision], "moves": moved.ratio - 1.0,
+            "change": {"ratio": moved.ratio, "ci_low": moved.ci_low, "ci_high": moved.ci_high,
+                       "confidence": 1.0 - stats.VERDICT_ALPHA / max(1, tested)}}
 
 
 def sentence(base: Mapping[str, Any], knobs: Mapping[str, Mapping[str, Any]]) -> str:
     """'PyTorch faster; unless both use TF32 (then a tie); stands with: dtype, batch-x2; not here: ...'"""
     again = knobs.get(AGAIN)
     changed = {name: k for name, k in knobs.items() if name != AGAIN}
-    flips = [f"{k['what']} (then {_then(k['verdict'])})" for k in changed.values() if k["outcome"] == "flips"]
+    flips = [f"{k['what']} (then {k['verdict']}, the ratio {k['moves']:+.0%})" for k in changed.values()
+             if k["outcome"] == "flips"]
     stands = [name for name, k in changed.items() if k["outcome"] == "stands"]
     unsure = [name for name, k in changed.items() if k["outcome"] == "cannot say"]
     absent = [name for name, k in changed.items() if k["outcome"] == "not here"]
     unmeasured = [name for name, k in changed.items() if k["outcome"] == NOT_MEASURED]
     text = base["verdict"]
     if again and again["outcome"] == "flips":
-        text += (f" in the stored run, but measured again unchanged {_then(again['verdict'])}: the machine moved "
-                 f"between the two, so no knob's flip below is the knob's alone")
+        text += (f" in the stored run, but measured again unchanged its ratio moved {again['moves']:+.0%} "
+                 f"({again['verdict']}): the machine moved between the two, so no knob's move below is the knob's "
+                 f"alone")
     elif again and again["outcome"] == "cannot say":
         text += " in the stored run; measured again unchanged, undecided"
     elif again and again["outcome"] == "stands":
@@ -282,10 +315,6 @@ def sentence(base: Mapping[str, Any], knobs: Mapping[str, Mapping[str, Any]]) ->
     if unmeasured:
         text += f"; not measured within the budget: {', '.join(unmeasured)}"
     return text
-
-
-def _then(verdict: str) -> str:
-    return "a tie" if verdict == "tie" else verdict
 
 
 def cost(plan: Mapping[str, Mapping[str, Variant | str]], processes: int) -> tuple[int, int]:
@@ -358,6 +387,7 @@ def run(store, run_id: str, knobs: Sequence[str], probe: Mapping[str, Any], exec
     planned = planned or plan(store, run_id, knobs)
     config, base, plan_ = planned.config, planned.base, planned.variants
     changed: dict[tuple[int, str], Mapping[str, Any] | None] = {}
+    found_of: dict[tuple[int, str], list] = {}
     skipped: dict[str, str] = {}
     budget = orchestrate.Budget(budget_s)
     walls = [(r["cell_key"], r.get("wall_s")) for r in rows(store, run_id)]
@@ -390,9 +420,17 @@ def run(store, run_id: str, knobs: Sequence[str], probe: Mapping[str, Any], exec
             mine = [r for r in found if vd.cell_id(r) in ids]
             verdicts = vd.verdicts(mine, duets=duet_rows(store, the_run.run_id))
             changed[(i, knob)] = verdicts[0] if verdicts else None
+            found_of[(i, knob)] = mine
     results = []
+    stored = rows(store, run_id)
     for i, r in enumerate(base):
-        per_knob = {k: compare(r, changed.get((i, k)), plan_[i][k], skipped.get(k)) for k in knobs}
+        measured_here = [k for k in knobs if changed.get((i, k)) is not None]
+        per_knob = {}
+        for k in knobs:
+            moved, why = (change(r, changed[(i, k)], stored, found_of[(i, k)], len(measured_here))
+                          if k in measured_here else (None, None))
+            per_knob[k] = compare(r, changed.get((i, k)), plan_[i][k], skipped.get(k), moved, why,
+                                  len(measured_here))
         results.append({"row": row_title(r), "machine": r["machine"], "verdict": r["verdict"], "ratio": r.get("ratio"),
                         "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "best_torch": r.get("best_torch"),
                         "best_jax": r.get("best_jax"), "knobs": per_knob, "sentence": sentence(r, per_knob)})

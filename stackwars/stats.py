@@ -337,6 +337,31 @@ def compare(base: "Processes | Sequence[float]", other: "Processes | Sequence[fl
     return Comparison(ratio, lo, hi, bool(lo > 1.0 or hi < 1.0), (pa, pb))
 
 
+def compare_change(base: tuple, changed: tuple, confidence: float = 0.95,
+                   resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Comparison:
+    """How much a change moved a ratio: (B' / A') / (B / A), ``base`` = (A, B) and ``changed`` =
+    (A', B') each a cell's processes (the ratio JAX/PyTorch of a verdict row, and of the same row
+    with one knob changed), with its interval: the four independent hierarchical bootstraps
+    combined on the log scale, rescaled to the width of Welch's t on the four sides' process
+    medians (variances summed, degrees of freedom by Welch-Satterthwaite over the four). 1 inside
+    the interval: the change moved nothing the measurement can resolve."""
+    sides = [_processes(x) for x in (*base, *changed)]
+    signs = (1, -1, -1, 1)  # + log A - log B - log A' + log B': log of (B'/A') / (B/A)
+    draws = [_log_draws(p, resamples, seed + i) for i, p in enumerate(sides)]
+    centre = sum(s * c for s, (c, _) in zip(signs, draws))
+    logs = sum(s * d for s, (_, d) in zip(signs, draws))
+    if all(len(p) > 1 for p in sides):
+        var = [_log_var([np.median(x) for x in p]) for p in sides]
+        den = sum(v * v / (len(p) - 1) for v, p in zip(var, sides))
+        df = max(1.0, sum(var) ** 2 / den) if den > 0 else math.inf
+        logs = centre + _t_width(sum(var), float(np.var(logs)), df, confidence) * (logs - centre)
+    alpha = (1.0 - confidence) / 2.0
+    ratio = math.exp(centre)
+    lo, hi = np.exp(np.quantile(logs, [alpha, 1.0 - alpha]))
+    lo, hi = float(min(lo, ratio)), float(max(hi, ratio))
+    return Comparison(ratio, lo, hi, bool(lo > 1.0 or hi < 1.0), (len(sides[0]), len(sides[2])))
+
+
 MIN_PROCESSES = 3  # fresh processes per side before a comparison may name a winner
 # a look of duets (harness/duet.py) measures at least this many: the duets' look spends the 1% the
 # first look leaves, on Student's t over the duets, which with 3 of them (2 degrees of freedom) is
@@ -526,11 +551,16 @@ def decide(c: Comparison, threshold: float = TIE_THRESHOLD, noisy_bound: float =
     if not (0 <= threshold < 1 and noisy_bound >= 0):
         raise ValueError(f"threshold {threshold} must be in [0, 1) and noisy_bound {noisy_bound} >= 0")
     noisy_bound = max(noisy_bound, threshold)  # a tie band wider than the noise bound widens it
-    if c.ci_low >= 1.0 / (1.0 + threshold) and c.ci_high <= 1.0 + threshold:
+    if within_band(c, threshold):
         return "tie"
     if c.ci_low <= 1.0 <= c.ci_high:
         return "tie" if tie_bound(c) <= noisy_bound else "noisy"
     return "lower" if c.ci_high < 1.0 else "higher"
+
+
+def within_band(c: Comparison, threshold: float = TIE_THRESHOLD) -> bool:
+    """The CI lies within [1/(1+threshold), 1+threshold]: any difference is under the threshold."""
+    return c.ci_low >= 1.0 / (1.0 + threshold) and c.ci_high <= 1.0 + threshold
 
 
 def tie_bound(c: Comparison) -> float:

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stackwars.cli import app
+from stackwars.report import verdict as vd
 from stackwars.records import ROW_KEYS
 
 runner = CliRunner()
@@ -118,7 +119,7 @@ def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
             assert (v["best_torch"], v["best_jax"]) == ("torch-eager", "jax-jit")
         if v["processes"] >= 2:
             assert v["ci_low"] <= v["ratio"] <= v["ci_high"]
-        assert v["verdict"] in ("JAX faster", "PyTorch faster", "tie", "cannot say")
+        assert v["verdict"] in vd.VERDICTS
         assert v["machine"] == cells[0]["machine"] and "CPUs" in v["machine"]
 
     shown = subprocess.run([sys.executable, "-m", "stackwars", "show", "--db", str(db)], capture_output=True,

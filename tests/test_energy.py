@@ -356,4 +356,4 @@ def test_the_same_energy_on_both_sides_is_a_tie(tmp_path):
     cells += [_with_energy(_cell("jax-jit", 1.0, p, seed=1), 0.010 * (1 - 0.01 * (p - 1))) for p in range(3)]
     _, found = _store(tmp_path / "aa.db", cells)
     (v,) = vd.verdicts(found)
-    assert v["energy_verdict"] == "tie" and v["energy_ci_low"] < 1.0 < v["energy_ci_high"]
+    assert v["energy_verdict"] in ("same energy", "no difference found") and v["energy_ci_low"] < 1.0 < v["energy_ci_high"]

@@ -52,7 +52,7 @@ def verdict(
                                                              "cell in several, the latest run's processes count"),
     format: str = typer.Option("table", "--format", "-f", help="table, markdown or json"),
     threshold: float = typer.Option(stats.TIE_THRESHOLD, "--threshold",
-                                    help="a ratio whose whole CI (at the level its look spent) lies within 1/(1+t)..1+t is a tie"),
+                                    help="a ratio whose whole CI (at the level its look spent) lies within 1/(1+t)..1+t is the same speed"),
     aa: bool = typer.Option(False, "--aa", help="self-check instead: the same program set against itself, from the "
                                                "runs' self-duets where `run --aa` measured them (two instances "
                                                "alternating in one process), else each cell's processes split into "
@@ -75,7 +75,7 @@ def verdict(
 ) -> None:
     """JAX or PyTorch: per workload x preset x phase x dtype x device and machine, the best
     PyTorch backend against the best JAX backend, the ratio with its CI over processes (95%, or
-    the level its look spent where the run added processes while undecided), and a verdict (JAX faster, PyTorch faster, tie, cannot say) with its reason."""
+    the level its look spent where the run added processes while undecided), and a verdict (JAX faster, PyTorch faster, same speed, no difference found, cannot say) with its reason."""
     if format not in FORMATS:
         raise SpecError(f"unknown format {format!r}; allowed: {', '.join(FORMATS)}")
     number(threshold, "--threshold", low=0, high=0.5, low_inclusive=True)
@@ -181,7 +181,8 @@ def _self_check(found: list[dict[str, Any]], ids: list[str], threshold: float, f
     paired = checks[0].get("design") == "paired (self-duets)"
     how = ("self-duets: two instances of a cell alternating in one process, read as a verdict reads its duets"
            if paired else "even against odd rounds")
-    summary = (f"{len(checks)} same-program comparisons ({how}): {counts['tie']} tie, {false} false "
+    summary = (f"{len(checks)} same-program comparisons ({how}): {counts['tie']} found no difference (same speed "
+               f"or no difference found), {false} false "
                f"verdict(s) ({false / len(checks):.1%}), {counts['noisy']} too wide to decide")
     if format == "json":
         outputs.emit(json.dumps({"runs": ids, "threshold": threshold, "summary": summary, "counts": counts,

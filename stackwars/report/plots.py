@@ -183,7 +183,8 @@ def sensitivity(rows) -> bytes | None:
     if not rows or not knobs:
         return None
     plt = plt_agg()
-    colour = {"JAX faster": "#9ecae1", "PyTorch faster": "#fc9272", "tie": "#a1d99b", "cannot say": "#fdd0a2"}
+    colour = {"JAX faster": "#9ecae1", "PyTorch faster": "#fc9272", "same speed": "#a1d99b",
+              "no difference found": "#d9f0a3", "cannot say": "#fdd0a2"}
     fig, ax = plt.subplots(figsize=(2.2 + 1.25 * (len(knobs) + 1), 0.9 + 0.45 * len(rows)))
     columns = ["stored", *knobs]
     for i, r in enumerate(rows):

@@ -298,12 +298,13 @@ def scaling_tables(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequenc
     return _with_findings(parts, notes)
 
 
-SENSITIVITY_STYLE = {"JAX faster": "bold cyan", "PyTorch faster": "bold magenta", "tie": "green",
-                     "cannot say": "yellow"}
+SENSITIVITY_STYLE = {"JAX faster": "bold cyan", "PyTorch faster": "bold magenta", "same speed": "green",
+                     "no difference found": "green", "cannot say": "yellow"}
 
 
 def sensitivity_cell(k: Mapping[str, Any]) -> str:
-    """One row x knob: 'flips: 1.04 tie (+19%)', 'stands: 0.81 JAX faster (-3%)', 'not here'."""
+    """One row x knob: 'flips: 1.20 PyTorch faster (+19%)', 'stands: 0.81 JAX faster (-3%)', 'not here';
+    the change in brackets is the knob's move of the ratio (sensitivity.change)."""
     if k["outcome"] == "not here":
         return "not here"
     if k.get("ratio") is None:

@@ -42,9 +42,29 @@ from stackwars.report import format as fmt
 from stackwars.report import gate, tables
 
 FRAMEWORKS = (("torch", "PyTorch"), ("jax", "JAX"))
-VERDICTS = ("JAX faster", "PyTorch faster", "tie", "cannot say")
-DECISION = {"lower": "JAX faster", "higher": "PyTorch faster", "tie": "tie", "noisy": "cannot say"}
-ENERGY_DECISION = {"lower": "JAX uses less", "higher": "PyTorch uses less", "tie": "tie", "noisy": "cannot say"}
+# stats.decide's "tie" is two findings, never one word: the CI lies within the tie band (the two
+# run at the same speed, within ±5%), or it only holds 1 (no difference was found, and the CI
+# still allows one of up to ±20%); a reader takes "tie" for the first
+SAME, NO_DIFFERENCE = "same speed", "no difference found"
+VERDICTS = ("JAX faster", "PyTorch faster", SAME, NO_DIFFERENCE, "cannot say")
+DECISION = {"lower": "JAX faster", "higher": "PyTorch faster", "noisy": "cannot say"}
+ENERGY_DECISION = {"lower": "JAX uses less", "higher": "PyTorch uses less", "noisy": "cannot say"}
+SAME_ENERGY = "same energy"
+
+
+def word(decision: str, c: stats.Comparison, threshold: float = stats.TIE_THRESHOLD, energy: bool = False) -> str:
+    """The verdict a decision reads as: "same speed" only where the CI lies within the tie band,
+    "no difference found" where it holds 1 and reaches past it (the one rule: stats.decide)."""
+    if decision == "tie":
+        if stats.within_band(c, threshold):
+            return SAME_ENERGY if energy else SAME
+        return NO_DIFFERENCE
+    return (ENERGY_DECISION if energy else DECISION)[decision]
+
+
+def tied(verdict: str | None) -> bool:
+    """Whether a verdict says the two sides do not differ (either finding of stats.decide's tie)."""
+    return verdict in (SAME, NO_DIFFERENCE, SAME_ENERGY)
 
 
 def cell_id(row: Mapping[str, Any]) -> str:
@@ -231,8 +251,8 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
             c, decision, verdict, reason, tag = _decide(row, best, combined, threshold,
                                                         _paired(row, duets), min_processes)
             verdict, reason, tag = _gates(row, c, decision, verdict, reason, tag, min_processes)
-            if verdict == "tie":
-                row["tie_within"] = stats.tie_bound(c)
+            if tied(verdict):
+                row["tie_within"], row["tie_threshold"] = stats.tie_bound(c), threshold
             _beside_decided(row, best, c, threshold, min_processes)
             row.update(verdict=verdict, reason=reason, reason_tag=tag)
             _said_no_top_up(row)
@@ -416,7 +436,7 @@ def _decide(row: dict[str, Any], best: Mapping[str, Any], combined: Sequence[Map
     if looks > 1:
         reason += (f" (look {look + 1} of at most {looks}: a run that adds processes until its verdict decides "
                    f"spends {stats.VERDICT_ALPHA:.0%} over its looks)")
-    return c, decision, DECISION[decision], reason, "noisy" if decision == "noisy" else None
+    return c, decision, word(decision, c, threshold), reason, "noisy" if decision == "noisy" else None
 
 
 # the duets' ratio must lie within the cells' own interval at this level (each side in processes of
@@ -451,7 +471,7 @@ def _decide_paired(row: dict[str, Any], paired: Mapping[str, Any], threshold: fl
             f"each side in processes of its own: the two programs did not run together as they run alone (two "
             f"runtimes in one process share its threads and memory), so the duets cannot decide" + how), \
             "paired disagrees"
-    return c, decision, DECISION[decision], _reason(decision, c, threshold, confidence) + how, \
+    return c, decision, word(decision, c, threshold), _reason(decision, c, threshold, confidence) + how, \
         "noisy" if decision == "noisy" else None
 
 
@@ -469,20 +489,20 @@ def _gates(row: dict[str, Any], c: stats.Comparison, decision: str, verdict: str
             + f"; a verdict needs {min_processes} clean ones a side (run --processes "
               f"{max(min_processes, row['processes'] + excluded + 1)}): fewer understate the spread "
               f"between launches"
-            + (f"; it would read: {DECISION[decision]} ({reason})" if decision != "noisy" else "")), \
+            + (f"; it would read: {word(decision, c)} ({reason})" if decision != "noisy" else "")), \
             "busy machine" if excluded else "too few processes"
     if row["timing"].startswith("unlike"):
         return "cannot say", (
             f"the two sides were not timed alike: PyTorch's processes in {' and '.join(modes_of['torch'])}, "
             f"JAX's in {' and '.join(modes_of['jax'])} mode (latency: one call a sync; throughput: blocks "
             f"of back-to-back calls); measure them again in one run (its --timing applies to every cell)"
-            f"; it would read: {DECISION[decision]} ({reason})"), "unlike timing"
+            f"; it would read: {word(decision, c)} ({reason})"), "unlike timing"
     if shadows:
         return "cannot say", (
             "; ".join(f"{x['backend']} was measured only while the machine was busy ({x['why']}) and its "
                       f"fastest process, {fmt.seconds(x['fastest_busy_s'])}, beat the side's best"
                       for x in shadows)
-            + f"; it would read without it: {DECISION[decision]} ({reason})"), "busy machine"
+            + f"; it would read without it: {word(decision, c)} ({reason})"), "busy machine"
     return verdict, reason, tag
 
 
@@ -563,7 +583,7 @@ def energy(torch_best: Mapping[str, Any], jax_best: Mapping[str, Any], confidenc
         return out
     c = stats.compare([[e] for e in et], [[e] for e in ej], confidence)
     out.update(energy_ratio=c.ratio, energy_ci_low=c.ci_low, energy_ci_high=c.ci_high,
-               energy_verdict=ENERGY_DECISION[stats.decide(c)])
+               energy_verdict=word(stats.decide(c), c, energy=True))
     return out
 
 
@@ -756,9 +776,10 @@ def _reason(decision: str, c: stats.Comparison, threshold: float, confidence: fl
         return (f"{ci} holds 1 but allows a difference of {stats.tie_bound(c):.0%} (more than "
                 f"{stats.NOISY_BOUND:.0%}): too wide to decide (noisy); measure more processes")
     if decision == "tie":
-        if c.ci_low <= 1 <= c.ci_high:
-            return f"{ci} holds 1: any difference is within {stats.tie_bound(c):.0%}"
-        return f"{ci} lies within the ±{threshold:.0%} tie threshold"
+        if stats.within_band(c, threshold):
+            return f"{ci} lies within the ±{threshold:.0%} tie band: the same speed"
+        return (f"{ci} holds 1 but reaches past the ±{threshold:.0%} tie band: no difference found, and none "
+                f"larger than {stats.tie_bound(c):.0%} either way")
     faster = 1 / c.ratio if decision == "lower" else c.ratio
     return f"{ci}; {faster:.2f}x"
 
@@ -766,15 +787,17 @@ def _reason(decision: str, c: stats.Comparison, threshold: float, confidence: fl
 # ---- presentation ----------------------------------------------------------------------------
 COLUMNS = ("workload", "best PyTorch", "best JAX", "JAX/PyTorch (CI)", "verdict", "procs · timing", "compile pays "
            "(PyTorch / JAX)", "memory JAX/PyTorch", "parity (PyTorch / JAX)", "why", "energy JAX/PyTorch (CI)")
-STYLE = {"JAX faster": "bold cyan", "PyTorch faster": "bold magenta", "tie": "green", "cannot say": "yellow"}
+STYLE = {"JAX faster": "bold cyan", "PyTorch faster": "bold magenta", SAME: "green", NO_DIFFERENCE: "green",
+         "cannot say": "yellow"}
 LEGEND = ("every figure from clean processes only: a process is busy, and decides nothing, when others took over "
           "{c:.0%} of its CPUs or the machine's canary read off its run's by more than its noise (at least {f:.0%}); "
           "best: the fastest backend of the framework whose cells ran ok and passed parity (time: mean of the "
           "per-process medians); JAX/PyTorch < 1: JAX faster; CI from a hierarchical bootstrap over processes "
           "and their samples, its width Student's t on the process medians (Welch), at 95% where the run adds no "
           "processes, else at the level its look may spend ({a:.0%} over all looks: {a0:.0%} at the planned "
-          "processes, the rest spent by the top-ups on a group-sequential boundary); tie (±x: the largest difference "
-          "the CI allows): the CI lies within ±{t:.0%}, or holds 1 within ±{n:.0%}; cannot say: fewer than {p} clean "
+          "processes, the rest spent by the top-ups on a group-sequential boundary); same speed: the CI lies within "
+          "±{t:.0%}; no difference found (±x: the largest difference the CI allows): the CI holds 1 and reaches "
+          "past ±{t:.0%}, within ±{n:.0%}; cannot say: fewer than {p} clean "
           "processes a side (busy machine: busy ones left too few, or a backend measured only while busy might be a "
           "side's best), a CI too wide, a side with nothing that ran and passed, two sides timed unlike, a paired "
           "ratio outside the cells' own 95% interval (paired disagrees), or (on CUDA) "
@@ -830,14 +853,22 @@ def cells(r: Mapping[str, Any]) -> list[str]:
         "" if r.get("memory_differs") else " (no difference here)" if r.get("memory_differs") is False else " (?)")
     parity = " / ".join(fmt.DASH if r.get(f"{fw}_one_sided") else _parity_text(r.get(f"{fw}_parity"))
                         for fw, _ in FRAMEWORKS)
-    verdict = r["verdict"] + (f" ({r['reason_tag']})" if r.get("reason_tag") else
-                              f" (±{r['tie_within']:.0%})" if r.get("tie_within") is not None else "")
+    verdict = r["verdict"] + (f" ({r['reason_tag']})" if r.get("reason_tag") else tie_text(r))
     procs = (str(r["processes"]) + (f" ({r['processes_busy']} busy left out)" if r.get("processes_busy") else "")
              + (f" · {r['timing']}" if r.get("timing") else "")
              + (f" · paired ({r['duets']['clean']} duets)" if r.get("design") == "paired" else ""))
     return [title(r), _side(r, "torch"), _side(r, "jax"), ratio, verdict, procs,
             " / ".join(fmt.DASH if r.get(f"{fw}_one_sided") else _pays_text(r[f"{fw}_pays"]) for fw, _ in FRAMEWORKS),
             mem, parity, r.get("why") or fmt.DASH, energy_text(r)]
+
+
+def tie_text(r: Mapping[str, Any]) -> str:
+    """" (within ±5%)" beside "same speed"; " (the CI allows ±8%)" beside "no difference found"."""
+    if r.get("verdict") == SAME:
+        return f" (within ±{r.get('tie_threshold', stats.TIE_THRESHOLD):.0%})"
+    if r.get("verdict") == NO_DIFFERENCE and r.get("tie_within") is not None:
+        return f" (the CI allows ±{r['tie_within']:.0%})"
+    return ""
 
 
 def energy_text(r: Mapping[str, Any]) -> str:
@@ -1019,7 +1050,8 @@ def forest_png(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_T
 
     from stackwars.report.plots import plt_agg, to_png
     plt = plt_agg()
-    colour = {"JAX faster": "tab:blue", "PyTorch faster": "tab:red", "tie": "tab:green", "cannot say": "tab:gray"}
+    colour = {"JAX faster": "tab:blue", "PyTorch faster": "tab:red", SAME: "tab:green", NO_DIFFERENCE: "tab:olive",
+              "cannot say": "tab:gray"}
     fig, ax = plt.subplots(figsize=(11, 1.6 + 0.32 * (len(shown) + len(apart))))
     ax.axvspan(1 / (1 + threshold), 1 + threshold, color="tab:green", alpha=0.12, lw=0,
                label=f"tie band (±{threshold:.0%})")

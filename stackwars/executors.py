@@ -131,6 +131,7 @@ class Executor:
         if self.local:
             return tmp.mkdtemp(kind)
         if self.shared_dir:
+            os.makedirs(self.shared_dir, exist_ok=True)  # made when a run first needs it, never by a refused command
             return tempfile.mkdtemp(prefix=f"{tmp.PREFIX}{kind}-{os.getpid()}-", dir=self.shared_dir)
         return None
 

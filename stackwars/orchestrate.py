@@ -34,11 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from stackwars import runner
+from stackwars.errors import SpecError
 from stackwars.executors import Executor
 from stackwars.harness import env as envmod
 from stackwars.records import CellSpec, MeasureConfig, Measurement
 from stackwars.store.lock import RunLock
-from stackwars.store.results import Store, StoreWriteError, add_duet, duet_rows, rows, store_pending
+from stackwars.store.results import (Store, StoreWriteError, add_duet, duet_rows, pending_paths, rows,
+                                     store_pending)
 
 
 @dataclass
@@ -127,7 +129,9 @@ def spent(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "device_hours": {d: s / 3600 for d, s in by_device.items()},
             "energy_windows": len(windows),
             "energy_windows_j": sum(r["energy_power_w"] * r["energy_window_s"] for r in windows) if windows else None,
-            "energy_windows_s": sum(r["energy_window_s"] for r in windows) if windows else None}
+            "energy_windows_s": sum(r["energy_window_s"] for r in windows) if windows else None,
+            # what the records say of why none was measured: --no-energy, no counter, a voided window
+            "energy_why": sorted({str(r["energy_why"]) for r in rows if r.get("energy_why")})}
 
 
 def spent_text(s: Mapping[str, Any]) -> str:
@@ -137,7 +141,8 @@ def spent_text(s: Mapping[str, Any]) -> str:
         text += (f"; energy measured in {s['energy_windows']} window(s) of {s['energy_windows_s']:.1f} s in all: "
                  f"{s['energy_windows_j']:.3g} J")
     else:
-        text += "; no energy measured (no counter on this device: the records say why)"
+        why = s.get("energy_why") or ["the records do not say why"]
+        text += f"; no energy measured ({'; '.join(why[:2])}{'; ...' if len(why) > 2 else ''})"
     return text
 
 
@@ -200,6 +205,10 @@ class Run:
                     f"{config.timeout_s:g} s)")
             config = dataclasses.replace(config, timeout_s=timeout_s)
             runner.validate_config(config)
+        if not store.missing(run_id) and not any(p.is_file() for p in pending_paths(store.path, run_id)):
+            # a command with nothing to do writes nothing: no session, no look
+            raise SpecError(f"run {run_id} has no cell left to measure ({len(info.plan)} of {len(info.plan)} "
+                            f"stored): nothing to resume; `stackwars show {run_id}` prints it")
         env = envmod.fingerprint(config.threads, probe)
         runner.check_resumable(info.env, env)
         executor.check(store.missing(run_id))  # before the session is written (Ray: the cluster reached)
@@ -332,7 +341,7 @@ class Run:
                     hooks.on_note(f"{len(wanted) + len(pairs)} verdict cell(s) or pair(s) that could not decide: a "
                                   f"look of {len(extra)} more process(es) and {sum(pairs.values())} duet(s) would take "
                                   f"about {expected:.0f} s, more than the {max(0.0, self.budget.left()):.0f} s left of "
-                                  f"--budget {self.budget.seconds:g} s; stopped undecided")
+                                  f"the run's budget of {self.budget.seconds:.0f} s; stopped undecided")
                     break
                 hooks.on_note(f"{len(wanted)} cell(s) of verdicts that could not decide (busy machine or a wide "
                               f"CI): {len(extra)} more process(es)"

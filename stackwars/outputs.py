@@ -92,11 +92,33 @@ def is_database(path: Path) -> bool:
         return False
 
 
+COMPANIONS = ("-wal", "-shm", "-journal")  # SQLite's files beside a database: they may hold its only copy of data
+
+
+def database_of(target: Path) -> Path | None:
+    """The SQLite database ``target`` belongs to as a companion (its write-ahead log, shared
+    memory or journal, or a run's lock ``DB.RUN.lock``), where that database exists; else None."""
+    name = target.name
+    bases = [name[:-len(s)] for s in COMPANIONS if name.endswith(s)]
+    if name.endswith(".lock") and name.count(".") >= 2:
+        bases.append(name[:-len(".lock")].rsplit(".", 1)[0])
+    for base in bases:
+        db = target.with_name(base)
+        if base and db.is_file() and is_database(db):
+            return db
+    return None
+
+
 def refuse_database(target: Path, path: Path, flag: str, error: type[StackwarsError] = SpecError) -> None:
     if target.is_file() and is_database(target):
         link = f" (a link to {target})" if Path(path).expanduser().is_symlink() else ""
         raise error(f"{flag} {path}{link} is a SQLite database; an output never replaces one: give another "
                         f"file name")
+    owner = database_of(target)
+    if owner is not None:
+        raise error(f"{flag} {path} is beside the SQLite database {owner} under the name of one of its own files "
+                    f"(its write-ahead log, shared memory, journal or a run's lock), which may hold data not yet "
+                    f"in the database; an output never replaces one: give another file name")
 
 
 def try_write_in(directory: Path, what: str, verb: str = "write") -> None:

@@ -164,6 +164,17 @@ _files: dict[str, types.ModuleType] = {}
 
 
 FILE_IMPORT_TIMEOUT_S = 120.0  # a model file's import, tried in a worker first
+_import_limit_s: float | None = None  # the command's --timeout, where it gave one: it bounds every wait
+
+
+def bound_waits(seconds: float | None) -> None:
+    """The command's --timeout: a model file's import check waits no longer than it either."""
+    global _import_limit_s
+    _import_limit_s = seconds
+
+
+def _import_timeout_s() -> float:
+    return FILE_IMPORT_TIMEOUT_S if _import_limit_s is None else min(FILE_IMPORT_TIMEOUT_S, _import_limit_s)
 
 
 def import_task(path: str) -> dict:
@@ -186,9 +197,9 @@ def _check_import(path: str, path_text: str) -> None:
     from stackwars.harness.isolation import run_task
 
     o = run_task({"target": "stackwars.registry:import_task", "kwargs": {"path": path},
-                  "process": {"device": "cpu"}}, FILE_IMPORT_TIMEOUT_S)
+                  "process": {"device": "cpu"}}, _import_timeout_s())
     if o.status == "timeout":
-        raise SpecError(f"{path_text}: importing it did not finish within {FILE_IMPORT_TIMEOUT_S:g} s (tried in a "
+        raise SpecError(f"{path_text}: importing it did not finish within {_import_timeout_s():g} s (tried in a "
                         f"worker, killed then): a loop or a wait at import? A model file should define its Model "
                         f"and return; build models inside its factories")
 
@@ -206,6 +217,20 @@ def load_file(path_text: str) -> types.ModuleType:
         return _files[path]
     if not os.path.isfile(path):
         raise SpecError(f"{path_text}: no such file")
+    try:
+        with open(path, "rb") as f:
+            source = f.read()
+    except OSError as exc:
+        raise SpecError(f"{path_text}: cannot be read ({exc.strerror or exc})") from None
+    nul = source.find(b"\0")
+    if nul >= 0:
+        raise SpecError(f"{path_text}: not Python source: it holds binary bytes (a NUL at byte {nul}); give the "
+                        f".py file that defines the Model")
+    try:
+        source.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path_text}: not Python source: byte {exc.start} is not UTF-8 text; give the .py file "
+                        f"that defines the Model") from None
     digest = hashlib.sha256(path.encode()).hexdigest()[:10]
     module_name = f"stackwars_user_{os.path.splitext(os.path.basename(path))[0]}_{digest}".replace("-", "_")
     spec = importlib.util.spec_from_file_location(module_name, path)
@@ -222,7 +247,8 @@ def load_file(path_text: str) -> types.ModuleType:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         sys.modules.pop(module_name, None)
-        raise SpecError(f"{path_text}, line {exc.lineno}: syntax error: {exc.msg}") from None
+        where = f", line {exc.lineno}" if exc.lineno else ""
+        raise SpecError(f"{path_text}{where}: syntax error: {exc.msg}") from None
     except SpecError as exc:
         sys.modules.pop(module_name, None)
         raise SpecError(f"{path_text}: {exc}") from None

@@ -10,13 +10,14 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import typer
 from rich.console import Console
 
 from stackwars.errors import SpecError, StackwarsError
 from stackwars.harness import tmp
+from stackwars import outputs
 from stackwars.outputs import try_write_in
 from stackwars.parse import check_environment, unique
 
@@ -36,6 +37,9 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+INTERNAL_ENV = ("STACKWARS_PROGRESS_FILE", "STACKWARS_PARENT_PID")  # set by a parent for its workers only
+
+
 def command(fn: Callable) -> Callable:
     """Bad input (SpecError and friends) -> a clear message on stderr and exit code 2.
     Before the command runs, temporary directories left by stackwars processes that died
@@ -45,6 +49,10 @@ def command(fn: Callable) -> Callable:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        # the channel from a worker to its parent is the tool's own: a command never writes progress
+        # into a file its caller's environment names (its workers get a file of their parent's making)
+        for name in INTERNAL_ENV:
+            os.environ.pop(name, None)
         tmp.sweep()
         for console in (out, err):  # full width into files and pipes: nothing cut to '23…'
             console.width = _width(console)
@@ -55,6 +63,9 @@ def command(fn: Callable) -> Callable:
                     unique(value, _flag(name))
             if kwargs.get("timeout") is not None:  # every command's --timeout: a finite, positive time
                 number(kwargs["timeout"], "--timeout", low=0, why=" (seconds)")
+            from stackwars import registry
+
+            registry.bound_waits(kwargs.get("timeout"))  # a model file's import check included
             device = kwargs.get("device")  # every command that takes --device: can this machine do it?
             for d in (device if isinstance(device, list) else [device] if device else []):
                 check_device(d)
@@ -200,13 +211,23 @@ def backend_names(names: Iterable[str] | None) -> list[str] | None:
     return [registry.canonical_backend(n) for n in names]
 
 
-def writable_dir(path: Path, flag: str) -> Path:
+def writable_dir(path: Path, flag: str, dirs: Sequence[str] = (), files: Sequence[str] = ()) -> Path:
     """An output directory that exists and can be written, or can be created: checked by
-    trying in the nearest existing ancestor, creating nothing."""
+    trying in the nearest existing ancestor, creating nothing. ``dirs`` and ``files``: the parts
+    the command writes inside it (``figures``, ``report.html``), each checked to be of its kind
+    where it exists already, so that a file where a folder belongs is refused before any work,
+    not met half-way through the writing."""
     path = path.expanduser()
     if path.exists():
         if not path.is_dir():
             raise SpecError(f"{flag} {path} exists and is not a directory")
+        for part in dirs:
+            inside = path / part
+            if (inside.exists() or inside.is_symlink()) and not inside.is_dir():
+                raise SpecError(f"{flag} {path}: {inside} is in the way, not a directory; the command writes its "
+                                f"{part}/ there: move it, or give another {flag}")
+        for part in files:
+            outputs.check(path / part, flag)
         try_write_in(path, f"{flag} {path}")
         return path
     ancestor = path.resolve().parent
@@ -292,8 +313,8 @@ def make_executor(name: str, gpus: str | None, ray_address: str | None, shared_d
                                    executors.visible_gpus() if name == "gpu-pool" else None), available_cpus(),
                             address=ray_address, shared_dir=str(shared_dir) if shared_dir else None,
                             timeout_s=timeout_s, partition=slurm_partition, max_jobs=max_jobs)
-    if shared_dir is not None:  # the request is valid: the folder may be made
-        shared_dir.mkdir(parents=True, exist_ok=True)
+    # the folder is made when a run first needs it (Executor.scratch, Submitit.run): a command refused
+    # after this point (an unreachable Ray, a plan that does not validate) leaves nothing behind
     return placer
 
 

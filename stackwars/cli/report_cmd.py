@@ -30,7 +30,7 @@ def report(
     the profiles (their traces copied to traces/ beside the page) and memory anatomy."""
     from stackwars.report import build, page
 
-    writable_dir(out_dir, "--out")
+    writable_dir(out_dir, "--out", dirs=("figures", "traces"))
     for d in ir or ():
         if not (d / "summary.json").is_file():
             raise SpecError(f"--ir {d}: no summary.json there; give a directory written by `stackwars ir ... --out`")

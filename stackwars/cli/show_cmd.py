@@ -36,7 +36,8 @@ def show(
         raise SpecError("--profile prints table, markdown or json (its top-kernel lists do not fit a CSV)")
     path = check_db(db, create=False)
     with Store(path, create=False) as store:
-        run_id = run_id or store.latest_run_id() or store.latest_run_id(kind=None)
+        # an id given empty is an id given (Store.run refuses it), never the latest run nobody named
+        run_id = run_id if run_id is not None else store.latest_run_id() or store.latest_run_id(kind=None)
         if run_id is None:
             raise SpecError(f"no runs stored in {store.path}")
         info = store.run(run_id)

@@ -81,6 +81,9 @@ def verdict(
     number(threshold, "--threshold", low=0, high=0.5, low_inclusive=True)
     if knob and not sensitivity:
         raise SpecError("--knob chooses the knobs of --sensitivity; give --sensitivity too")
+    if aa and sensitivity:
+        raise SpecError("--aa (the same program against itself) and --sensitivity (each row with a knob changed) are "
+                        "two checks of their own; give one of them")
     if budget is not None:
         if not sensitivity:
             raise SpecError("--budget limits the knobs of --sensitivity; give --sensitivity too")

@@ -276,6 +276,11 @@ class Child:
     def __init__(self, server: "Server", pid: int):
         self.server, self.pid, self.returncode = server, pid, None
 
+    @property
+    def orphaned(self) -> str | None:
+        """Why its server could not report how it ended ("ended", "was stopped"), or None."""
+        return self.server.orphaned.get(self.pid)
+
     def poll(self) -> int | None:
         if self.returncode is None:
             self.returncode = self.server.exit_code(self.pid)
@@ -307,6 +312,7 @@ class Server:
         self.error: str | None = None
         self._cond = threading.Condition()
         self._exits: dict[int, int] = {}
+        self.orphaned: dict[int, str] = {}  # a child whose end the server could not report: why not
         self._started: dict[int, int] = {}
         self._next = 0
         self._eof = False
@@ -382,19 +388,27 @@ class Server:
         return Child(self, pid) if pid is not None else None
 
     def exit_code(self, pid: int) -> int | None:
+        import psutil
+
         with self._cond:
             if pid in self._exits:
                 return self._exits.pop(pid)
-            if not self._eof:
+            gone = self._eof
+        stopped = False
+        if not gone:
+            try:  # a server stopped from outside (SIGSTOP) reaps and reports nothing until it is continued
+                stopped = psutil.Process(self.proc.pid).status() == psutil.STATUS_STOPPED
+            except psutil.NoSuchProcess:
+                return None  # it ended: its end of file comes next
+            if not stopped:
                 return None
-        # the server is gone, so nobody reports this child: it is done once it no longer runs
-        import psutil
-
+        # nobody reports this child: it is done once it no longer runs, how it ended unknown
         try:
             if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
                 return None
         except psutil.NoSuchProcess:
             pass
+        self.orphaned[pid] = "was stopped" if stopped else "ended"
         return -signal.SIGKILL
 
     def close(self) -> None:

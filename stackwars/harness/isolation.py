@@ -202,8 +202,12 @@ def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | N
                 result = json.load(f)
             return Outcome(result.get("status", "ok"), result, result.get("error"), wall, peak or None, stage[0])
         code = proc.returncode
+        orphaned = getattr(proc, "orphaned", None)
         how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
         hint = " (SIGKILL without a watchdog kill: possibly the kernel's OOM killer)" if code == -9 else ""
+        if orphaned:  # a status names what happened, not a guess
+            how, hint = (f"an unknown status: its fork server {orphaned} while the worker ran (a signal from "
+                         f"outside?), so nothing reported how the worker ended"), ""
         during = f" during the {stage[0]}" if stage[0] else ""
         return Outcome("error", None, f"worker died without a result{during}: {how}{hint}\n\n--- worker output "
                                       f"(tail) ---\n{tail}", wall, peak or None, stage[0])

@@ -52,15 +52,13 @@ def check_db(option: str | os.PathLike | None = None, create: bool = True, flag:
     path = db_path(option)
     what = f"{_where(option, flag)} {path}"
     if path.exists():
-        if path.is_dir():
-            raise SpecError(f"{what} is a directory; give a database file name")
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise SpecError(f"{what} is not a regular file (a device or a FIFO cannot hold a database); give a "
-                            f"database file name")
+        why = not_a_database_file(path)
+        if why:
+            raise SpecError(f"{what} {why}; give a database file name")
         try:
             conn = open_read_only(path)
             try:
-                conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
+                tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
                 foreign = db.foreign_tables(conn)
                 current = db.version(conn)
             finally:
@@ -70,6 +68,9 @@ def check_db(option: str | os.PathLike | None = None, create: bool = True, flag:
         if foreign:
             raise SpecError(f"{what} is an SQLite file of another application (tables: "
                             f"{', '.join(sorted(foreign)[:5])}); give another {flag}")
+        if not create and "runs" not in tables:
+            raise SpecError(f"{what} holds no stackwars results (an empty file); point {flag} / STACKWARS_DB at a "
+                            f"database `stackwars run` wrote")
         if current > db.LATEST:
             raise SpecError(f"{what} has schema version {current}, newer than this stackwars understands "
                             f"({db.LATEST}); upgrade stackwars to use it")
@@ -84,6 +85,27 @@ def check_db(option: str | os.PathLike | None = None, create: bool = True, flag:
         raise SpecError(f"{what}: directory {parent} does not exist")
     try_write_in(parent, what, "create a database")
     return path
+
+
+def not_a_database_file(path: Path) -> str | None:
+    """Why an existing path cannot hold a database, or None: a directory, a device, a FIFO or a
+    socket (opening it may block or destroy it), or a pseudo-file of /proc or /sys (it reports no
+    size but reads text). Checked before any database is opened (check_db, Store)."""
+    mode = os.stat(path).st_mode
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else \
+            "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+        return f"is not a regular file (it is {kind}: a device or a FIFO cannot hold a database)"
+    if os.stat(path).st_size == 0:
+        try:
+            with open(path, "rb") as f:
+                if f.read(1):
+                    return "is a pseudo-file (it reports no size but reads text, as /proc's and /sys's do)"
+        except OSError as exc:
+            return f"cannot be read ({exc.strerror or exc})"
+    return None
 
 
 def open_read_only(path: Path) -> sqlite3.Connection:
@@ -288,8 +310,9 @@ class Store:
         if not create and not self.path.exists():
             raise SpecError(f"no results database at {self.path}; run `stackwars run ...` first, "
                             f"or point --db / STACKWARS_DB at an existing one")
-        if self.path.is_dir():
-            raise SpecError(f"results database {self.path} is a directory; give a database file name")
+        why = not_a_database_file(self.path) if self.path.exists() else None
+        if why:
+            raise SpecError(f"results database {self.path} {why}; give a database file name")
         try:
             with new_database(self.path):  # one that could not be created leaves nothing behind
                 self.conn = db.connect(self.path, timeout=1.0)  # waits on locks are ours (_write): told, bounded
@@ -531,6 +554,8 @@ class Store:
         return ids[-1] if ids else None
 
     def run(self, run_id: str) -> RunInfo:
+        if not str(run_id).strip():
+            raise SpecError(f"the run id is empty; give one (`stackwars runs --db {self.path}` lists them)")
         row = self.conn.execute("SELECT run_id, created_at, kind, command, config_json FROM runs WHERE run_id = ?",
                                 (run_id,)).fetchone()
         if row is None:
@@ -688,26 +713,30 @@ def check_source(src: sqlite3.Connection, source: Path) -> list[tuple]:
 # ---- cells the database could not take -----------------------------------------------------------
 def pending_paths(db: Path, run_id: str) -> list[Path]:
     """Where a run keeps cells its database refused: beside the database, else (its directory
-    not writable) in the temporary directory, named after the database and the run."""
+    not writable) in this user's own folder of the temporary directory (lock.private_dir), named
+    after the database and the run; written as the tool's own file (lock.open_own)."""
     import hashlib
+
+    from stackwars.store.lock import private_dir
 
     db = Path(db)
     digest = hashlib.sha256(str(db.resolve()).encode()).hexdigest()[:12]
-    return [db.with_name(f"{db.name}.{run_id}.pending.jsonl"),
-            Path(tempfile.gettempdir()) / f"stackwars-{digest}-{run_id}.pending.jsonl"]
+    return [db.with_name(f"{db.name}.{run_id}.pending.jsonl"), private_dir() / f"{digest}-{run_id}.pending.jsonl"]
 
 
 def keep_pending(db: Path, run_id: str, m: Measurement) -> Path | None:
     """Append the cell to the run's pending file (one JSON line, flushed to disk); the first
     place that takes it, or None if none did."""
+    from stackwars.store.lock import open_own
+
     for path in pending_paths(db, run_id):
         try:
-            with open(path, "a") as f:
+            with os.fdopen(open_own(path, append=True, what="the run's pending file"), "a") as f:
                 f.write(m.to_json() + "\n")
                 f.flush()
                 os.fsync(f.fileno())
             return path
-        except OSError:
+        except (OSError, SpecError):  # not writable there, or a file not the tool's own: the next place
             continue
     return None
 

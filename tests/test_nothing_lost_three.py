@@ -1,0 +1,236 @@
+"""Nothing lost, round three (issue 56): the cases of the 2026-11-24 sweep that the last round's
+fixes did not reach, and the other members of their classes, each refused in one place:
+
+1. an output folder's parts are checked before anything is written (cli/common.writable_dir);
+2. a database path is a regular file (not a pseudo-file, not empty for a reader) before it is
+   opened (store/results.not_a_database_file, check_db, Store);
+3. an empty run id is refused (Store.run), never read as "the latest";
+4. a user's file that is not Python source is named as such, and its import waits no longer than
+   the command's --timeout (registry.load_file, registry.bound_waits);
+5. a command refused, or with nothing to do, writes nothing (a finished run's resume, a shared
+   folder of a refused executor);
+6. the files the tool keeps beside a database (a run's lock, its pending cells) are opened as its
+   own: never through a link, never a FIFO or another user's (store/lock.open_own), and an output
+   never takes the name of a database's companion (-wal, -shm, -journal, a run's lock:
+   outputs.database_of);
+7. options that cannot go together are refused (verdict --sensitivity --aa), and a forward that
+   returns no single array is named for what it returned.
+
+Each case asserts the exit code, one ``error:`` line, no traceback, every file in the folder
+unchanged byte for byte and nothing added, and an answer within 60 s."""
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from stackwars.cli import app
+from stackwars.store.results import Store
+from tests.factories import measurement
+from tests.test_bad_input import _snapshot
+from tests.test_nothing_lost import MICRO, _hashes, _results_db
+from tests.test_nothing_lost_two import _has, _not_ray, _two_dbs
+
+runner = CliRunner()
+
+
+def _figures_is_a_file(d):
+    (d / "rp").mkdir()
+    (d / "rp" / "figures").write_text("my notes, not a folder\n")
+    return _results_db(d)
+
+
+def _traces_is_a_file(d):
+    (d / "rp").mkdir()
+    (d / "rp" / "traces").write_text("x\n")
+    return _results_db(d)
+
+
+def _empty_file(d):
+    (d / "empty.db").write_bytes(b"")
+    return _results_db(d)
+
+
+def _binary_model(d):
+    (d / "bin.py").write_bytes(bytes(range(256)) * 4)
+    return _results_db(d)
+
+
+def _latin1_model(d):
+    (d / "latin.py").write_bytes("# caf\xe9\nimport stackwars\n".encode("latin-1"))
+    return _results_db(d)
+
+
+LOOPS = "while True:\n    pass\n"
+
+
+def _loops_at_import(d):
+    (d / "loops.py").write_text(LOOPS)
+    return _results_db(d)
+
+
+def _unfinished(d):
+    """A stored run with a cell still to measure."""
+    values = _results_db(d)
+    with Store(d / "r.db") as store:
+        store.extend_plan(values["RUN"], [measurement("jax-eager").spec])
+    return values
+
+
+def _lock_is_a_link(d):
+    values = _unfinished(d)
+    (d / f"r.db.{values['RUN']}.lock").symlink_to(d / "r.db")  # the lock would truncate the database
+    return values
+
+
+def _lock_is_a_fifo(d):
+    values = _unfinished(d)
+    os.mkfifo(d / f"r.db.{values['RUN']}.lock")
+    return values
+
+
+def _lock_is_a_folder(d):
+    values = _unfinished(d)
+    (d / f"r.db.{values['RUN']}.lock").mkdir()
+    return values
+
+
+def _companion(suffix):
+    def setup(d):
+        values = _two_dbs(d)
+        name = f"other.db{suffix.format(**values)}"
+        (d / name).write_bytes(b"the only copy of a killed run's cells\n")
+        return {**values, "COMPANION": str(d / name)}
+    return setup
+
+
+def _returns_a_tuple(d):
+    (d / "tup.py").write_text(
+        "import torch\nimport stackwars\n\n"
+        "net = stackwars.Model(name='pair', presets={'tiny': {'batch': 2}},\n"
+        "                      batch=lambda size, rng: {'x': rng.standard_normal((size.batch, 3))},\n"
+        "                      torch=lambda size: torch.nn.Linear(3, 2),\n"
+        "                      torch_forward=lambda m, b: (m(b['x']), m(b['x'])))\n")
+    return _results_db(d)
+
+
+CASES = [
+    # (class, id, arguments, environment, setup, message)
+    (1, "report --out whose figures is a file", ["report", "--out", "{TMP}/rp", "--db", "{DB}"], {},
+     _figures_is_a_file, "figures is in the way, not a directory"),
+    (1, "report --out whose traces is a file", ["report", "--out", "{TMP}/rp", "--db", "{DB}"], {},
+     _traces_is_a_file, "traces is in the way, not a directory"),
+    (2, "a /proc pseudo-file as STACKWARS_DB", ["runs"], {"STACKWARS_DB": "/proc/self/status"}, _results_db,
+     "is a pseudo-file"),
+    (2, "a /proc pseudo-file as show's --db", ["show", "--db", "/proc/self/status"], {}, _results_db,
+     "is a pseudo-file"),
+    (2, "a /proc pseudo-file as run's --db", ["run", "gemm", *MICRO, "--db", "/proc/version"], {}, _results_db,
+     "is a pseudo-file"),
+    (2, "an empty file as verdict's --db", ["verdict", "--db", "{TMP}/empty.db"], {}, _empty_file,
+     "holds no stackwars results"),
+    (3, "show of an empty id", ["show", "", "--db", "{DB}"], {}, _results_db, "the run id is empty"),
+    (3, "verdict of an empty id", ["verdict", "", "--db", "{DB}"], {}, _results_db, "the run id is empty"),
+    (3, "export of an empty id", ["export", "--run", "", "--db", "{DB}"], {}, _results_db, "--run is empty"),
+    (4, "a model file of binary bytes", ["run", "{TMP}/bin.py:net", "-p", "tiny", "--db", "{DB}"], {},
+     _binary_model, "bin.py: not Python source: it holds binary bytes (a NUL at byte 0)"),
+    (4, "a model file that is not UTF-8", ["run", "{TMP}/latin.py:net", "-p", "tiny", "--db", "{DB}"], {},
+     _latin1_model, "latin.py: not Python source: byte 5 is not UTF-8 text"),
+    (4, "a model file that loops at import, under --timeout", ["run", "{TMP}/loops.py:net", "-p", "tiny",
+                                                                "--timeout", "8", "--db", "{DB}"], {},
+     _loops_at_import, "loops.py: importing it did not finish within 8 s"),
+    (5, "resume of a finished run", ["run", "--resume", "{RUN}", "--db", "{DB}"], {}, _results_db,
+     "has no cell left to measure (2 of 2 stored): nothing to resume"),
+    (5, "resume of it through STACKWARS_DB", ["run", "--resume", "{RUN}"], {"STACKWARS_DB": "{DB}"}, _results_db,
+     "nothing to resume"),
+    (5, "a refused Ray executor's missing shared folder", ["run", "gemm", *MICRO, "--executor", "ray",
+                                                           "--ray-address", "{NOT_RAY}", "--shared-dir",
+                                                           "{TMP}/missing/x", "--db", "{DB}"], {}, _results_db,
+     "does not answer as a Ray cluster"),
+    (6, "a link at the run's lock path", ["run", "--resume", "{RUN}", "--db", "{DB}"], {}, _lock_is_a_link,
+     "is a symbolic link: stackwars writes only files it created itself"),
+    (6, "a FIFO at the run's lock path", ["run", "--resume", "{RUN}", "--db", "{DB}"], {}, _lock_is_a_fifo,
+     "is a FIFO: stackwars writes only files it created itself"),
+    (6, "a folder at the run's lock path", ["run", "--resume", "{RUN}", "--db", "{DB}"], {}, _lock_is_a_folder,
+     "is a directory: stackwars writes only files it created itself"),
+    (6, "export -o over another database's WAL", ["export", "--db", "{DB}", "-o", "{COMPANION}"], {},
+     _companion("-wal"), "is beside the SQLite database"),
+    (6, "export -o over its shared memory", ["export", "--db", "{DB}", "-o", "{COMPANION}"], {},
+     _companion("-shm"), "is beside the SQLite database"),
+    (6, "export -o over its journal", ["export", "--db", "{DB}", "-o", "{COMPANION}"], {},
+     _companion("-journal"), "is beside the SQLite database"),
+    (6, "export -o over a run's lock of it", ["export", "--db", "{DB}", "-o", "{COMPANION}"], {},
+     _companion(".{OTHER_RUN}.lock"), "is beside the SQLite database"),
+    (7, "verdict --sensitivity --aa", ["verdict", "--sensitivity", "--aa", "--db", "{DB}"], {}, _results_db,
+     "two checks of their own; give one of them"),
+    (7, "a forward that returns a tuple", ["run", "{TMP}/tup.py:net", "-p", "tiny", "--db", "{DB}"], {},
+     _returns_a_tuple, "its PyTorch forward returned a tuple; a forward must return one array"),
+    (7, "verdict --aa --sensitivity with knobs", ["verdict", "--aa", "--sensitivity", "-k", "dtype", "--db", "{DB}"],
+     {}, _results_db, "two checks of their own"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+def test_refused_and_every_file_unchanged(case, tmp_path, monkeypatch):
+    _, name, args, env, setup, message = case
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("STACKWARS_DB", str(work / "default.db"))
+    monkeypatch.setenv("STACKWARS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("STACKWARS_PLUGINS", raising=False)
+    if "ray" in args and not _has("ray"):
+        pytest.fail("ray is not installed: `./scripts/setup.sh --tests` installs it (the sweeps extra)")
+    with _not_ray() as not_ray:
+        values = {"TMP": str(work), **setup(work), "NOT_RAY": not_ray}
+        before, digests = _snapshot(work), _hashes(work)
+        start = time.monotonic()
+        result = runner.invoke(app, [a.format(**values) for a in args],
+                               env={"COLUMNS": "2000", **{k: v.format(**values) for k, v in env.items()}})
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2, (name, result.exit_code, result.output)
+    assert message.format(**values) in text, (name, text)
+    assert "Traceback" not in result.output
+    assert result.output.count("error:") == 1, result.output
+    assert _snapshot(work) == before, name  # nothing added: no folder, no lock, no report
+    assert _hashes(work) == digests, name  # byte for byte
+    assert time.monotonic() - start < 60, name  # a bound on the wait, not a benchmark
+
+
+def test_every_class_has_several_cases():
+    classes = [c[0] for c in CASES]
+    assert all(classes.count(n) >= 2 for n in range(1, 8)), {n: classes.count(n) for n in set(classes)}
+
+
+def test_a_run_writes_no_progress_into_a_file_its_environment_names_and_says_why_no_energy(tmp_path, monkeypatch):
+    """STACKWARS_PROGRESS_FILE is the channel from a worker to its parent: a command never appends
+    to a file its caller's environment names (--inline ran the worker's code in the command's own
+    process, and appended there). And with --no-energy the run says so, not "no counter"."""
+    other = tmp_path / "other.json"
+    other.write_text('{"mine": true}\n')
+    monkeypatch.setenv("STACKWARS_PROGRESS_FILE", str(other))
+    r = runner.invoke(app, ["run", "gemm", "-p", "tiny", "--processes", "1", "--phase", "forward", "-b",
+                            "torch-eager", "--min-time", "0", "--warmup", "1", "--inline", "--no-energy",
+                            "--db", str(tmp_path / "r.db")], env={"COLUMNS": "400"})
+    assert r.exit_code == 0, r.output
+    assert other.read_text() == '{"mine": true}\n'
+    text = " ".join(r.output.split())
+    assert "no energy measured (not measured (--no-energy" in text and "no counter" not in text
+
+
+def test_the_pending_file_and_the_lock_keep_out_of_the_shared_temporary_folder(tmp_path):
+    """Where the database's folder takes no file, the lock and the pending cells go to this user's
+    own folder (0700), never to a name anyone could plant in the shared temporary folder."""
+    import stat
+    import tempfile
+
+    from stackwars.store.lock import lock_paths, private_dir
+    from stackwars.store.results import pending_paths
+
+    private = private_dir()
+    mode = os.lstat(private).st_mode
+    assert stat.S_ISDIR(mode) and not mode & 0o077 and os.lstat(private).st_uid == os.getuid()
+    for paths in (lock_paths(tmp_path / "r.db", "RUN"), pending_paths(tmp_path / "r.db", "RUN")):
+        assert paths[0].parent == tmp_path and paths[1].parent == private
+        assert Path(tempfile.gettempdir()) != paths[1].parent

@@ -697,7 +697,7 @@ def test_a_budget_stops_the_looks_that_would_not_fit_and_says_so(tmp_path, monke
     n, notes = measured(7.0)  # the planned 6 s leave 1 s: no look of 2 or more fits
     assert n == 6 and len(notes) == 1
     assert re.search(r"a look of \d+ more process\(es\) and 0 duet\(s\) would take about \d+ s, more than the 1 s "
-                     r"left of --budget 7 s; stopped undecided", notes[0]), notes
+                     r"left of the run's budget of 7 s; stopped undecided", notes[0]), notes
 
 
 def test_a_run_with_top_ups_prints_one_interval_at_its_looks_level_everywhere(tmp_path):

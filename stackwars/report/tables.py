@@ -115,6 +115,8 @@ def _status(row: Mapping[str, Any]) -> Text:
         text.append(f" (busy: {row.get('busy_reasons') or 'every process'})", style="yellow")
     if row.get("screened_out"):  # measured in one process: it could change no verdict (report/verdict.screen)
         text.append(" (screened out)", style="dim")
+    if row.get("graph_breaks"):  # Dynamo split the program: each break a return to Python between graphs
+        text.append(f" ({row['graph_breaks']} graph break{'s' if row['graph_breaks'] != 1 else ''})", style="yellow")
     return text
 
 
@@ -361,8 +363,9 @@ def formatted(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for r in rows:
         median = r.get("steady_median_s")
         count = f"{r['processes_ok']}/{r['processes']} procs" if r.get("processes") else f"n={r.get('steady_n')}"
-        if r.get("processes_busy") and not r.get("busy"):
-            count += f", {r['processes_busy']} busy left out ({r['busy_reasons']})"
+        if r.get("processes_busy") and not r.get("busy"):  # the figure is of the clean ones alone: said first
+            count = (f"{r.get('processes_used', 0)} of {r['processes']} procs, {r['processes_busy']} busy left out "
+                     f"({r['busy_reasons']})")
         shown = {k: fmt.seconds(r.get(k)) for k in ("first_call_s", "second_call_s")}
         if r.get("first_call_cache") == "warm" and r.get("first_call_s") is not None:
             shown["first_call_s"] += " (warm cache)"  # no cold process: compiled code read back, not compiled

@@ -130,7 +130,8 @@ def _pays(side: list[Mapping[str, Any]], by_backend: Mapping[tuple, Mapping[str,
     if e is not None and e["status"] == "ok" and e.get("busy"):
         return {"compiled": tables.backend_variant(c), "eager": tables.backend_variant(e), **tables.pays_after(c, e)}
     if e is None or c.get("first_call_s") is None or e.get("first_call_s") is None:
-        return {"compiled": tables.backend_variant(c), "verdict": f"no {eager} cell"}
+        return {"compiled": tables.backend_variant(c),
+                "verdict": f"cannot say: {eager}, the eager mode its first call pays back against, was not measured"}
     if e["status"] != "ok":
         return {"compiled": tables.backend_variant(c), "verdict": f"{eager} {e['status']}"}
     return {"compiled": tables.backend_variant(c), "eager": tables.backend_variant(e), **tables.pays_after(c, e)}
@@ -429,8 +430,9 @@ def _decide(row: dict[str, Any], best: Mapping[str, Any], combined: Sequence[Map
     look = max(r.get("look") or 0 for r in combined)
     confidence = 1.0 - stats.look_alpha(look, looks)
     c = stats.compare(best["torch"]["process_samples"], best["jax"]["process_samples"], confidence)
-    row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, confidence=confidence, look=look, looks=looks,
-               design="unpaired")
+    # look counted from 1, as the text says it ("look 2 of at most 2") and the paired design stores it
+    row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, confidence=confidence, look=look + 1,
+               looks=looks, design="unpaired")
     decision = stats.decide(c, threshold)
     reason = _reason(decision, c, threshold, confidence)
     if looks > 1:
@@ -843,6 +845,8 @@ def _pays_text(p: Mapping[str, Any]) -> str:
         return p.get("verdict", fmt.DASH)
     verdict = p["verdict"]
     short = f"{p['calls']:,} calls" if p.get("calls") and p["calls"] > 1 else SHORT_PAYS.get(verdict, verdict)
+    if verdict.endswith("was not measured"):  # "jax-jit cannot say (jax-eager not measured)"
+        short = f"cannot say ({verdict.split(': ', 1)[1].split(',')[0]} not measured)"
     return f"{p['compiled']} {short}"
 
 

@@ -19,6 +19,7 @@ fixes did not reach, and the other members of their classes, each refused in one
 Each case asserts the exit code, one ``error:`` line, no traceback, every file in the folder
 unchanged byte for byte and nothing added, and an answer within 60 s."""
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -234,3 +235,45 @@ def test_the_pending_file_and_the_lock_keep_out_of_the_shared_temporary_folder(t
     for paths in (lock_paths(tmp_path / "r.db", "RUN"), pending_paths(tmp_path / "r.db", "RUN")):
         assert paths[0].parent == tmp_path and paths[1].parent == private
         assert Path(tempfile.gettempdir()) != paths[1].parent
+
+
+def test_a_fork_server_stopped_while_its_child_measures_leaves_no_wait_without_end(tmp_path):
+    """SIGSTOP a cell's fork server while its child measures: the child finishes and writes its
+    result, but the stopped server can neither reap it nor report its end. The run once waited
+    forever (its --timeout 25 never fired: still running at 60 s, the old code, on the 2-CPU VM);
+    now a stopped server's child is judged by its own state, and the run ends with the cell."""
+    import signal
+    import subprocess
+    import sys
+
+    import psutil
+
+    db = tmp_path / "s.db"
+    cmd = [sys.executable, "-m", "stackwars", "run", "gemm", "-p", "tiny", "--phase", "forward", "-b", "torch-eager",
+           "--processes", "1", "--max-processes", "1", "--min-time", "4", "--timeout", "25", "--db", str(db)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    stopped, start = None, time.monotonic()
+    try:
+        while proc.poll() is None and time.monotonic() - start < 90:
+            if stopped is None:
+                for p in psutil.Process(proc.pid).children(recursive=True):
+                    with contextlib.suppress(psutil.Error):
+                        if "stackwars.harness.forkserver" in " ".join(p.cmdline()) and p.children():
+                            time.sleep(1.0)  # its child is in its steady window
+                            p.send_signal(signal.SIGSTOP)
+                            stopped = p
+                            break
+            time.sleep(0.1)
+        took = time.monotonic() - start
+    finally:
+        if stopped is not None:
+            with contextlib.suppress(psutil.Error):
+                stopped.send_signal(signal.SIGCONT)
+        if proc.poll() is None:
+            proc.kill()
+    out = proc.communicate(timeout=30)[0]
+    assert stopped is not None, out
+    assert proc.returncode == 0 and took < 60, (took, out)  # a bound on the wait, not a benchmark
+    with Store(db, create=False) as store:
+        (m,) = [m for _, m in store.cells()]
+    assert m.status == "ok", (m.status, m.error)

@@ -107,6 +107,32 @@ def _companion(suffix):
     return setup
 
 
+_held: list = []
+
+
+@pytest.fixture(autouse=True)
+def _release_held_locks():
+    yield
+    while _held:
+        _held.pop().release()
+
+
+def _copy_of_a_run_being_measured(d):
+    """A copy of a run (as another machine's share of it would be), merged into the database
+    where `run --resume` is measuring that run: it holds the run's lock."""
+    import shutil
+
+    from stackwars.store.lock import RunLock
+
+    values = _unfinished(d)
+    shutil.copy(d / "r.db", d / "copy.db")
+    with Store(d / "copy.db") as store:  # the copy measured the missing cell elsewhere
+        session = store.start_session(values["RUN"], {"machine": "another"})
+        store.add_cell(values["RUN"], session, measurement("jax-eager"))
+    _held.append(RunLock(d / "r.db", values["RUN"]).acquire())
+    return values
+
+
 def _returns_a_tuple(d):
     (d / "tup.py").write_text(
         "import torch\nimport stackwars\n\n"
@@ -163,6 +189,8 @@ CASES = [
      _companion("-journal"), "is beside the SQLite database"),
     (6, "export -o over a run's lock of it", ["export", "--db", "{DB}", "-o", "{COMPANION}"], {},
      _companion(".{OTHER_RUN}.lock"), "is beside the SQLite database"),
+    (5, "merge of a copy of a run another process measures", ["merge", "{TMP}/copy.db", "--db", "{DB}"], {},
+     _copy_of_a_run_being_measured, "is being measured by another process"),
     (7, "verdict --sensitivity --aa", ["verdict", "--sensitivity", "--aa", "--db", "{DB}"], {}, _results_db,
      "two checks of their own; give one of them"),
     (7, "a forward that returns a tuple", ["run", "{TMP}/tup.py:net", "-p", "tiny", "--db", "{DB}"], {},

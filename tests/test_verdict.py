@@ -967,3 +967,14 @@ def test_a_row_whose_fastest_candidate_failed_parity_spends_no_top_up(tmp_path):
     (v,) = vd.verdicts(found)
     assert v["reason_tag"] == "noisy" and "no_top_up" not in v
     assert set(vd.more_processes([v], max_processes=6).values()) == {3}
+
+
+def test_a_side_whose_every_candidate_failed_parity_shows_the_failure_not_unchecked(tmp_path):
+    """Issue 56: a run whose jax-jit failed parity read 'parity unchecked / unchecked'; the side's
+    parity is its failure, named, and the row takes no top-up (one side missing)."""
+    cells = [*_three("torch-eager", 1.0), *_three("jax-jit", 0.5, status="parity_fail", parity=0.145)]
+    _, found = _store(tmp_path / "f.db", cells, config=MeasureConfig(processes=3, max_processes=6))
+    (v,) = vd.verdicts(found)
+    assert v["reason_tag"] == "one side missing" and vd.more_processes([v], max_processes=6) == {}
+    parity = vd.cells(v)[8]
+    assert parity.endswith(" / jax-jit 1.4e-01 ✗ (tol 2e-04)") and "unchecked" not in parity, parity

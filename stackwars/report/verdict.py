@@ -98,7 +98,8 @@ def _parity(row: Mapping[str, Any]) -> dict[str, Any]:
 def _parity_text(p: Mapping[str, Any] | None) -> str:
     if not p or p.get("max_rel_err") is None:
         return "unchecked"
-    return f"{p['max_rel_err']:.1e} " + ("✓" if p["ok"] else f"✗ (tol {p['tolerance']:.0e})")
+    who = f"{p['backend']} " if p.get("backend") else ""  # a side with no best: what failed, named
+    return who + f"{p['max_rel_err']:.1e} " + ("✓" if p["ok"] else f"✗ (tol {p['tolerance']:.0e})")
 
 
 def analysis(backend: str) -> bool:
@@ -326,6 +327,12 @@ def _sides(row: dict[str, Any], combined: Sequence[Mapping[str, Any]], by_backen
                        "none ran ok with parity (" + ", ".join(f"{tables.backend_variant(r)} {r['status']}"
                                                                for r in side) + ")")
             missing.append(f"no {name} backend: {why}")
+            # its parity where everything it ran failed it: the smallest error, not "unchecked"
+            errs = [(r["parity_max_rel_err"], r) for r in side if r["status"] == "parity_fail"
+                    and r.get("parity_max_rel_err") is not None]
+            if errs:
+                err, r = min(errs, key=lambda x: x[0])
+                row[f"{fw}_parity"] = {**_parity(r), "backend": tables.backend_variant(r)}
             row.update({f"best_{fw}": None, f"{fw}_s": None, f"{fw}_processes": 0,
                         f"{fw}_processes_busy": sum(x["processes_busy"] for x in row[f"{fw}_busy_candidates"]),
                         f"{fw}_one_sided": bool(not side and _one_sided(workload, fw))})

@@ -478,8 +478,23 @@ class Store:
                         raise SpecError(f"run {run_id} is in {source} and in {where} but is not the same run "
                                         f"(kind, command or configuration differ); nothing was merged")
                     seen.setdefault(run_id, (kind, command, config, source))
-            return self._write(f"the runs of {', '.join(map(str, sources))}",
-                               lambda: [self._merge_one(src) for src in conns])
+            # a run here that another process is measuring (run --resume holds its lock) gains nothing
+            # from a merge meanwhile: both would store the cells it is measuring (store/lock.py)
+            from stackwars.store.lock import RunLock
+
+            held = []
+            try:
+                for run_id in seen:
+                    if self.conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+                        try:
+                            held.append(RunLock(self.path, run_id).acquire())
+                        except SpecError as exc:
+                            raise SpecError(f"{exc}; nothing was merged") from None
+                return self._write(f"the runs of {', '.join(map(str, sources))}",
+                                   lambda: [self._merge_one(src) for src in conns])
+            finally:
+                for lock in held:
+                    lock.release()
         finally:
             for src in conns:
                 src.close()

@@ -13,6 +13,7 @@ it together with everything it started (Inductor's compile workers). Outcomes:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -178,6 +179,12 @@ def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | N
                                          f"{memory_limit_bytes / 2**30:.2f} GiB (watchdog killed it)")
                 if killed is None and _STOP.is_set():
                     killed = ("error", "stopped: the run was interrupted while this cell ran; worker killed")
+                if killed is None and elapsed > timeout_s and os.path.exists(result_path):
+                    # the worker wrote its result (atomically) and is ending: this process was the one held
+                    # up (stopped with Ctrl-Z, or starved), not the cell; its end is awaited, bounded
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(timeout=10)
+                    break
                 if killed is None and elapsed > timeout_s:
                     relay()
                     during = f" during the {stage[0]}" if stage[0] else ""

@@ -127,6 +127,27 @@ def test_decide(ci, expected):
     assert stats.decide(c) == expected
 
 
+@pytest.mark.parametrize("ci, word, shown", [
+    ((0.97, 1.02), "same speed", "same speed (within ±5%)"),  # inside the band, holding 1
+    ((0.97, 0.99), "same speed", "same speed (within ±5%)"),  # inside the band, excluding 1
+    ((0.953, 1.049), "same speed", "same speed (within ±5%)"),  # at its edges
+    ((0.94, 1.03), "no difference found", "no difference found (the CI allows ±6%)"),  # holds 1, past the band
+    ((0.90, 1.15), "no difference found", "no difference found (the CI allows ±15%)"),
+    ((0.80, 1.25), "cannot say", "cannot say"),
+])
+def test_same_speed_is_said_only_for_a_ci_inside_the_tie_band(ci, word, shown):
+    """Issue 56: "tie" covered a CI within ±5% and any CI holding 1 within ±20%, and a reader takes
+    it for the same speed. The verdict says "same speed" only for the first; the second is "no
+    difference found", with how large a difference the CI still allows."""
+    c = stats.Comparison((ci[0] + ci[1]) / 2, *ci, not ci[0] <= 1 <= ci[1])
+    assert vd.word(stats.decide(c), c) == word
+    row = {"verdict": word, "tie_within": stats.tie_bound(c) if vd.tied(word) else None,
+           "tie_threshold": stats.TIE_THRESHOLD}
+    assert row["verdict"] + vd.tie_text(row) == shown
+    if word != "same speed":
+        assert "same speed" not in vd.tie_text(row) and not stats.within_band(c)
+
+
 # ---- the verdict table -----------------------------------------------------------------------
 MACHINE = {"cpu_model": "Test CPU", "cpu_count_logical": 2, "versions": {"torch": "2.13.0", "jax": "0.10.2"}}
 

@@ -347,6 +347,11 @@ class Server:
             self._cond.wait(timeout)
 
     def ready(self, timeout: float = START_TIMEOUT_S) -> bool:
+        """Whether the server answered it has preloaded: False where it failed, ended, was stopped
+        from outside (SIGSTOP: it would never answer, and the run said nothing for the whole
+        timeout), or gave no answer within ``timeout``; its tasks are spawned instead."""
+        import psutil
+
         end = time.monotonic() + timeout
         with self._cond:
             while self.info is None and self.error is None and not self._eof:
@@ -354,7 +359,13 @@ class Server:
                 if left <= 0:
                     self.error = f"no answer within {timeout:g} s of starting"
                     break
-                self._cond.wait(left)
+                self._cond.wait(min(left, 0.5))
+                try:
+                    if psutil.Process(self.proc.pid).status() == psutil.STATUS_STOPPED:
+                        self.error = "it was stopped from outside (SIGSTOP?) while preloading"
+                        break
+                except psutil.NoSuchProcess:
+                    pass  # it ended: its end of file says so
             if self.info is None and self.error is None:
                 self.error = "it exited while preloading"
         if self.info is None:

@@ -252,7 +252,7 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
                 continue
             c, decision, verdict, reason, tag = _decide(row, best, combined, threshold,
                                                         _paired(row, duets), min_processes)
-            verdict, reason, tag = _gates(row, c, decision, verdict, reason, tag, min_processes)
+            verdict, reason, tag = _gates(row, c, decision, verdict, reason, tag, min_processes, threshold)
             if tied(verdict):
                 row["tie_within"], row["tie_threshold"] = stats.tie_bound(c), threshold
             _beside_decided(row, best, c, threshold, min_processes)
@@ -485,7 +485,8 @@ def _decide_paired(row: dict[str, Any], paired: Mapping[str, Any], threshold: fl
 
 
 def _gates(row: dict[str, Any], c: stats.Comparison, decision: str, verdict: str, reason: str, tag: str | None,
-           min_processes: int) -> tuple[str, str, str | None]:
+           min_processes: int,
+           threshold: float = stats.TIE_THRESHOLD) -> tuple[str, str, str | None]:
     """What withholds a decision the ratio alone would make: too few clean processes a side, the
     two sides timed unlike, a candidate measured only while busy that might be a side's best."""
     modes_of = row.pop("_modes")
@@ -498,20 +499,20 @@ def _gates(row: dict[str, Any], c: stats.Comparison, decision: str, verdict: str
             + f"; a verdict needs {min_processes} clean ones a side (run --processes "
               f"{max(min_processes, row['processes'] + excluded + 1)}): fewer understate the spread "
               f"between launches"
-            + (f"; it would read: {word(decision, c)} ({reason})" if decision != "noisy" else "")), \
+            + (f"; it would read: {word(decision, c, threshold)} ({reason})" if decision != "noisy" else "")), \
             "busy machine" if excluded else "too few processes"
     if row["timing"].startswith("unlike"):
         return "cannot say", (
             f"the two sides were not timed alike: PyTorch's processes in {' and '.join(modes_of['torch'])}, "
             f"JAX's in {' and '.join(modes_of['jax'])} mode (latency: one call a sync; throughput: blocks "
             f"of back-to-back calls); measure them again in one run (its --timing applies to every cell)"
-            f"; it would read: {word(decision, c)} ({reason})"), "unlike timing"
+            f"; it would read: {word(decision, c, threshold)} ({reason})"), "unlike timing"
     if shadows:
         return "cannot say", (
             "; ".join(f"{x['backend']} was measured only while the machine was busy ({x['why']}) and its "
                       f"fastest process, {fmt.seconds(x['fastest_busy_s'])}, beat the side's best"
                       for x in shadows)
-            + f"; it would read without it: {word(decision, c)} ({reason})"), "busy machine"
+            + f"; it would read without it: {word(decision, c, threshold)} ({reason})"), "busy machine"
     return verdict, reason, tag
 
 

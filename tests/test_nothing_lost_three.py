@@ -305,3 +305,41 @@ def test_a_fork_server_stopped_while_its_child_measures_leaves_no_wait_without_e
     with Store(db, create=False) as store:
         (m,) = [m for _, m in store.cells()]
     assert m.status == "ok", (m.status, m.error)
+
+
+def test_a_fork_server_stopped_while_it_preloads_is_given_up_and_the_cell_spawned(tmp_path):
+    """SIGSTOP every fork server as it starts: none can answer that it preloaded. The run once said
+    nothing for the whole 180 s of the server's start limit (still running at 100 s, the old code,
+    on the 2-CPU VM); a stopped server is given up at once and its cell spawned in a worker of its own."""
+    import signal
+    import subprocess
+    import sys
+
+    import psutil
+
+    db = tmp_path / "p.db"
+    cmd = [sys.executable, "-m", "stackwars", "run", "gemm", "-p", "tiny", "--phase", "forward", "-b", "torch-eager",
+           "--processes", "1", "--max-processes", "1", "--min-time", "0.2", "--db", str(db)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "STACKWARS_PROBE_CACHE": "0"})
+    stopped, start = [], time.monotonic()
+    try:
+        while proc.poll() is None and time.monotonic() - start < 90:
+            for p in psutil.Process(proc.pid).children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    if "stackwars.harness.forkserver" in " ".join(p.cmdline()) and p not in stopped:
+                        p.send_signal(signal.SIGSTOP)
+                        stopped.append(p)
+            time.sleep(0.05)
+        took = time.monotonic() - start
+    finally:
+        for p in stopped:
+            with contextlib.suppress(psutil.Error):
+                p.send_signal(signal.SIGCONT)
+        if proc.poll() is None:
+            proc.kill()
+    out = proc.communicate(timeout=30)[0]
+    assert stopped and proc.returncode == 0 and took < 60, (took, out)  # a bound on the wait, not a benchmark
+    with Store(db, create=False) as store:
+        (m,) = [m for _, m in store.cells()]
+    assert m.status == "ok", (m.status, m.error)

@@ -23,6 +23,25 @@ PHASES = ("forward", "train-step")
 DTYPES = ("float32", "bfloat16")
 DEVICES = ("cpu", "cuda")
 MATMUL_PRECISIONS = ("float32", "tf32")
+
+# the GPU clock reasons a record stores (``gpu_clock_reasons``), here where the harness that reads
+# them from NVML (harness/issue.py) and the report that reads them from the record (report/spread.py)
+# both find them without the report importing the harness
+# NVML's clocks-event (formerly "throttle") reason bits, as nvml.h defines them
+CLOCK_REASONS = {
+    0x1: "idle",
+    0x2: "application clocks setting",
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x10: "sync boost",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "hardware power brake",
+    0x100: "display clock setting",
+}
+# the reasons that slow a working GPU; "idle" and the settings are not the device being held down
+SLOWING = frozenset({"software power cap", "hardware slowdown", "software thermal slowdown",
+                     "hardware thermal slowdown", "hardware power brake"})
 # how a steady state is timed (harness/timer.py): the run's, so that both sides of every comparison
 # are timed alike; throughput: blocks of 2+ back-to-back calls, one sync a block; latency: one call a sync
 TIMING_MODES = ("throughput", "latency")

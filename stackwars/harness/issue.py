@@ -38,24 +38,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 from stackwars.harness.energy import cell_gpu, nvml_handle
 from stackwars.harness.timer import Readout
+from stackwars.records import CLOCK_REASONS, SLOWING  # noqa: F401 - the words a record stores, read by the report too
 
 MARK_EVERY_S = 0.1  # the GPU's clocks read this often through the steady window
 
-# NVML's clocks-event (formerly "throttle") reason bits, as nvml.h defines them
-CLOCK_REASONS = {
-    0x1: "idle",
-    0x2: "application clocks setting",
-    0x4: "software power cap",
-    0x8: "hardware slowdown",
-    0x10: "sync boost",
-    0x20: "software thermal slowdown",
-    0x40: "hardware thermal slowdown",
-    0x80: "hardware power brake",
-    0x100: "display clock setting",
-}
-# the reasons that slow a working GPU; "idle" and the settings are not the device being held down
-SLOWING = frozenset({"software power cap", "hardware slowdown", "software thermal slowdown",
-                     "hardware thermal slowdown", "hardware power brake"})
 
 
 def reasons(mask: int) -> list[str]:

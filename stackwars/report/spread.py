@@ -39,7 +39,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Mapping, Sequence
 
-from stackwars.harness.issue import SLOWING
+from stackwars.records import SLOWING
 from stackwars.report import format as fmt
 from stackwars.report import gate
 from stackwars.stats import CONTENTION_MIN_WINDOW_S as MIN_WINDOW_S

@@ -81,10 +81,12 @@ def test_every_readout_of_a_cell_names_the_window_it_came_from(monkeypatch):
     e = m.settings["energy"]
     assert e["window"] == "steady" and "joules_per_call" in e, e
     first, last = e["samples"]
-    assert 1 <= first < last <= len(m.samples)
+    blocks = sum(m.samples[first - 1:last]) * m.number
+    # a stretch inside the window, long enough by its own samples' time for the asked window (0.05 s)
+    assert last <= len(m.samples) and blocks >= 0.05 * 0.999, (e, blocks)
+    assert e["asked_window_s"] == 0.05
     # the energy's time is those samples' own: their blocks' time and the gaps between them (a sync and a
     # clock read each), no window of its own around them; on a busy 2-CPU VM the gaps came to 5.5%
-    blocks = sum(m.samples[first - 1:last]) * m.number
     assert blocks * 0.999 <= e["window_s"] <= blocks * 1.2, (e, blocks, m.samples)
     assert e["calls"] == (last - first + 1) * m.number  # whole samples of the window, every call counted
     row = m.to_row()

@@ -280,10 +280,16 @@ def test_refused_and_every_file_unchanged(case, tmp_path, monkeypatch):
         pytest.fail("ray is not installed: `./scripts/setup.sh --tests` installs it (the sweeps extra)")
     with _not_ray() as not_ray:
         values = {**_values(work, setup), "NOT_RAY": not_ray}
-        before, digests = _snapshot(work), _hashes(work)
-        start = time.monotonic()
-        result = runner.invoke(app, [a.format(**values) for a in args],  # wide: no path broken over lines
-                               env={"COLUMNS": "2000", **{k: v.format(**values) for k, v in env.items()}})
+        assert_refused(work, values, name, args, env, message)
+
+
+def assert_refused(work, values, name, args, env, message):
+    """The command refused: exit 2, the message, one ``error:`` line, no traceback, every file in
+    ``work`` unchanged byte for byte and nothing added, within 60 s (the table tests' one check)."""
+    before, digests = _snapshot(work), _hashes(work)
+    start = time.monotonic()
+    result = runner.invoke(app, [a.format(**values) for a in args],  # wide: no path broken over lines
+                           env={"COLUMNS": "2000", **{k: v.format(**values) for k, v in env.items()}})
     text = " ".join(result.output.split())
     assert result.exit_code == 2, (name, result.exit_code, result.output)
     assert message.format(**values) in text, (name, text)

@@ -15,9 +15,11 @@ from __future__ import annotations
 import shlex
 from typing import Any, Iterable, Mapping, Sequence
 
-# a backend option (CellSpec.options) -> the `stackwars run` flag that sets it
-OPTION_FLAGS = {"mode": "--compile-mode", "xla_autotune_level": "--xla-autotune-level",
-                "xla_command_buffers": "--xla-command-buffers", "optimizer_impl": "--torch-optimizer",
+# a backend option (CellSpec.options) -> the `stackwars run` flag that sets it, declared once: the
+# run command reads each option from its flag's parameter (cli/run_cmd.parse), and a row's command
+# writes it back (fullgraph is a switch: --fullgraph / --no-fullgraph)
+OPTION_FLAGS = {"mode": "--compile-mode", "fullgraph": "--fullgraph", "xla_autotune_level": "--xla-autotune-level",
+                "optimizer_impl": "--torch-optimizer", "xla_command_buffers": "--xla-command-buffers",
                 "stablehlo": "--stablehlo"}
 
 

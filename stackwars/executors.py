@@ -531,6 +531,38 @@ def visible_gpus() -> list[str]:
     return [str(i) for i in range(_nvml_count())]
 
 
+@dataclass(frozen=True)
+class Choice:
+    """The executor a command chose and its settings, as data (each field is the option of its
+    name: ``--executor``, ``--gpus``, ...): a run's request holds it, ``make`` builds the executor,
+    and a command that starts other commands passes it on (``args``)."""
+
+    executor: str = "serial"
+    gpus: str | None = None  # comma-separated GPU indices (gpu-pool)
+    ray_address: str | None = None
+    shared_dir: str | None = None  # resolved: every node's folder for the jobs' files
+    slurm_partition: str | None = None
+    max_jobs: int | None = None
+
+    def make(self, timeout_s: float, cpus: Sequence[int] = ()) -> "Executor":
+        from stackwars.parse import comma_list
+
+        gpus = (comma_list(self.gpus, "--gpus", what="GPU indices") if self.gpus else
+                visible_gpus() if self.executor == "gpu-pool" else None)
+        return make(self.executor, gpus, cpus, address=self.ray_address, shared_dir=self.shared_dir,
+                    timeout_s=timeout_s, partition=self.slurm_partition, max_jobs=self.max_jobs)
+
+    def args(self) -> list[str]:
+        """The same choice as command-line arguments."""
+        out = [] if self.executor == "serial" else ["--executor", self.executor]
+        for flag, value in (("--gpus", self.gpus), ("--ray-address", self.ray_address),
+                            ("--shared-dir", self.shared_dir), ("--slurm-partition", self.slurm_partition),
+                            ("--max-jobs", self.max_jobs)):
+            if value is not None:
+                out += [flag, str(value)]
+        return out
+
+
 def make(name: str, gpus: Sequence[str] | None = None, cpus: Sequence[int] = (), *, address: str | None = None,
          shared_dir: str | None = None, timeout_s: float = 600.0, partition: str | None = None,
          max_jobs: int | None = None) -> Executor:

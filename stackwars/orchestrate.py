@@ -33,9 +33,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from stackwars import runner
+from pathlib import Path
+
+from stackwars import registry, runner
 from stackwars.errors import SpecError
-from stackwars.executors import Executor
+from stackwars.executors import Choice, Executor
 from stackwars.harness import env as envmod
 from stackwars.records import CellSpec, MeasureConfig, Measurement
 from stackwars.store.lock import RunLock
@@ -104,6 +106,7 @@ def look_cost(extra: Sequence[CellSpec], done: Iterable[tuple[str, float | None]
                for s in extra)
 
 
+DEFAULT_TIMEOUT_S = 600.0  # a cell's wall-clock limit where none is given (run --timeout)
 PROCESS_FLOOR_S = 1.0  # a cell-process's least cost beyond its steady state: start, first call, warm-up
 LONG_PLAN_S = 1800.0  # a plan estimated longer than this says so before it starts
 
@@ -149,6 +152,105 @@ def spent_text(s: Mapping[str, Any]) -> str:
 def backend_options(**given: Any) -> dict[str, Any]:
     """The backend options the user set (None: left to each backend's default)."""
     return {k: v for k, v in given.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Cells:
+    """What a run measures: every combination of these (``runner.plan_cells``), each cell in
+    ``config.processes`` processes. ``backends`` None: every default backend the probed machine
+    runs (before the probe: every registered one, to check the names)."""
+
+    workloads: tuple[str, ...] = ()
+    presets: tuple[str, ...] = ("small",)
+    phases: tuple[str, ...] = ("forward",)
+    backends: tuple[str, ...] | None = None
+    devices: tuple[str, ...] = ("cpu",)
+    dtypes: tuple[str, ...] = ("float32",)
+    overrides: Mapping[str, Any] = field(default_factory=dict)  # --set KEY=VALUE
+    options: Mapping[str, Any] = field(default_factory=dict)  # backend options (backend_options)
+
+    def plan(self, config: MeasureConfig, probe: Mapping[str, Any] | None = None,
+             on_note: Callable[[str], None] | None = None) -> list[CellSpec]:
+        backends = (list(self.backends) if self.backends else list(registry.backends()) if probe is None else
+                    runner.backends_for(runner.default_backends(probe, list(self.devices)), list(self.workloads)))
+        return runner.plan_cells(list(self.workloads), list(self.presets), list(self.phases), backends,
+                                 list(self.devices), list(self.dtypes), dict(self.overrides), dict(self.options),
+                                 config.processes, config.timeout_s, on_note)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One run asked for, declared once: what to measure (``cells``), how and under what limits
+    (``config``, a MeasureConfig), where its cells run (``executor``) and its results go (``db``).
+    A new run carries ``cells`` and ``config``; ``--resume`` carries the stored run's id instead
+    (what and how are the stored run's), with what may change: where, and the cell timeout."""
+
+    db: Path
+    executor: Choice = Choice()
+    cells: Cells | None = None
+    config: MeasureConfig | None = None
+    resume: str | None = None
+    timeout_s: float | None = None  # resume: the cell timeout given now (None: the stored run's)
+    inline: bool = False  # debug: cells in this process
+    json_out: Path | None = None  # the cells also written as a JSON list
+    command: str | None = None  # the command line, stored with a new run
+
+    def where_args(self, db_given: bool = True) -> str:
+        """Where this request's cells run and results go, as arguments: a resume command's tail."""
+        return (f" --db {self.db}" if db_given else "") + "".join(" " + a for a in self.executor.args())
+
+
+# the options --resume accepts (a request's where and its cell timeout); the rest are the stored run's
+RESUME_MAY_CHANGE = ("resume", "db", "json_out", "timeout", "inline", *(f.name for f in dataclasses.fields(Choice)))
+
+
+@dataclass
+class Prepared:
+    """A request made ready, before the database is written: its executor, the machine's probe,
+    the planned cells and the float64 references computed meanwhile."""
+
+    request: Request
+    executor: Executor
+    probe: Mapping[str, Any]
+    specs: list[CellSpec] = field(default_factory=list)
+    references: str | None = None
+
+    @property
+    def estimate_s(self) -> float:
+        return estimate_s(self.specs, self.request.config) if self.request.config else 0.0
+
+
+def prepare(request: Request) -> Prepared:
+    """The executor made, the machine probed and a new run's cells planned on what it found. A
+    new run's first fork servers start while the probe runs, and the references its CUDA cells
+    compute in workers of their own are computed meanwhile (runner.start_servers_during_probe)."""
+    from stackwars.harness.settings import available_cpus
+
+    config, cells = request.config, request.cells
+    new = request.resume is None
+    executor = request.executor.make(config.timeout_s if new else request.timeout_s or DEFAULT_TIMEOUT_S,
+                                     available_cpus())
+    references = runner.run_references() if new and executor.name == "serial" and not request.inline else None
+    early = ((lambda: runner.start_servers_during_probe(lambda found: cells.plan(config, found),
+                                                        list(cells.devices), config, references))
+             if references else None)
+    probe = runner.probe_machine(request.inline, meanwhile=early)
+    ready = Prepared(request, executor, probe, references=references)
+    if new:
+        ready.specs = cells.plan(config, probe)
+        if config.cache_dir is not None:
+            Path(config.cache_dir).mkdir(parents=True, exist_ok=True)
+        executor.check(ready.specs)
+    return ready
+
+
+def open_run(store: Store, ready: Prepared, on_note: Callable[[str], None] = lambda text: None) -> "Run":
+    """The prepared request's run: a new one started, or the stored one resumed."""
+    r = ready.request
+    if r.resume is None:
+        return Run.start(store, ready.specs, r.config, ready.probe, ready.executor, r.inline, r.command,
+                         references=ready.references)
+    return Run.resume(store, r.resume, ready.probe, ready.executor, r.inline, r.timeout_s, on_note)
 
 
 class _Unsaved(Exception):

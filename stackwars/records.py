@@ -334,34 +334,48 @@ class Measurement:
         return observed or chosen
 
     def to_row(self) -> dict[str, Any]:
-        """Flat row: the ROW_KEYS of issue 2 plus derived statistics and roofline fractions."""
-        s = self.spec
+        """Flat row: the ROW_KEYS of issue 2 plus derived statistics and roofline fractions, built
+        in named parts (the keys keep their order: exports and golden tables read it)."""
         summary = stats.summarize(self.samples, noise_threshold=self.noise_threshold) if self.samples else None
         median = summary.median if summary else None
+        row = {**self._row_required(summary), **self._row_steady(summary), **self._row_machine(),
+               **self._row_memory(), **self._row_cost(), **self._row_reference(), **self._row_conditions(),
+               **self._row_servers(), **self._row_device()}
+        row.update(roofline(self.flops, self.bytes_moved, median, self.peak))
+        return row
+
+    def _peak_memory(self) -> tuple[int | None, str | None]:
+        """The cell's peak memory and the counter it came from: the device's where read, else the host's RSS."""
         mem = self.memory
-        peak_mem = None
-        mem_counter = None
-        if mem is not None:
-            if mem.peak_device_bytes is not None:
-                peak_mem, mem_counter = mem.peak_device_bytes, mem.device_counter
-            elif mem.peak_rss_bytes is not None:
-                peak_mem, mem_counter = mem.peak_rss_bytes, mem.rss_counter
-        row: dict[str, Any] = {
-            "workload": s.workload, "preset": s.preset, "phase": s.phase, "backend": s.backend,
-            "framework": self.framework, "device": s.device, "dtype": s.dtype, "status": self.status,
+        if mem is not None and mem.peak_device_bytes is not None:
+            return mem.peak_device_bytes, mem.device_counter
+        if mem is not None and mem.peak_rss_bytes is not None:
+            return mem.peak_rss_bytes, mem.rss_counter
+        return None, None
+
+    def _row_required(self, summary: stats.Summary | None) -> dict[str, Any]:
+        """The required keys: the cell, its status and its headline figures."""
+        return {
+            "workload": self.spec.workload, "preset": self.spec.preset, "phase": self.spec.phase,
+            "backend": self.spec.backend,
+            "framework": self.framework, "device": self.spec.device, "dtype": self.spec.dtype, "status": self.status,
             "first_call_s": self.first_call_s, "second_call_s": self.second_call_s,
-            "steady_median_s": median,
+            "steady_median_s": summary.median if summary else None,
             "steady_iqr_s": summary.iqr if summary else None,
             "steady_samples": list(self.samples),
             "compile_s": self.compile.total_s if self.compile else None,
-            "peak_memory_bytes": peak_mem,
+            "peak_memory_bytes": self._peak_memory()[0],
             "parity_max_rel_err": self.parity.max_rel_err if self.parity else None,
             "flops": self.flops,
             "error": self.error,
-            # beyond the required keys
-            "cell_key": s.key,
-            "repeat": s.repeat,
-            "overrides": dict(s.overrides), "options": dict(s.options),
+        }
+
+    def _row_steady(self, summary: stats.Summary | None) -> dict[str, Any]:
+        """Beyond the required keys: the cell's key, and its steady state's statistics, timing mode and noise."""
+        return {
+            "cell_key": self.spec.key,
+            "repeat": self.spec.repeat,
+            "overrides": dict(self.spec.overrides), "options": dict(self.spec.options),
             "steady_mean_s": summary.mean if summary else None,
             "steady_ci_low_s": summary.ci_low if summary else None,
             "steady_ci_high_s": summary.ci_high if summary else None,
@@ -371,6 +385,11 @@ class Measurement:
             # the run chose one was timed in blocks where a call was short and alone where it was long
             "timing_mode": timing_mode(self.settings, self.number),
             "noisy": summary.noisy if summary else None,
+        }
+
+    def _row_machine(self) -> dict[str, Any]:
+        """What else ran meanwhile: other processes' share of the cell's CPUs, and the machine's canary."""
+        return {
             # other processes (or the hypervisor) took this much of the cell's CPUs while it ran
             "contention": (self.settings or {}).get("contention", {}).get("fraction"),
             "contended": (self.settings or {}).get("contention", {}).get("contended"),
@@ -382,20 +401,31 @@ class Measurement:
             "canary_after_s": (((self.settings or {}).get("canary") or {}).get("after") or {}).get("s"),
             "canary_spread": _max_of((((self.settings or {}).get("canary") or {}).get(k) or {}).get("spread")
                                      for k in ("before", "after")),
-            "peak_memory_counter": mem_counter,
+        }
+
+    def _row_memory(self) -> dict[str, Any]:
+        """Memory: the counter read, its peaks by phase, and what the harness added."""
+        mem = self.memory
+        return {
+            "peak_memory_counter": self._peak_memory()[1],
             "baseline_rss_bytes": mem.baseline_rss_bytes if mem else None,
             "peak_rss_bytes": mem.peak_rss_bytes if mem else None,
             "peak_rss_first_call_bytes": mem.peak_rss_first_call_bytes if mem else None,
             "peak_rss_steady_bytes": mem.peak_rss_steady_bytes if mem else None,
             "peak_device_bytes": mem.peak_device_bytes if mem else None,
             # a GPU cell without a device figure says why (XLA's peak unreadable for the call): never the host's RSS
-            "device_memory_why": (mem.device_counter if mem and mem.peak_device_bytes is None and s.device == "cuda"
+            "device_memory_why": (mem.device_counter if mem and mem.peak_device_bytes is None and self.spec.device == "cuda"
                                   else None),
             "harness_host_bytes": mem.harness_host_bytes if mem else 0,
             "harness_device_bytes": mem.harness_device_bytes if mem else 0,
             # an allocator peak that cannot be reset (XLA's) and was already reached before the
             # first call is the preparation's, not the program's: no memory figure (added_memory)
             "device_peak_before_first_call": _peak_before_first_call(mem, (self.settings or {}).get("memory_window")),
+        }
+
+    def _row_cost(self) -> dict[str, Any]:
+        """Parity, compile statistics, and where the worker's time went."""
+        return {
             "parity_tolerance": self.parity.tolerance if self.parity else None,
             "parity_rule": self.parity.rule if self.parity else None,
             "graphs": self.compile.graphs if self.compile else None,
@@ -409,6 +439,11 @@ class Measurement:
             "attention": self.attention_ran,
             "parity_reference": self.parity.reference if self.parity else None,
             "measured_s": self.measured_s,
+        }
+
+    def _row_reference(self) -> dict[str, Any]:
+        """The cell's float64 reference: computed here, read, or computed in a worker of its own."""
+        return {
             "reference_computed_s": (self.timeline or {}).get("reference_s"),
             "reference_source": ((self.settings or {}).get("reference") or {}).get("source"),
             # a CUDA cell's reference computed in a worker of its own before the cell's: that worker's wall time
@@ -417,6 +452,11 @@ class Measurement:
             # of it, what no other account holds: all of it, or (computed while the fork servers started,
             # runner.start_servers_ahead) what it took beyond them
             "reference_worker_extra_s": _reference_extra((self.settings or {}).get("reference_worker") or {}),
+        }
+
+    def _row_conditions(self) -> dict[str, Any]:
+        """The conditions a comparison holds under, and where the cell came from and ran."""
+        return {
             # how the steady state was timed: caches flushed before each call, CUDA graph replays
             "flushed": bool((self.settings or {}).get("flush")),
             # the conditions a comparison holds under: matmul precision, what PyTorch's optimizer ran
@@ -427,6 +467,11 @@ class Measurement:
             "host": ((self.settings or {}).get("placement") or {}).get("host"),
             "placed_on": ((self.settings or {}).get("placement") or {}).get("device"),
             "lost": ((self.settings or {}).get("lost") or {}).get("executor"),
+        }
+
+    def _row_servers(self) -> dict[str, Any]:
+        """The fork servers its worker and its reference's worker came from (harness/forkserver.py)."""
+        return {
             # a fork server's start: what this task waited for, or the batch it was started in ahead
             # of its first cell (harness/forkserver.py; that time is in no worker's wall)
             "server_start_s": _origin(self.settings).get("server_start_s"),
@@ -441,10 +486,15 @@ class Measurement:
                                          ).get("seconds"),
             "reference_server_ahead_during": (_reference_origin(self.settings).get("server_started_ahead") or {}
                                               ).get("during"),
+        }
+
+    def _row_device(self) -> dict[str, Any]:
+        """The program on the device: graph replay, device time, issue time, clocks, profile, energy."""
+        return {
             "graph_replayed": bool(((self.settings or {}).get("graph_replay") or {}).get("replayed")),
             # whether the steady state replayed CUDA graphs (PyTorch's, or XLA's command buffers): on CUDA
             # the verdict sets programs of one kind against each other; None on a host device
-            "replays_graphs": replays_graphs(s, self.settings, self.compile),
+            "replays_graphs": replays_graphs(self.spec, self.settings, self.compile),
             # the same calls on the device's own clock (CUDA events), after the steady state
             # the compiled program's fingerprint (jax-jit: optimized HLO; torch-compile: Inductor's code)
             "program_sha": ((self.compile.extra or {}).get("program_sha") if self.compile else None),
@@ -460,8 +510,6 @@ class Measurement:
             # (why: energy_why) or where another process on the GPU voided it (energy_voided)
             **_energy_row((self.settings or {}).get("energy")),
         }
-        row.update(roofline(self.flops, self.bytes_moved, median, self.peak))
-        return row
 
 
 GRAPH_MODES = ("reduce-overhead", "max-autotune")  # torch.compile modes that replay CUDA graphs

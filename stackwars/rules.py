@@ -14,15 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from stackwars import canary, stats
-
-# the parity rules' factors (harness/reference.py applies them): defined here, with the rest of the rules
-# a float32 cell may be this many times further from float64 than the reference implementation's own
-# float32 run (where the workload has one: the models' PyTorch twin), if that is above the dtype's fixed
-# tolerance: a deep, ill-conditioned model (GPT-Neo's unscaled attention) rounds more than a fixed
-# number allows, and every framework's float32 pays it alike
-FLOAT32_ERROR_FACTOR = 4.0
-PEER_TOLERANCE_FACTOR = 2.0  # each side may be off by the tolerance: together by twice it
+from stackwars import canary, registry, stats
+from stackwars.harness.reference import FLOAT32_ERROR_FACTOR, PEER_TOLERANCE_FACTOR
 
 
 @dataclass(frozen=True)
@@ -45,8 +38,6 @@ def _sci(x: float) -> str:
 
 def _tolerances() -> dict[str, float]:
     """The fixed parity tolerances per dtype: a micro-op's (the Workload default) and a model's."""
-    from stackwars import registry
-
     micro, model = registry.workload("gemm"), registry.workload("gpt2")
     out = {}
     for name, wl in (("micro", micro), ("model", model)):

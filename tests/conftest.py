@@ -49,18 +49,18 @@ def isolated_plugins():
     another (slow_parts imports faults) registers the other's names under its own origin, and a
     later test of the same worker naming the other would find them there (test_nothing_lost's
     origin check did, once the files ran in another order)."""
-    from stackwars import registry
+    from stackwars import discovery, registry
 
     registry._ensure_loaded()  # the built-ins first: restoring a table saved before they loaded
     # emptied it for good (the loaded flag stays set), and the next test found no backend at all
-    tables = (registry._WORKLOADS, registry._BACKENDS, registry._STUDIES, registry._ORIGIN, registry._files)
-    saved = [dict(t) for t in tables], set(registry._plugins), set(sys.modules)
+    tables = (registry._WORKLOADS, registry._BACKENDS, registry._STUDIES, registry._ORIGIN, discovery._files)
+    saved = [dict(t) for t in tables], set(discovery._plugins), set(sys.modules)
     yield
     for table, old in zip(tables, saved[0]):
         table.clear()
         table.update(old)
-    registry._plugins.clear()
-    registry._plugins.update(saved[1])
+    discovery._plugins.clear()
+    discovery._plugins.update(saved[1])
     for name in set(sys.modules) - saved[2]:
         if name.startswith("tests.plugins."):
             del sys.modules[name]

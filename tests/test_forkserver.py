@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from stackwars import runner, stats
+from stackwars.runner import servers
 from stackwars.harness import env as envmod
 from stackwars.harness import forkserver, isolation
 from stackwars.harness.settings import environment
@@ -457,7 +458,7 @@ def test_a_cuda_cells_reference_is_computed_while_its_cells_servers_start_and_ev
 
     spans: list = []
     batches: list = []
-    monkeypatch.setattr(runner, "reference_first", timed(runner.reference_first, spans))
+    monkeypatch.setattr(servers, "reference_first", timed(servers.reference_first, spans))
     monkeypatch.setattr(forkserver, "start_ahead", timed(forkserver.start_ahead, batches))
     specs = runner.plan_cells(["gpt2"], ["tiny"], ["forward"], ["torch-eager", "jax-jit"], repeats=2)
     cells, flat = _run(tmp_path, specs)
@@ -482,7 +483,7 @@ def test_a_cuda_cells_reference_is_computed_while_its_cells_servers_start_and_ev
     # it ran while the first batch of servers started: the two spans overlap
     (spawned,) = [(a, b) for a, b, spawn in spans if spawn]
     assert spawned[0] < batches[0][1] and batches[0][0] < spawned[1], (spawned, batches)
-    assert runner._EARLY == {}  # taken by the cell that records it
+    assert servers._EARLY == {}  # taken by the cell that records it
     line = tables.overhead_summary(flat)
     assert "(4 servers in 2 batches)" in line, line
     # the account counts only what the reference took beyond the servers' start it ran beside

@@ -6,7 +6,7 @@ fixes did not reach, and the other members of their classes, each refused in one
    opened (store/results.not_a_database_file, check_db, Store);
 3. an empty run id is refused (Store.run), never read as "the latest";
 4. a user's file that is not Python source is named as such, and its import waits no longer than
-   the command's --timeout (registry.load_file, registry.bound_waits);
+   the command's --timeout (discovery.load_file, discovery.bound_waits);
 5. a command refused, or with nothing to do, writes nothing (a finished run's resume, a shared
    folder of a refused executor);
 6. the files the tool keeps beside a database (a run's lock, its pending cells) are opened as its

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from stackwars import outputs, registry, reproduce as rp
+from stackwars import discovery, outputs, reproduce as rp
 from stackwars.cli import app
 from stackwars.store import results
 from stackwars.store.lock import RunLock
@@ -275,7 +275,7 @@ def test_refused_and_every_file_unchanged(case, tmp_path, monkeypatch):
     if setup is _loops_at_import:  # the file never finishes: wait 4 s for it, not the stated default's 120 s
         # (only there: a file that imports PyTorch took over 4 s to import in a fresh worker on the 2-core
         # Zen 3 VM beside the other test worker, and the sleepy case below failed at its import, not its check)
-        monkeypatch.setattr(registry, "FILE_IMPORT_TIMEOUT_S", 4.0)
+        monkeypatch.setattr(discovery, "FILE_IMPORT_TIMEOUT_S", 4.0)
     if "ray" in args and not _has("ray"):
         pytest.fail("ray is not installed: `./scripts/setup.sh --tests` installs it (the sweeps extra)")
     with _not_ray() as not_ray:

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from stackwars import runner
+from stackwars.runner import servers
 from stackwars.harness import settings
 
 
@@ -135,7 +136,7 @@ def test_a_new_runs_references_are_computed_into_its_folder_while_the_probe_runs
     folder = runner.run_references()
     runner.start_servers_during_probe(lambda found: specs, "cpu", config, folder)
     assert refmod.ReferenceCache(folder).has(key)
-    early = runner._EARLY.pop((folder, key))
+    early = servers._EARLY.pop((folder, key))
     assert early["status"] == "ok" and early["computed"] == \
         "while the fork servers started, during the machine probe, before the cells"
     # the stand-in folder: the reference server requested in the batch instead, nothing computed
@@ -145,7 +146,7 @@ def test_a_new_runs_references_are_computed_into_its_folder_while_the_probe_runs
     (tmp_path / "probe-references").mkdir()
     runner.start_servers_during_probe(lambda found: specs, "cpu", config)
     assert any("stackwars.harness.reference" in preload for preload, _, _ in asked)
-    assert not (tmp_path / "probe-references").exists() and runner._EARLY == {}
+    assert not (tmp_path / "probe-references").exists() and servers._EARLY == {}
 
 # ---- the answer kept between commands ---------------------------------------------------------------
 

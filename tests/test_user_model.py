@@ -32,8 +32,8 @@ def _fresh_registry(monkeypatch, isolated_plugins):
     it adds for the workers) is gone for the next, as it would be in a new process."""
     monkeypatch.setenv("STACKWARS_PLUGINS", os.environ.get("STACKWARS_PLUGINS", ""))
     yield
-    from stackwars import runner as runner_mod
-    runner_mod._verified.clear()
+    from stackwars.runner import planning
+    planning._verified.clear()
 
 
 def _run(args, db):

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from stackwars.errors import SpecError, StackwarsError
 from stackwars.harness import tmp
-from stackwars import outputs
+from stackwars import discovery, outputs
 from stackwars.outputs import try_write_in
 from stackwars.parse import check_environment, unique
 
@@ -63,9 +63,7 @@ def command(fn: Callable) -> Callable:
                     unique(value, _flag(name))
             if kwargs.get("timeout") is not None:  # every command's --timeout: a finite, positive time
                 number(kwargs["timeout"], "--timeout", low=0, why=" (seconds)")
-            from stackwars import registry
-
-            registry.bound_waits(kwargs.get("timeout"))  # a model file's import check included
+            discovery.bound_waits(kwargs.get("timeout"))  # a model file's import check included
             device = kwargs.get("device")  # every command that takes --device: can this machine do it?
             for d in (device if isinstance(device, list) else [device] if device else []):
                 check_device(d)
@@ -296,12 +294,10 @@ MAX_JOBS_OPTION = typer.Option(None, "--max-jobs", help="slurm: at most this man
                                                         "array's %N)")
 
 
-def make_executor(name: str, gpus: str | None, ray_address: str | None, shared_dir: Path | None,
-                  slurm_partition: str | None, max_jobs: int | None, timeout_s: float, inline: bool):
-    """The executor the options choose, its settings checked (bad input: exit 2, nothing written)."""
+def executor_choice(name: str, gpus: str | None, ray_address: str | None, shared_dir: Path | None,
+                    slurm_partition: str | None, max_jobs: int | None, inline: bool = False):
+    """The executor the options choose, as data (executors.Choice), its options checked."""
     from stackwars import executors
-    from stackwars.harness.settings import available_cpus
-    from stackwars.parse import comma_list
 
     if name not in executors.EXECUTORS:
         raise SpecError(f"unknown executor {name!r}; allowed: {', '.join(executors.EXECUTORS)}")
@@ -309,21 +305,16 @@ def make_executor(name: str, gpus: str | None, ray_address: str | None, shared_d
         raise SpecError(f"--inline runs cells in this process; --executor {name} runs them in workers")
     if shared_dir is not None:
         shared_dir = writable_dir(shared_dir, "--shared-dir").resolve()
-    placer = executors.make(name, (comma_list(gpus, "--gpus", what="GPU indices") if gpus else
-                                   executors.visible_gpus() if name == "gpu-pool" else None), available_cpus(),
-                            address=ray_address, shared_dir=str(shared_dir) if shared_dir else None,
-                            timeout_s=timeout_s, partition=slurm_partition, max_jobs=max_jobs)
+    return executors.Choice(name, gpus, ray_address, str(shared_dir) if shared_dir else None, slurm_partition,
+                            max_jobs)
+
+
+def make_executor(name: str, gpus: str | None, ray_address: str | None, shared_dir: Path | None,
+                  slurm_partition: str | None, max_jobs: int | None, timeout_s: float, inline: bool):
+    """The executor the options choose, its settings checked (bad input: exit 2, nothing written)."""
+    from stackwars.harness.settings import available_cpus
+
+    choice = executor_choice(name, gpus, ray_address, shared_dir, slurm_partition, max_jobs, inline)
     # the folder is made when a run first needs it (Executor.scratch, Submitit.run): a command refused
     # after this point (an unreachable Ray, a plan that does not validate) leaves nothing behind
-    return placer
-
-
-def executor_args(executor: str, gpus: str | None, ray_address: str | None, shared_dir: Path | None,
-                  slurm_partition: str | None, max_jobs: int | None) -> list[str]:
-    """The same choice as command-line arguments, for a command that starts other commands."""
-    args = [] if executor == "serial" else ["--executor", executor]
-    for flag, value in (("--gpus", gpus), ("--ray-address", ray_address), ("--shared-dir", shared_dir),
-                        ("--slurm-partition", slurm_partition), ("--max-jobs", max_jobs)):
-        if value is not None:
-            args += [flag, str(value)]
-    return args
+    return choice.make(timeout_s, available_cpus())

@@ -13,9 +13,10 @@ from typing import Optional
 import typer
 
 from stackwars.cli.common import (EXECUTOR_OPTION, GPUS_OPTION, MAX_JOBS_OPTION, RAY_ADDRESS_OPTION, SHARED_DIR_OPTION,
-                                  SLURM_PARTITION_OPTION, command, err, executor_args, make_executor, out,
+                                  SLURM_PARTITION_OPTION, command, err, executor_choice, out,
                                   writable_dir)
 from stackwars.errors import SpecError
+from stackwars.harness.settings import available_cpus
 
 OUTPUTS = ("mnist", "control-flow", "stream", "vmap", "scaling")  # steps whose command takes --out
 
@@ -51,14 +52,13 @@ def reproduce(
         raise SpecError(f"--data-dir {data_dir} is not a directory")
     writable_dir(out_dir, "--out")
     # where the cells of the sweeping steps run: checked here, once, before any step starts
-    make_executor(executor, gpus, ray_address, shared_dir, slurm_partition, max_jobs, 600.0, False)
+    choice = executor_choice(executor, gpus, ray_address, shared_dir, slurm_partition, max_jobs)
+    choice.make(600.0, available_cpus())
     if executor == "gpu-pool" and device != "cuda":
         raise SpecError(f"--executor gpu-pool places one cell per GPU; --device {device}'s cells run one at a time "
                         f"on this host (leave --executor out, or give --device cuda)")
     data = str(data_dir) if data_dir else os.environ.get("STACKWARS_DATA_DIR")
-    steps = rp.plan(device, data, executor_args(executor, gpus, ray_address,
-                                                shared_dir.resolve() if shared_dir else None, slurm_partition,
-                                                max_jobs))
+    steps = rp.plan(device, data, choice.args())
     state_path = out_dir / "reproduce-state.json"
     if dry_run:
         state = rp.load_state(state_path, lambda text: err.print(f"[yellow]warning:[/] {text}", highlight=False))

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Mapping, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from stackwars import orchestrate, outputs, registry, runner, stats
+from stackwars.commands import OPTION_FLAGS
 from stackwars.outputs import REPLACES
 from stackwars.cli.common import (EXECUTOR_OPTION, GPUS_OPTION, MAX_JOBS_OPTION, RAY_ADDRESS_OPTION, SHARED_DIR_OPTION,
                                   SLURM_PARTITION_OPTION, waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP,
-                                  backend_names, command, command_line, err, executor_args, exit_code, interruptible,
-                                  interruption, make_executor, number, out, profile_settings, seed as check_seed,
+                                  backend_names, command, command_line, err, executor_choice, exit_code, interruptible,
+                                  interruption, number, out, profile_settings, seed as check_seed,
                                   table_width, writable_dir)
 from stackwars.parse import assignments
 from stackwars.errors import SpecError
@@ -157,127 +159,95 @@ def run(
     bad input (nothing run, nothing written); 128+N when stopped by signal N (SIGINT, SIGTERM
     or SIGHUP: finished cells are kept and the resume command is printed).
     """
-    if warm_cache is not None:
-        warm_cache = writable_dir(warm_cache, "--warm-cache").resolve()
-    if memory_limit is not None:
-        number(memory_limit, "--memory-limit (GiB)", low=0)
-    check_seed(seed)
-    path = check_db(db)
-    if json_out is not None:
-        outputs.check(json_out, "--json", [path])
-    profiling = profile_settings(profile, profile_dir, path)
-    if resume is not None:
+    measure(parse(ctx, SimpleNamespace(**{k: v for k, v in locals().items() if k != "ctx"})), db)
+
+
+def parse(ctx: typer.Context, o: SimpleNamespace) -> orchestrate.Request:
+    """The command line as one request (orchestrate.Request), every option checked: bad input
+    exits 2 before anything is probed or written."""
+    warm_cache = writable_dir(o.warm_cache, "--warm-cache").resolve() if o.warm_cache is not None else None
+    if o.memory_limit is not None:
+        number(o.memory_limit, "--memory-limit (GiB)", low=0)
+    check_seed(o.seed)
+    path = check_db(o.db)
+    if o.json_out is not None:
+        outputs.check(o.json_out, "--json", [path])
+    profiling = profile_settings(o.profile, o.profile_dir, path)
+    where = dict(db=path, inline=o.inline, json_out=o.json_out, command=command_line())
+    if o.resume is not None:
         # the stored run fixes what is measured and how; only where the results go and how long a
         # cell may take can change, and the message says so
         fixed = [f"--{n.rstrip('_').replace('_', '-')}" if n != "workloads" else "workloads" for n in given_options(ctx)
-                 if n not in RESUME_MAY_CHANGE]
+                 if n not in orchestrate.RESUME_MAY_CHANGE]
         if fixed:
             raise SpecError(f"--resume measures what and how the stored run planned; {', '.join(fixed)} cannot "
                             f"change it (allowed with --resume: --db, --timeout, --json, --inline, --executor and "
                             f"its settings)")
         if not path.exists():
-            raise SpecError(f"--resume {resume}: no results database at {path}")
+            raise SpecError(f"--resume {o.resume}: no results database at {path}")
         with Store(path, on_wait=waiting) as store:
-            store.cell_run(resume, "--resume")  # an unknown id or a training/study run: refused here
+            store.cell_run(o.resume, "--resume")  # an unknown id or a training/study run: refused here
+        return orchestrate.Request(executor=_executor(o), resume=o.resume, **where,
+                                   timeout_s=o.timeout if "timeout" in given_options(ctx) else None)
+    if o.processes < 1:
+        raise SpecError(f"--processes must be >= 1, got {o.processes}")
+    number(o.min_time, "--min-time", low=0, low_inclusive=True)
+    if o.budget is not None:
+        number(o.budget, "--budget (seconds)", low=0)
+    config = MeasureConfig(
+        warmup=o.warmup, min_samples=o.min_samples, min_time_s=o.min_time / o.processes, max_samples=o.max_samples,
+        processes=o.processes, min_block_s=o.min_block_time, timeout_s=o.timeout, timing=o.timing,
+        max_processes=o.max_processes if o.max_processes is not None else
+        stats.default_max_processes(o.processes, o.budget is not None),
+        budget_s=o.budget, threads=o.threads, matmul_precision=o.matmul_precision,
+        cache_dir=str(warm_cache) if warm_cache else None, cold_every_process=o.cold_every_process,
+        seed=o.seed, memory_limit_bytes=int(o.memory_limit * 2**30) if o.memory_limit else runner.default_memory_limit(),
+        parity_mode=o.parity, flush_cache=o.flush_l2, cuda_graph_replay=o.cuda_graph_replay, energy=o.energy,
+        screen=o.screen, duets=o.duets, aa_duets=o.aa, **profiling)
+    if o.cuda_graph_replay and set(o.device) != {"cuda"}:
+        raise SpecError(f"--cuda-graph-replay replays CUDA graphs: it needs --device cuda alone, got "
+                        f"{', '.join(o.device)}")
+    runner.validate_config(config)
+    # each backend option from the flag commands.OPTION_FLAGS names for it
+    options = {opt: getattr(o, flag[2:].replace("-", "_")) for opt, flag in OPTION_FLAGS.items()}
+    options["stablehlo"] = str(o.stablehlo.resolve()) if o.stablehlo is not None else None
+    cells = orchestrate.Cells(
+        tuple(o.workloads or ()), tuple(o.preset), tuple(o.phase), tuple(backend_names(o.backend) or ()) or None,
+        tuple(o.device), tuple(o.dtype), assignments(o.set_ or [], "--set"), orchestrate.backend_options(**options))
+    # names, sizes and options checked before the (seconds-long) machine probe
+    planned = cells.plan(config, on_note=lambda text: err.print(text, highlight=False))
+    if o.stablehlo is not None:
+        _check_stablehlo(o.stablehlo, [s for s in planned if s.backend == "torch-mlir-xla"], config.matmul_precision)
+    return orchestrate.Request(executor=_executor(o), cells=cells, config=config, **where)
 
-    if resume is None:
-        if processes < 1:
-            raise SpecError(f"--processes must be >= 1, got {processes}")
-        number(min_time, "--min-time", low=0, low_inclusive=True)
-        if budget is not None:
-            number(budget, "--budget (seconds)", low=0)
-        config = MeasureConfig(
-            warmup=warmup, min_samples=min_samples, min_time_s=min_time / processes, max_samples=max_samples,
-            processes=processes,
-            min_block_s=min_block_time, timeout_s=timeout,
-            timing=timing,
-            max_processes=max_processes if max_processes is not None else
-            stats.default_max_processes(processes, budget is not None),
-            budget_s=budget,
-            threads=threads, matmul_precision=matmul_precision, cache_dir=str(warm_cache) if warm_cache else None,
-            cold_every_process=cold_every_process,
-            seed=seed, memory_limit_bytes=int(memory_limit * 2**30) if memory_limit else runner.default_memory_limit(),
-            parity_mode=parity, flush_cache=flush_l2, cuda_graph_replay=cuda_graph_replay, energy=energy,
-            screen=screen, duets=duets, aa_duets=aa,
-            **profiling)
-        if cuda_graph_replay and set(device) != {"cuda"}:
-            raise SpecError(f"--cuda-graph-replay replays CUDA graphs: it needs --device cuda alone, got "
-                            f"{', '.join(device)}")
-        runner.validate_config(config)
-        options = orchestrate.backend_options(mode=compile_mode, fullgraph=fullgraph,
-                                              xla_autotune_level=xla_autotune_level, optimizer_impl=torch_optimizer,
-                                              xla_command_buffers=xla_command_buffers,
-                                              stablehlo=str(stablehlo.resolve()) if stablehlo is not None else None)
-        overrides = assignments(set_ or [], "--set")
-        # validate names, sizes and options before the (seconds-long) machine probe
-        backend = backend_names(backend)
-        planned = runner.plan_cells(workloads or [], preset, phase, backend or list(registry.backends()), device,
-                                    dtype, overrides, options, processes, config.timeout_s,
-                                    lambda text: err.print(text, highlight=False))
-        if stablehlo is not None:
-            _check_stablehlo(stablehlo, [s for s in planned if s.backend == "torch-mlir-xla"], config.matmul_precision)
-    placer = make_executor(executor, gpus, ray_address, shared_dir, slurm_partition, max_jobs,
-                           config.timeout_s if resume is None else timeout, inline)
-    if resume is None:
-        def plan_for(found: Mapping[str, Any]) -> list[CellSpec]:  # the cells, given what the probe found
-            return runner.plan_cells(workloads or [], preset, phase, backend or runner.backends_for(
-                runner.default_backends(found, device), workloads or []), device, dtype, overrides, options,
-                processes, config.timeout_s)
-    # a new run's first fork servers start while the probe runs, and the references its CUDA cells
-    # compute in workers of their own are computed meanwhile (runner.start_servers_during_probe)
-    references = runner.run_references() if resume is None and placer.name == "serial" and not inline else None
-    early = (lambda: runner.start_servers_during_probe(plan_for, device, config, references)) if references else None
-    probe = runner.probe_machine(inline, meanwhile=early)
-    if resume is None:
-        specs = plan_for(probe)
-        if warm_cache is not None:
-            warm_cache.mkdir(parents=True, exist_ok=True)
-        placer.check(specs)
-        floor = orchestrate.estimate_s(specs, config)
-        if floor > orchestrate.LONG_PLAN_S:  # said before it starts: a typo costs a Ctrl-C, not an afternoon
-            err.print(f"[yellow]{len(specs)} cell-processes: at least {fmt.duration(floor)} at "
-                      f"{orchestrate.PROCESS_FLOOR_S + config.min_time_s:.2g} s each or more; Ctrl-C stops it and "
-                      f"keeps what is done[/]", highlight=False)
 
+def _executor(o: SimpleNamespace):
+    return executor_choice(o.executor, o.gpus, o.ray_address, o.shared_dir, o.slurm_partition, o.max_jobs, o.inline)
+
+
+def measure(request: orchestrate.Request, db_option: Optional[Path] = None) -> None:
+    """Measure the request with a progress bar, then print its tables and verdict."""
+    ready = orchestrate.prepare(request)
+    if ready.estimate_s > orchestrate.LONG_PLAN_S:  # said before it starts: a typo costs a Ctrl-C, not an afternoon
+        err.print(f"[yellow]{len(ready.specs)} cell-processes: at least {fmt.duration(ready.estimate_s)} at "
+                  f"{orchestrate.PROCESS_FLOOR_S + request.config.min_time_s:.2g} s each or more; Ctrl-C stops it "
+                  f"and keeps what is done[/]", highlight=False)
+    path = request.db
     # The request is valid; from here on the database is written.
     with Store(path, on_wait=waiting) as store:
-        note = lambda text: err.print(text, highlight=False)  # noqa: E731
-        if resume is None:
-            the_run = orchestrate.Run.start(store, specs, config, probe, placer, inline, command_line(),
-                                            references=references)
-        else:
-            the_run = orchestrate.Run.resume(store, resume, probe, placer, inline,
-                                             timeout if "timeout" in given_options(ctx) else None, note)
-        run_id, specs = the_run.run_id, the_run.specs
+        the_run = orchestrate.open_run(store, ready, lambda text: err.print(text, highlight=False))
+        run_id, specs, placer = the_run.run_id, the_run.specs, ready.executor
         err.print(f"run {run_id} -> {path}  ({len(specs)} cells, each in a fresh worker"
                   + (f", through --executor {placer.name})" if placer.name != "serial" else ")"))
         # the same executor, to go on where this one stopped
-        again = executor_args(executor, gpus, ray_address, shared_dir, slurm_partition, max_jobs)
-        resume_hint = f"`stackwars run --resume {run_id}{f' --db {db}' if db else ''}{''.join(' ' + a for a in again)}`"
+        again = "".join(" " + a for a in request.executor.args())
+        resume_hint = f"`stackwars run --resume {run_id}{f' --db {db_option}' if db_option else ''}{again}`"
         unsaved: list = []
         try:
             with interruptible(), Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                            MofNCompleteColumn(), TimeElapsedColumn(), console=err,
                                            transient=True) as progress:
-                task = progress.add_task("starting" if placer.name in ("serial", "gpu-pool") else
-                                         f"cells in flight on {placer.name}", total=len(specs))
-
-                def on_done(m):
-                    progress.console.print(_progress_line(m), highlight=False)
-                    progress.advance(task)
-
-                def on_unsaved(m, where, exc):
-                    progress.console.print(f"[red]not stored[/] {m.spec.key}: {exc.reason}; "
-                                           + (f"kept in {where}" if where else "and no file could keep it"),
-                                           highlight=False)
-
-                hooks = orchestrate.Hooks(
-                    on_start=lambda spec: progress.update(task, description=spec.key), on_done=on_done,
-                    on_unsaved=on_unsaved, on_note=lambda text: progress.console.print(f"[yellow]{text}[/]",
-                                                                                        highlight=False),
-                    on_more=lambda n: progress.update(task, total=progress.tasks[task].total + n),
-                    on_duet=lambda d: (progress.advance(task), progress.console.print(duet_line(d), highlight=False)))
-                unsaved = the_run.measure(hooks)
+                unsaved = the_run.measure(_hooks(progress, len(specs), placer.name))
                 if unsaved:
                     raise _Unsaved()
         except KeyboardInterrupt as exc:
@@ -295,12 +265,37 @@ def run(
         result_rows = rows(store, run_id)
         run_env = store.run(run_id).env
         _, _, profiles, anatomy, duets = verdict_cmd.load(store, [run_id])
+    _show(result_rows, run_env, profiles, anatomy, duets, run_id, db_option, request.json_out, resume_hint)
+
+
+def _hooks(progress: Progress, total: int, executor: str) -> orchestrate.Hooks:
+    """The run's progress: a line a cell or duet, a bar of cell-processes, the notes in yellow."""
+    task = progress.add_task("starting" if executor in ("serial", "gpu-pool") else f"cells in flight on {executor}",
+                             total=total)
+
+    def on_done(m):
+        progress.console.print(_progress_line(m), highlight=False)
+        progress.advance(task)
+
+    def on_unsaved(m, where, exc):
+        progress.console.print(f"[red]not stored[/] {m.spec.key}: {exc.reason}; "
+                               + (f"kept in {where}" if where else "and no file could keep it"), highlight=False)
+
+    return orchestrate.Hooks(
+        on_start=lambda spec: progress.update(task, description=spec.key), on_done=on_done,
+        on_unsaved=on_unsaved, on_note=lambda text: progress.console.print(f"[yellow]{text}[/]", highlight=False),
+        on_more=lambda n: progress.update(task, total=progress.tasks[task].total + n),
+        on_duet=lambda d: (progress.advance(task), progress.console.print(duet_line(d), highlight=False)))
+
+
+def _show(result_rows, run_env, profiles, anatomy, duets, run_id: str, db_option, json_out, resume_hint: str) -> None:
+    """The run's tables, then its verdict (the answer last, where the eye lands), what it spent,
+    and its exit status."""
     out.print(render(result_rows, Env(run_env).summary(), width=table_width()))
-    # the answer last, where the eye lands: best PyTorch against best JAX, per table
     decided = vd.verdicts(result_rows, profiles, anatomy, duets=duets)
     if decided:
         out.print(vd.render(decided, table_width()), width=table_width())
-        err.print(f"the verdict as JSON: `stackwars verdict {run_id} -f json{f' --db {db}' if db else ''}`")
+        err.print(f"the verdict as JSON: `stackwars verdict {run_id} -f json{f' --db {db_option}' if db_option else ''}`")
     if json_out is not None:
         outputs.write(json_out, json.dumps(result_rows, indent=1, default=str), "--json")
         err.print(f"wrote {len(result_rows)} cells to {json_out}")
@@ -329,10 +324,6 @@ def duet_line(d: Mapping[str, Any]) -> str:
         return f"{d.get('status'):>9} {head}: {d.get('error') or ''}"[:300]
     return (f"       ok {head}  {b.backend}/{a.backend} {d['ratio']:.3f} over {len(d.get('first') or ())} rounds "
             f"({fmt.seconds(d['median_a_s'])} / {fmt.seconds(d['median_b_s'])})")
-
-
-RESUME_MAY_CHANGE = ("resume", "db", "timeout", "json_out", "inline", "executor", "gpus", "ray_address", "shared_dir",
-                     "slurm_partition", "max_jobs")
 
 
 def given_options(ctx: typer.Context) -> list[str]:

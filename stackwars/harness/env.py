@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 import psutil
 
-from stackwars import __version__
+from stackwars.version import __version__
 from stackwars.harness.settings import available_cpus
 
 PACKAGES = ("numpy", "torch", "jax", "jaxlib", "flax", "optax", "torch-mlir", "pandas")

@@ -105,7 +105,7 @@ def cache_key() -> dict[str, Any]:
     import platform
     import sys
 
-    from stackwars import __version__
+    from stackwars.version import __version__
     from stackwars.harness.env import PACKAGES, _gpus, _version
 
     def boot_id() -> str | None:

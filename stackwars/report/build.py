@@ -386,21 +386,38 @@ def ir_sections(dirs: Sequence[Path]) -> list[Section]:
 
 
 def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = ()) -> Document:
-    from stackwars.report import studies as study_report
-
+    """The report, section by section: the verdict first, then the runs and their machines, the
+    published studies' claims beside ours, the mode-by-mode guide, the measured tables and their
+    figures, each study, why the processes disagree, and the IR."""
     runs, cells = data["runs"], data["cells"]
     doc = Document("stackwars report: JAX or PyTorch, which execution mode, for this workload",
                    f"generated {generated} from {len(runs)} run(s), {len(cells)} cell(s)")
+    groups = tables.group_rows(cells)
+    points, evens = speedups(groups), break_even(groups)
     doc.sections.append(verdict_section(cells, data.get("profiles") or [], data.get("anatomy") or [],
                                         data.get("duets") or []))
+    doc.sections += [_runs_section(data), _environment_section(data), _published_section(data),
+                     _guide_section(points, evens, cells)]
+    doc.sections += _measured_sections(groups, points, evens)
+    doc.sections += _study_sections(data)
+    why = why_section(data.get("profiles") or [], data.get("anatomy") or [])
+    if why is not None:
+        doc.sections.append(why)
+    doc.sections.extend(ir_sections(ir_dirs))
+    return doc
+
+
+def _runs_section(data: Mapping[str, Any]) -> Section:
     overview = Section("Runs in this report")
     overview.blocks.append(TableBlock(("run", "kind", "date", "rows", "statuses", "machine", "command"), tuple(
         (r["run_id"], r["kind"], r["created_at"][:19].replace("T", " "), str(r["done"]),
          ", ".join(f"{k} {v}" for k, v in sorted(r["statuses"].items())),
          Env(data["envs"].get(r["run_id"]) or {}).machine(), r["command"] or "")
-        for r in runs)))
-    doc.sections.append(overview)
+        for r in data["runs"])))
+    return overview
 
+
+def _environment_section(data: Mapping[str, Any]) -> Section:
     env_section = Section("Environment")
     seen = set()
     for run_id, env in data["envs"].items():
@@ -412,11 +429,10 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
         env_section.blocks.append(Para("These runs come from more than one machine: every table and verdict below "
                                        "holds one machine's cells and names it ('on ...'); `stackwars compare RUN_A "
                                        "RUN_B --db-b OTHER` sets two machines' runs against each other."))
-    doc.sections.append(env_section)
+    return env_section
 
-    groups = tables.group_rows(cells)
-    points = speedups(groups)
-    evens = break_even(groups)
+
+def _guide_section(points, evens, cells: Sequence[Mapping[str, Any]]) -> Section:
     guide = Section("Mode by mode")
     claims = decision_guide(points, evens, cells)
     guide.blocks.append(Para("The detail under the verdict, generated from the stored cells: within each table, the "
@@ -429,49 +445,60 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
     else:
         guide.blocks.append(Para("These runs hold no measured cells to compare (`stackwars run ...` measures them); "
                                  "the studies below carry their own findings."))
-    doc.sections.append(guide)
+    return guide
 
-    if groups:
-        png = heatmap(points)
-        heat = Section("Speed-up and first call")
-        if png:
-            heat.blocks.append(Figure("speedup-heatmap", png, "steady-state time over the fastest cleanly measured "
-                                                              f"backend of each table, colour clipped at "
-                                                              f"{HEATMAP_CLIP:g}x (the text is exact; below 1x: a "
-                                                              "noisy or busy row measured faster); ~ marks a "
-                                                              "difference that is not significant"))
-        doc.sections.append(heat)
-        first = first_vs_steady_figure(groups)
-        if first:
-            heat.blocks.append(Figure("first-vs-steady", first, "first call (trace + compile + run) beside the "
-                                                                "steady-state call, per table and backend"))
-        be = Section("Compile break-even")
-        be.blocks.append(TableBlock(("table", "compiled", "against", "extra first call", "saving per call",
-                                     "pays"), tuple(
-            (e["table"], e["compiled"], e["eager"], fmt.seconds(e["extra_first_s"]),
-             fmt.seconds(e["saving_per_call_s"]), e["verdict"] + (" ?" if e["doubtful"] else "")) for e in evens),
-            "calls after which the compiled backend's first call (trace + compile) is paid back by its faster "
-            "steady state, from processes measured on a quiet machine; ? = noisy (the spread between processes is "
-            f"over {stats.NOISE_THRESHOLD:.0%} of the median)"))
-        doc.sections.append(be)
-        mem = memory_figure(groups)
-        if mem:
-            m = Section("Memory")
-            m.blocks.append(Figure("memory", mem, MEMORY_LABEL + "; each table's peak mem column has the total"))
-            doc.sections.append(m)
-        for key, rows in groups.items():
-            s = Section(tables.title(key))
-            f = tables.formatted(list(rows))
-            s.blocks.append(TableBlock(tables.COLUMNS, tuple(tuple(str(x[c].plain if hasattr(x[c], "plain")
-                                                                       else x[c]) for c in tables.COLUMNS)
-                                                             for x in f)))
-            errors = [f"{tables.backend_variant(r)}: {(r.get('error') or '').strip().splitlines()[0][:300]}"
-                      for r in rows if r["status"] != "ok" and r.get("error")]
-            if errors:
-                s.blocks.append(Bullets(tuple(errors)))
-            doc.sections.append(s)
 
+def _measured_sections(groups, points, evens) -> list[Section]:
+    """The speed-up heatmap and first calls, the compile break-even, memory, then one table per group."""
+    if not groups:
+        return []
+    out = []
+    png = heatmap(points)
+    heat = Section("Speed-up and first call")
+    if png:
+        heat.blocks.append(Figure("speedup-heatmap", png, "steady-state time over the fastest cleanly measured "
+                                                          f"backend of each table, colour clipped at "
+                                                          f"{HEATMAP_CLIP:g}x (the text is exact; below 1x: a "
+                                                          "noisy or busy row measured faster); ~ marks a "
+                                                          "difference that is not significant"))
+    out.append(heat)
+    first = first_vs_steady_figure(groups)
+    if first:
+        heat.blocks.append(Figure("first-vs-steady", first, "first call (trace + compile + run) beside the "
+                                                            "steady-state call, per table and backend"))
+    be = Section("Compile break-even")
+    be.blocks.append(TableBlock(("table", "compiled", "against", "extra first call", "saving per call",
+                                 "pays"), tuple(
+        (e["table"], e["compiled"], e["eager"], fmt.seconds(e["extra_first_s"]),
+         fmt.seconds(e["saving_per_call_s"]), e["verdict"] + (" ?" if e["doubtful"] else "")) for e in evens),
+        "calls after which the compiled backend's first call (trace + compile) is paid back by its faster "
+        "steady state, from processes measured on a quiet machine; ? = noisy (the spread between processes is "
+        f"over {stats.NOISE_THRESHOLD:.0%} of the median)"))
+    out.append(be)
+    mem = memory_figure(groups)
+    if mem:
+        m = Section("Memory")
+        m.blocks.append(Figure("memory", mem, MEMORY_LABEL + "; each table's peak mem column has the total"))
+        out.append(m)
+    for key, rows in groups.items():
+        s = Section(tables.title(key))
+        f = tables.formatted(list(rows))
+        s.blocks.append(TableBlock(tables.COLUMNS, tuple(tuple(str(x[c].plain if hasattr(x[c], "plain")
+                                                                   else x[c]) for c in tables.COLUMNS)
+                                                         for x in f)))
+        errors = [f"{tables.backend_variant(r)}: {(r.get('error') or '').strip().splitlines()[0][:300]}"
+                  for r in rows if r["status"] != "ok" and r.get("error")]
+        if errors:
+            s.blocks.append(Bullets(tuple(errors)))
+        out.append(s)
+    return out
+
+
+def _published_section(data: Mapping[str, Any]) -> Section:
+    """Each published study's claims that these runs can answer, beside our figures (report/published.py)."""
     from stackwars.report import published
+
+    cells = data["cells"]
     pub = Section("The published studies beside ours")
     pub.blocks.append(Para("Five published comparisons of JAX and PyTorch motivate this tool; each claim of theirs "
                            "that these runs can answer is set beside our figures, with a verdict computed from them. "
@@ -492,8 +519,14 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
                                  "S3 (The same backend; TPU v6e-1, PyTorch through torch_xla): its table, ms: first / "
                                  "second / steady state, beside the same pair of backends here, forward; the sizes "
                                  "and devices differ"))
-    doc.sections.insert(3, pub)
+    return pub
 
+
+def _study_sections(data: Mapping[str, Any]) -> list[Section]:
+    """One section per stored study or training run: its notes, figures and table."""
+    from stackwars.report import studies as study_report
+
+    out = []
     for info, rows in data["studies"].values():
         kind = info.kind
         title = f"{kind} · " + ", ".join(f"{k}={v}" for k, v in info.config.items()
@@ -507,12 +540,8 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
         for name, png in _study_figures(kind, rows, info.config):
             s.blocks.append(Figure(f"{info.run_id}-{name}", png, f"{kind}: {name}"))
         s.blocks.append(Pre(_text(body), f"`stackwars show {info.run_id}` prints this table"))
-        doc.sections.append(s)
-    why = why_section(data.get("profiles") or [], data.get("anatomy") or [])
-    if why is not None:
-        doc.sections.append(why)
-    doc.sections.extend(ir_sections(ir_dirs))
-    return doc
+        out.append(s)
+    return out
 
 
 def keep_traces(profiles: Sequence[dict[str, Any]], out_dir: Path) -> None:

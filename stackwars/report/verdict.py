@@ -240,26 +240,34 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
             _command(row, best, sides, shadowed, by_backend, min_processes)
             _beside_always(row, best, cells, prof, anat)
             if missing:
-                busy_side = any(row[f"{fw}_busy_candidates"] for fw, _ in FRAMEWORKS if row.get(f"best_{fw}") is None)
-                kind_gap = kind is not None and not busy_side and any(
-                    row.get(f"best_{fw}") is None and any(r.get("framework") == fw for r in combined)
-                    for fw, _ in FRAMEWORKS)
-                row.update(ratio=None, ci_low=None, ci_high=None, verdict="cannot say", reason="; ".join(missing),
-                           reason_tag="busy machine" if busy_side else
-                           "not best against best" if kind_gap else "one side missing")
-                _said_no_top_up(row)
-                out.append(row)
-                continue
-            c, decision, verdict, reason, tag = _decide(row, best, combined, threshold,
-                                                        _paired(row, duets), min_processes)
-            verdict, reason, tag = _gates(row, c, decision, verdict, reason, tag, min_processes, threshold)
-            if tied(verdict):
-                row["tie_within"], row["tie_threshold"] = stats.tie_bound(c), threshold
-            _beside_decided(row, best, c, threshold, min_processes)
-            row.update(verdict=verdict, reason=reason, reason_tag=tag)
+                _cannot_say(row, missing, combined, kind)
+            else:
+                _decided(row, best, combined, threshold, _paired(row, duets), min_processes)
             _said_no_top_up(row)
             out.append(row)
     return out
+
+
+def _cannot_say(row: dict[str, Any], missing: Sequence[str], combined: Sequence[Mapping[str, Any]],
+                kind: bool | None) -> None:
+    """A row with a side that has no best: no ratio, and the reason's tag says which gap it is."""
+    busy_side = any(row[f"{fw}_busy_candidates"] for fw, _ in FRAMEWORKS if row.get(f"best_{fw}") is None)
+    kind_gap = kind is not None and not busy_side and any(
+        row.get(f"best_{fw}") is None and any(r.get("framework") == fw for r in combined) for fw, _ in FRAMEWORKS)
+    row.update(ratio=None, ci_low=None, ci_high=None, verdict="cannot say", reason="; ".join(missing),
+               reason_tag="busy machine" if busy_side else "not best against best" if kind_gap else "one side missing")
+
+
+def _decided(row: dict[str, Any], best: Mapping[str, Any], combined: Sequence[Mapping[str, Any]], threshold: float,
+             paired: Mapping[str, Any], min_processes: int) -> None:
+    """A row with a best on each side: the decision at its look's level, the gates that may
+    withhold it, and what stands beside it."""
+    c, decision, verdict, reason, tag = _decide(row, best, combined, threshold, paired, min_processes)
+    verdict, reason, tag = _gates(row, c, decision, verdict, reason, tag, min_processes, threshold)
+    if tied(verdict):
+        row["tie_within"], row["tie_threshold"] = stats.tie_bound(c), threshold
+    _beside_decided(row, best, c, threshold, min_processes)
+    row.update(verdict=verdict, reason=reason, reason_tag=tag)
 
 
 def _base_row(key: tuple, group: Sequence[Mapping[str, Any]], kind: bool | None) -> dict[str, Any]:
@@ -275,82 +283,91 @@ def _sides(row: dict[str, Any], combined: Sequence[Mapping[str, Any]], by_backen
     """Each framework's best (its fastest backend whose cells ran ok and passed parity, from
     clean processes), the candidates measured only while busy that might beat it, what failed
     parity faster, and why a side has no best."""
-    workload = row["workload"]
     best: dict[str, Mapping[str, Any] | None] = {}
     sides: dict[str, list[Mapping[str, Any]]] = {}
     shadowed: dict[str, list[Mapping[str, Any]]] = {}  # measured only while busy, possibly the best
     missing = []
     for fw, name in FRAMEWORKS:
-        everything = [r for r in combined if r.get("framework") == fw]
-        # the framework's own modes; an analysis path (PyTorch's program on XLA) only where none ran
-        native = [r for r in everything if not analysis(r["backend"])]
-        side = native if any(r["status"] == "ok" for r in native) else everything
-        sides[fw] = side
-        passed = [r for r in side if r["status"] == "ok" and _parity(r)["ok"] is not False]
-        eligible = [r for r in passed if r.get("process_samples")]  # clean processes: the gate's
-        b = min(eligible, key=lambda r: r["steady_median_s"]) if eligible else None
-        best[fw] = b
-        # a candidate measured only while the machine was busy might be the side's best: the side
-        # cannot decide while its fastest busy process beats the clean best (busy slows, never speeds)
-        shadow = [r for r in passed if r.get("busy") and (b is None or _fastest_busy(r) < b["steady_median_s"])]
-        shadowed[fw] = shadow
-        row[f"{fw}_busy_candidates"] = [{"backend": tables.backend_variant(r), "cell": cell_id(r),
-                                         "processes_busy": r.get("processes_busy", 0),
-                                         "why": r.get("busy_reasons"),
-                                         "fastest_busy_s": _fastest_busy(r)} for r in shadow]
-        # the cells whose latest look came out all busy: the machine stayed busy through it, and a
-        # top-up would measure the same machine again (more_processes gives them none)
-        row[f"{fw}_stayed_busy"] = {cell_id(r): {"backend": tables.backend_variant(r), "look": r.get("latest_look", 0),
-                                                 "processes": r.get("latest_look_processes", 0)}
-                                    for r in ([b] if b is not None else []) + shadow
-                                    if r.get("latest_look_processes") and not r.get("latest_look_clean")}
-        failed = [r for r in side if r["status"] == "parity_fail" and r.get("steady_median_s")
-                  and (b is None or r["steady_median_s"] < b["steady_median_s"])]
-        row[f"{fw}_aside"] = [{"backend": tables.backend_variant(r), "seconds": r["steady_median_s"]}
-                              for r in everything if r not in side and r["status"] == "ok"
-                              and r.get("steady_median_s") and b is not None
-                              and r["steady_median_s"] < b["steady_median_s"]]
-        row[f"{fw}_candidates"] = len(side)
-        row[f"{fw}_excluded"] = [{"backend": tables.backend_variant(r), "seconds": r["steady_median_s"],
-                                  "why": f"failed parity: {_parity_text(_parity(r))}"} for r in failed]
-        row[f"{fw}_pays"] = _pays(side, by_backend)
-        if b is None:
-            if shadow:
-                why = (", ".join(f"{x['backend']} ({x['processes_busy']} process(es), {x['why']})"
-                                 for x in row[f"{fw}_busy_candidates"]) + " measured only while the machine "
-                       "was busy")
-            elif not side and kind is not None:
-                why = (f"no {REPLAY_KINDS[kind]} program of {name} was measured ({REPLAY_PROGRAMS[(fw, kind)]}): "
-                       f"not best against best")
-            else:
-                why = ((_one_sided(workload, fw) or "none measured") if not side else
-                       "none ran ok with parity (" + ", ".join(f"{tables.backend_variant(r)} {r['status']}"
-                                                               for r in side) + ")")
-            missing.append(f"no {name} backend: {why}")
-            # its parity where everything it ran failed it: the smallest error, not "unchecked"
-            errs = [(r["parity_max_rel_err"], r) for r in side if r["status"] == "parity_fail"
-                    and r.get("parity_max_rel_err") is not None]
-            if errs:
-                err, r = min(errs, key=lambda x: x[0])
-                row[f"{fw}_parity"] = {**_parity(r), "backend": tables.backend_variant(r)}
-            row.update({f"best_{fw}": None, f"{fw}_s": None, f"{fw}_processes": 0,
-                        f"{fw}_processes_busy": sum(x["processes_busy"] for x in row[f"{fw}_busy_candidates"]),
-                        f"{fw}_one_sided": bool(not side and _one_sided(workload, fw))})
-            continue
-        row.update({f"best_{fw}": tables.backend_variant(b), f"{fw}_label": tables._label(b),
-                    f"{fw}_cell": cell_id(b), f"{fw}_analysis_path": analysis(b["backend"]),
-                    f"{fw}_s": b["steady_median_s"], f"{fw}_first_call_s": b.get("first_call_s"),
-                    f"{fw}_ci_low_s": b.get("steady_ci_low_s"), f"{fw}_ci_high_s": b.get("steady_ci_high_s"),
-                    f"{fw}_processes": len(b["process_samples"]),
-                    f"{fw}_processes_busy": b.get("processes_busy", 0),
-                    f"{fw}_parity": _parity(b), f"{fw}_memory_bytes": b.get("memory_added_bytes"),
-                    f"{fw}_process_memory_bytes": b.get("process_memory_bytes"),
-                    f"{fw}_optimizer_impl": b.get("optimizer_impl"), f"{fw}_attention": b.get("attention"),
-                    f"{fw}_processes_kept": b.get("processes_kept", 0), f"{fw}_kept_why": b.get("kept_why")})
+        best[fw], sides[fw], shadowed[fw], why = _framework_side(row, fw, name, combined, by_backend, kind)
+        if why:
+            missing.append(why)
     row["processes"] = min(row["torch_processes"], row["jax_processes"])
     row["processes_used"] = row["processes"]  # clean processes on the thinner side
     row["processes_busy"] = row["torch_processes_busy"] + row["jax_processes_busy"]
     return best, sides, shadowed, missing
+
+
+def _framework_side(row: dict[str, Any], fw: str, name: str, combined: Sequence[Mapping[str, Any]],
+                    by_backend: Mapping[tuple, Mapping[str, Any]], kind: bool | None
+                    ) -> tuple[Mapping[str, Any] | None, list[Mapping[str, Any]], list[Mapping[str, Any]], str | None]:
+    """One framework's side of the row: its candidates, its best, the busy candidates that might
+    beat it, what failed parity faster; the row's ``{fw}_...`` keys, and why it has no best (None
+    where it has one)."""
+    workload = row["workload"]
+    everything = [r for r in combined if r.get("framework") == fw]
+    # the framework's own modes; an analysis path (PyTorch's program on XLA) only where none ran
+    native = [r for r in everything if not analysis(r["backend"])]
+    side = native if any(r["status"] == "ok" for r in native) else everything
+    passed = [r for r in side if r["status"] == "ok" and _parity(r)["ok"] is not False]
+    eligible = [r for r in passed if r.get("process_samples")]  # clean processes: the gate's
+    b = min(eligible, key=lambda r: r["steady_median_s"]) if eligible else None
+    # a candidate measured only while the machine was busy might be the side's best: the side
+    # cannot decide while its fastest busy process beats the clean best (busy slows, never speeds)
+    shadow = [r for r in passed if r.get("busy") and (b is None or _fastest_busy(r) < b["steady_median_s"])]
+    row[f"{fw}_busy_candidates"] = [{"backend": tables.backend_variant(r), "cell": cell_id(r),
+                                     "processes_busy": r.get("processes_busy", 0),
+                                     "why": r.get("busy_reasons"),
+                                     "fastest_busy_s": _fastest_busy(r)} for r in shadow]
+    # the cells whose latest look came out all busy: the machine stayed busy through it, and a
+    # top-up would measure the same machine again (more_processes gives them none)
+    row[f"{fw}_stayed_busy"] = {cell_id(r): {"backend": tables.backend_variant(r), "look": r.get("latest_look", 0),
+                                             "processes": r.get("latest_look_processes", 0)}
+                                for r in ([b] if b is not None else []) + shadow
+                                if r.get("latest_look_processes") and not r.get("latest_look_clean")}
+    failed = [r for r in side if r["status"] == "parity_fail" and r.get("steady_median_s")
+              and (b is None or r["steady_median_s"] < b["steady_median_s"])]
+    row[f"{fw}_aside"] = [{"backend": tables.backend_variant(r), "seconds": r["steady_median_s"]}
+                          for r in everything if r not in side and r["status"] == "ok"
+                          and r.get("steady_median_s") and b is not None
+                          and r["steady_median_s"] < b["steady_median_s"]]
+    row[f"{fw}_candidates"] = len(side)
+    row[f"{fw}_excluded"] = [{"backend": tables.backend_variant(r), "seconds": r["steady_median_s"],
+                              "why": f"failed parity: {_parity_text(_parity(r))}"} for r in failed]
+    row[f"{fw}_pays"] = _pays(side, by_backend)
+    if b is None:
+        if shadow:
+            why = (", ".join(f"{x['backend']} ({x['processes_busy']} process(es), {x['why']})"
+                             for x in row[f"{fw}_busy_candidates"]) + " measured only while the machine "
+                   "was busy")
+        elif not side and kind is not None:
+            why = (f"no {REPLAY_KINDS[kind]} program of {name} was measured ({REPLAY_PROGRAMS[(fw, kind)]}): "
+                   f"not best against best")
+        else:
+            why = ((_one_sided(workload, fw) or "none measured") if not side else
+                   "none ran ok with parity (" + ", ".join(f"{tables.backend_variant(r)} {r['status']}"
+                                                           for r in side) + ")")
+        missing = f"no {name} backend: {why}"
+        # its parity where everything it ran failed it: the smallest error, not "unchecked"
+        errs = [(r["parity_max_rel_err"], r) for r in side if r["status"] == "parity_fail"
+                and r.get("parity_max_rel_err") is not None]
+        if errs:
+            err, r = min(errs, key=lambda x: x[0])
+            row[f"{fw}_parity"] = {**_parity(r), "backend": tables.backend_variant(r)}
+        row.update({f"best_{fw}": None, f"{fw}_s": None, f"{fw}_processes": 0,
+                    f"{fw}_processes_busy": sum(x["processes_busy"] for x in row[f"{fw}_busy_candidates"]),
+                    f"{fw}_one_sided": bool(not side and _one_sided(workload, fw))})
+        return b, side, shadow, missing
+    row.update({f"best_{fw}": tables.backend_variant(b), f"{fw}_label": tables._label(b),
+                f"{fw}_cell": cell_id(b), f"{fw}_analysis_path": analysis(b["backend"]),
+                f"{fw}_s": b["steady_median_s"], f"{fw}_first_call_s": b.get("first_call_s"),
+                f"{fw}_ci_low_s": b.get("steady_ci_low_s"), f"{fw}_ci_high_s": b.get("steady_ci_high_s"),
+                f"{fw}_processes": len(b["process_samples"]),
+                f"{fw}_processes_busy": b.get("processes_busy", 0),
+                f"{fw}_parity": _parity(b), f"{fw}_memory_bytes": b.get("memory_added_bytes"),
+                f"{fw}_process_memory_bytes": b.get("process_memory_bytes"),
+                f"{fw}_optimizer_impl": b.get("optimizer_impl"), f"{fw}_attention": b.get("attention"),
+                f"{fw}_processes_kept": b.get("processes_kept", 0), f"{fw}_kept_why": b.get("kept_why")})
+    return b, side, shadow, None
 
 
 def _command(row: dict[str, Any], best: Mapping[str, Any], sides: Mapping[str, list], shadowed: Mapping[str, list],

@@ -108,9 +108,9 @@ class LoopWorkload(Workload):
         import torch
 
         from stackwars.backends.torch_common import make_optimizer
-        from stackwars.workloads.loops import torch_twin
 
         # every impl computes the same function, except newton's fixed step count (no tolerance)
+        torch_twin = self.twin("torch")
         ref_cfg = dataclasses.replace(cfg, impl="fixed" if cfg.impl == "fixed" else "python", remat=False)
         model = torch_twin.build(ref_cfg, {k: torch.from_numpy(np.asarray(v, dtype=np.float64)).to(device)
                                            for k, v in params.items()})

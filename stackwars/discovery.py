@@ -1,0 +1,221 @@
+"""Discovery: what fills the registry, from the top of the house.
+
+The built-in workloads, backends and studies register when their packages are imported;
+installed packages add theirs through the ``stackwars.workloads`` entry-point group;
+``STACKWARS_PLUGINS`` (comma-separated module names or ``.py`` files) adds more, in the parent
+and in every worker alike; a user's ``path/file.py:NAME`` on the command line loads that file.
+``stackwars/__init__.py`` installs ``discover`` and ``resolve_file`` into the registry
+(``registry.use_discovery``), so the registry itself imports no plugin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+import types
+from typing import Any
+
+from stackwars import registry
+from stackwars.errors import SpecError
+
+ENTRY_POINT_GROUP = "stackwars.workloads"
+
+_loaded = False
+_entry_points_loaded = False
+_plugins: set[str] = set()  # STACKWARS_PLUGINS entries loaded (module names and file paths)
+_files: dict[str, types.ModuleType] = {}  # a user's file, by its absolute path, once imported
+
+
+def discover() -> None:
+    """Register the built-ins and installed entry points once, and every STACKWARS_PLUGINS entry
+    not loaded yet (the variable can change in-process: a file named later joins it)."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        import stackwars.backends  # noqa: F401 - the built-ins register as they are imported
+        import stackwars.studies  # noqa: F401
+        import stackwars.workloads  # noqa: F401
+    if not _entry_points_loaded:
+        _load_entry_points()
+    for name in filter(None, (p.strip() for p in os.environ.get("STACKWARS_PLUGINS", "").split(","))):
+        if name not in _plugins:
+            if name.endswith(".py"):
+                load_file(name)
+                continue
+            try:
+                with registry.registering_from(f"plugin {name}"):
+                    module = importlib.import_module(name)
+                _register_models(module, f"plugin {name}")
+            except SpecError as exc:  # a name it may not take
+                raise SpecError(f"STACKWARS_PLUGINS names {name!r}: {exc}") from None
+            except BaseException as exc:  # noqa: BLE001 - even sys.exit() or Ctrl-C in a plugin's import
+                raise SpecError(f"STACKWARS_PLUGINS names {name!r}, which cannot be imported "
+                                f"({type(exc).__name__}: {exc}); give importable module names, comma-separated, "
+                                f"or unset it") from None
+            _plugins.add(name)
+
+
+def _load_entry_points() -> None:
+    """Installed packages' workloads: each entry point of the ``stackwars.workloads`` group is a
+    ``stackwars.Model`` or a module (whose ``Model`` objects, and whatever it registers, count)."""
+    global _entry_points_loaded
+    _entry_points_loaded = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        origin = f"package {ep.value} (entry point {ep.name})"
+        try:
+            with registry.registering_from(origin):
+                obj = ep.load()
+            _register_models(obj, origin)
+        except SpecError as exc:
+            raise SpecError(f"the installed entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP}): {exc}") from None
+        except BaseException as exc:  # noqa: BLE001
+            raise SpecError(f"the installed entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP}) cannot be "
+                            f"loaded ({type(exc).__name__}: {exc}); fix or uninstall its package") from None
+
+
+def _register_models(obj: Any, origin: str) -> None:
+    """Register ``obj`` if it is a ``stackwars.Model``, or every Model a module defines, as
+    coming from ``origin``."""
+    from stackwars.model import Model, UserWorkload
+
+    if isinstance(obj, Model):
+        models = [(None, obj)]
+    elif isinstance(obj, types.ModuleType):
+        models = [(attr, v) for attr, v in vars(obj).items() if isinstance(v, Model)]
+    else:
+        models = []
+    for attr, m in models:
+        # a file's Model is named as the command line names it (path:NAME): a verdict's command reruns it
+        with registry.registering_from(f"{origin}:{attr}" if origin.startswith("file ") and attr else origin):
+            if getattr(registry.registered_workload(m.name), "model", None) is not m:  # not the same Model again
+                registry.register_workload(UserWorkload(m, origin, registry.frameworks_imported(obj)))
+
+
+FILE_IMPORT_TIMEOUT_S = 120.0  # a model file's import, tried in a worker first
+_import_limit_s: float | None = None  # the command's --timeout, where it gave one: it bounds every wait
+
+
+def bound_waits(seconds: float | None) -> None:
+    """The command's --timeout: a model file's import check waits no longer than it either."""
+    global _import_limit_s
+    _import_limit_s = seconds
+
+
+def _import_timeout_s() -> float:
+    return FILE_IMPORT_TIMEOUT_S if _import_limit_s is None else min(FILE_IMPORT_TIMEOUT_S, _import_limit_s)
+
+
+def import_task(path: str) -> dict:
+    """Worker target: import the file at ``path``, nothing more."""
+    sys.path.insert(0, os.path.dirname(path))
+    spec = importlib.util.spec_from_file_location("stackwars_user_import_check", path)
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    return {"status": "ok"}
+
+
+def _check_import(path: str, path_text: str) -> None:
+    """The command's process imports a user's file only after a worker did within
+    ``FILE_IMPORT_TIMEOUT_S`` (a loop or a wait at import would otherwise hang it, silently). A
+    worker (``STACKWARS_PARENT_PID`` set) imports directly: it is itself killed at its timeout.
+    An import that raises is left to the import here, whose message names the error."""
+    if os.environ.get("STACKWARS_PARENT_PID"):
+        return
+    from stackwars.harness.isolation import run_task
+
+    o = run_task({"target": "stackwars.discovery:import_task", "kwargs": {"path": path},
+                  "process": {"device": "cpu"}}, _import_timeout_s())
+    if o.status == "timeout":
+        raise SpecError(f"{path_text}: importing it did not finish within {_import_timeout_s():g} s (tried in a "
+                        f"worker, killed then): a loop or a wait at import? A model file should define its Model "
+                        f"and return; build models inside its factories")
+
+
+def _read_source(path: str, path_text: str) -> None:
+    """A file that is there, readable, and Python source: a NUL or a byte that is not UTF-8 is named."""
+    if not os.path.isfile(path):
+        raise SpecError(f"{path_text}: no such file")
+    try:
+        with open(path, "rb") as f:
+            source = f.read()
+    except OSError as exc:
+        raise SpecError(f"{path_text}: cannot be read ({exc.strerror or exc})") from None
+    nul = source.find(b"\0")
+    if nul >= 0:
+        raise SpecError(f"{path_text}: not Python source: it holds binary bytes (a NUL at byte {nul}); give the "
+                        f".py file that defines the Model")
+    try:
+        source.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path_text}: not Python source: byte {exc.start} is not UTF-8 text; give the .py file "
+                        f"that defines the Model") from None
+
+
+def load_file(path_text: str) -> types.ModuleType:
+    """A user's Python file, imported by path (nothing installed), its Models registered; the
+    workers load it too (its path joins STACKWARS_PLUGINS). A file that cannot be imported is
+    refused with what is wrong and where."""
+    path = os.path.abspath(os.path.expanduser(path_text))
+    if path in _files:
+        return _files[path]
+    _read_source(path, path_text)
+    digest = hashlib.sha256(path.encode()).hexdigest()[:10]
+    module_name = f"stackwars_user_{os.path.splitext(os.path.basename(path))[0]}_{digest}".replace("-", "_")
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    # its folder on sys.path, as `python file.py`, runpy and pytest put it: a model file imports the
+    # modules beside it (at import, and later, inside its factories, in every worker)
+    folder = os.path.dirname(path)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    _check_import(path, path_text)  # a file that hangs at import hangs a killable worker, not this process
+    try:
+        with registry.registering_from(f"file {path}"):
+            spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        sys.modules.pop(module_name, None)
+        where = f", line {exc.lineno}" if exc.lineno else ""
+        raise SpecError(f"{path_text}{where}: syntax error: {exc.msg}") from None
+    except SpecError as exc:
+        sys.modules.pop(module_name, None)
+        raise SpecError(f"{path_text}: {exc}") from None
+    except BaseException as exc:  # noqa: BLE001 - the user's file, whatever it does at import
+        sys.modules.pop(module_name, None)
+        raise SpecError(f"{path_text}: importing it raised {type(exc).__name__}: {exc}") from None
+    _files[path] = module
+    try:
+        _register_models(module, f"file {path}")
+    except SpecError as exc:
+        raise SpecError(f"{path_text}: {exc}") from None
+    plugins = [p.strip() for p in os.environ.get("STACKWARS_PLUGINS", "").split(",") if p.strip()]
+    if path not in plugins:  # the workers (and a resumed run's parent, through the recorded env) load it too
+        os.environ["STACKWARS_PLUGINS"] = ",".join([*plugins, path])
+    _plugins.add(path)
+    return module
+
+
+def resolve_file(name: str) -> str:
+    """``path/file.py:NAME`` (or ``path/file.py``, when it defines one Model): load the file and
+    name its Model as registered."""
+    from stackwars.model import Model
+
+    file, sep, attr = name.rpartition(":") if ".py:" in name else (name, "", "")
+    module = load_file(file)
+    if sep:
+        if not hasattr(module, attr):
+            found = [k for k, v in vars(module).items() if isinstance(v, Model)]
+            raise SpecError(f"{file} has no {attr!r}; its Models: {', '.join(found) or 'none'}")
+        obj = getattr(module, attr)
+        if not isinstance(obj, Model):
+            raise SpecError(f"{file}: {attr} is a {type(obj).__name__}, not a stackwars.Model; make it with "
+                            f"stackwars.Model(name=..., presets=..., batch=..., torch=... and/or jax=...)")
+        return obj.name
+    found = [v for v in vars(module).values() if isinstance(v, Model)]
+    if len(found) != 1:
+        raise SpecError(f"{file} defines {len(found)} stackwars.Model objects; name one: {file}:NAME")
+    return found[0].name

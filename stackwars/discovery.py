@@ -81,7 +81,7 @@ def _load_entry_points() -> None:
 def _register_models(obj: Any, origin: str) -> None:
     """Register ``obj`` if it is a ``stackwars.Model``, or every Model a module defines, as
     coming from ``origin``."""
-    from stackwars.model import Model, UserWorkload
+    from stackwars.model import Model, UserWorkload  # here, not at the top: `import stackwars` stays light
 
     if isinstance(obj, Model):
         models = [(None, obj)]
@@ -202,7 +202,7 @@ def load_file(path_text: str) -> types.ModuleType:
 def resolve_file(name: str) -> str:
     """``path/file.py:NAME`` (or ``path/file.py``, when it defines one Model): load the file and
     name its Model as registered."""
-    from stackwars.model import Model
+    from stackwars.model import Model  # as above: only a command that names a file needs it
 
     file, sep, attr = name.rpartition(":") if ".py:" in name else (name, "", "")
     module = load_file(file)

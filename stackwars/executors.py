@@ -45,7 +45,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from stackwars import registry
 from stackwars.errors import SpecError
+from stackwars.harness import isolation, tmp
+from stackwars.harness.energy import cell_gpu
+from stackwars.harness.env import device_kind
+from stackwars.harness.settings import available_cpus
+from stackwars.parse import comma_list
 from stackwars.records import CellSpec, Measurement
 
 EXECUTORS = ("serial", "gpu-pool", "ray", "slurm", "submitit-local")
@@ -79,13 +85,9 @@ def here(spec: CellSpec, gpu: str | None = None, env: Mapping[str, str] | None =
          cpus: Sequence[int] | None = None) -> Placement:
     """The placement of a cell on this host; on a GPU, ``gpu`` (the index ``CUDA_VISIBLE_DEVICES``
     takes; by default the first this process sees, as Ray or SLURM set it)."""
-    from stackwars.harness.env import device_kind
-
     if spec.device != "cuda":
         return Placement(socket.gethostname(), "cpu", dict(env or {}), tuple(cpus) if cpus else None, device_kind(None))
     if gpu is None:
-        from stackwars.harness.energy import cell_gpu
-
         gpu = cell_gpu()
     return Placement(socket.gethostname(), f"cuda:{gpu}", dict(env or {}), tuple(cpus) if cpus else None,
                      device_kind(gpu))
@@ -94,8 +96,6 @@ def here(spec: CellSpec, gpu: str | None = None, env: Mapping[str, str] | None =
 def lost(spec: CellSpec, executor: str, why: str) -> Measurement:
     """A cell whose worker died under the executor, not of anything the cell did: a failed
     record that ``--resume`` measures again (``Store.missing``)."""
-    from stackwars import registry
-
     why = " ".join(str(why).split())[:2000]
     return Measurement(spec=spec, status="error", framework=registry.backend(spec.backend).framework,
                        error=f"lost: the {executor} worker running this cell died before it returned ({why}); "
@@ -126,8 +126,6 @@ class Executor:
     def scratch(self, kind: str) -> str | None:
         """A fresh folder every cell of the run can read and write, or None where there is none
         (each cell then does its own work: a reference of its own)."""
-        from stackwars.harness import tmp
-
         if self.local:
             return tmp.mkdtemp(kind)
         if self.shared_dir:
@@ -174,8 +172,6 @@ class GpuPool(Executor):
             raise SpecError(f"--executor gpu-pool: {len(gpus)} GPUs but {len(cpus)} CPU cores; each cell's worker "
                             f"needs a core of its own (give fewer GPUs with --gpus)")
         share = len(cpus) // len(gpus)
-        from stackwars.harness.env import device_kind
-
         self.host = socket.gethostname()
         self.slots = [Placement(self.host, f"cuda:{g}", {"CUDA_VISIBLE_DEVICES": g, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
                                 tuple(cpus[i * share:(i + 1) * share]), device_kind(g)) for i, g in enumerate(gpus)]
@@ -199,8 +195,6 @@ class GpuPool(Executor):
                 return measure(spec, slot)
             finally:
                 free.put(slot)
-
-        from stackwars.harness import isolation
 
         pool = ThreadPoolExecutor(max_workers=len(self.slots), thread_name_prefix="stackwars-gpu")
         pending: set[Future] = set()
@@ -252,8 +246,6 @@ def _remote_cell(measure: Measure, spec: CellSpec) -> Measurement:
     granted is this process's ``CUDA_VISIBLE_DEVICES``), measured in a fresh worker as always."""
     if spec.device != "cuda":
         return measure(spec, here(spec))
-    from stackwars.harness.energy import cell_gpu
-
     gpu = cell_gpu()
     return measure(spec, here(spec, gpu, cpus=gpu_core_share(gpu)))
 
@@ -265,8 +257,6 @@ def gpu_core_share(gpu: str, cpus: Sequence[int] | None = None, gpus_on_node: in
     as the node has GPUs, so two GPU cells granted two GPUs never share a core; where something
     already narrowed this process to some cores (SLURM's ``--cpus-per-task`` binding), those.
     None where it cannot be told (no NVML, a GPU named by UUID)."""
-    from stackwars.harness.settings import available_cpus
-
     cpus = sorted(cpus if cpus is not None else available_cpus())
     if len(cpus) < (os.cpu_count() or 0):
         return tuple(cpus)  # already this cell's share
@@ -332,8 +322,6 @@ class Ray(Executor):
         import ray
 
         if not ray.is_initialized():
-            from stackwars.harness.settings import available_cpus
-
             self._reachable()
 
             kw: dict[str, Any] = {"address": self.address, "include_dashboard": False, "log_to_driver": False,
@@ -454,8 +442,6 @@ class Submitit(Executor):
     def run(self, specs, measure, on_start=None):
         import submitit
 
-        from stackwars.harness import tmp
-
         specs = list(specs)
         # the jobs' files: the shared folder given, or (local) a folder of this run, removed after it
         folder = self.folder or tmp.mkdtemp("submitit")
@@ -545,8 +531,6 @@ class Choice:
     max_jobs: int | None = None
 
     def make(self, timeout_s: float, cpus: Sequence[int] = ()) -> "Executor":
-        from stackwars.parse import comma_list
-
         gpus = (comma_list(self.gpus, "--gpus", what="GPU indices") if self.gpus else
                 visible_gpus() if self.executor == "gpu-pool" else None)
         return make(self.executor, gpus, cpus, address=self.ray_address, shared_dir=self.shared_dir,

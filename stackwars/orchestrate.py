@@ -35,10 +35,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pathlib import Path
 
-from stackwars import registry, runner
+from stackwars import registry, runner, stats
 from stackwars.errors import SpecError
 from stackwars.executors import Choice, Executor
 from stackwars.harness import env as envmod
+from stackwars.harness.settings import available_cpus
+from stackwars.report import verdict as vd
 from stackwars.records import CellSpec, MeasureConfig, Measurement
 from stackwars.store.lock import RunLock
 from stackwars.store.results import (Store, StoreWriteError, add_duet, duet_rows, pending_paths, rows,
@@ -224,8 +226,6 @@ def prepare(request: Request) -> Prepared:
     """The executor made, the machine probed and a new run's cells planned on what it found. A
     new run's first fork servers start while the probe runs, and the references its CUDA cells
     compute in workers of their own are computed meanwhile (runner.start_servers_during_probe)."""
-    from stackwars.harness.settings import available_cpus
-
     config, cells = request.config, request.cells
     new = request.resume is None
     executor = request.executor.make(config.timeout_s if new else request.timeout_s or DEFAULT_TIMEOUT_S,
@@ -344,8 +344,6 @@ class Run:
         change a verdict (report/verdict.screen: not clearly slower than their framework's best, not
         failed, not an analysis path beside a native mode); the decisions kept with the run, the
         plan extended. Nothing where the run does not screen or has screened (a resumed run)."""
-        from stackwars.report import verdict as vd
-
         plan = self.store.run(self.run_id).plan
         if not self.config.screens or any(s.repeat > 0 for s in plan):
             return []
@@ -397,9 +395,6 @@ class Run:
     def measure(self, hooks: Hooks | None = None) -> list[tuple[Measurement, Any, StoreWriteError]]:
         """The planned cells, then a look more while a verdict cannot decide and the budget and
         the cap allow. Returns the cells the database refused (kept in the pending file)."""
-        from stackwars import stats
-        from stackwars.report import verdict as vd
-
         hooks = hooks or Hooks()
         unsaved: list[tuple[Measurement, Any, StoreWriteError]] = []
         # a verdict is judged once after the planned processes and once after each top-up: no more

@@ -33,8 +33,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from stackwars import orchestrate, registry, stats
 from stackwars.errors import SpecError
 from stackwars.records import CellSpec, MeasureConfig
+from stackwars.report import tables
+from stackwars.report import verdict as vd
+from stackwars.store.results import duet_rows, rows
 
 FRAMEWORKS = (("torch", "PyTorch"), ("jax", "JAX"))
 BATCH_PARAM = {"gemm": "m"}  # the leading dimension where a workload has no `batch`
@@ -234,8 +238,6 @@ def change(base: Mapping[str, Any], changed: Mapping[str, Any], base_rows: Seque
            changed_rows: Sequence[Mapping[str, Any]], tested: int) -> tuple[Any, str | None]:
     """The change a knob made to a row's ratio, with its interval at 1 - 5%/``tested`` (the
     knobs the row tests), or None and why it cannot be measured."""
-    from stackwars import stats
-
     for what, row, found in (("the stored row", base, base_rows), ("the changed row", changed, changed_rows)):
         for fw, name in FRAMEWORKS:
             if row.get(f"{fw}_processes", 0) < stats.MIN_PROCESSES:
@@ -250,9 +252,6 @@ def change(base: Mapping[str, Any], changed: Mapping[str, Any], base_rows: Seque
 
 def _process_samples(found: Sequence[Mapping[str, Any]], cell: str) -> list[list[float]]:
     """A cell's clean processes' samples, as the verdict resamples them."""
-    from stackwars.report import tables
-    from stackwars.report import verdict as vd
-
     (row,) = tables.combine_repeats([r for r in vd.latest_processes(found) if vd.cell_id(r) == cell])
     return row["process_samples"]
 
@@ -262,8 +261,6 @@ def compare(base: Mapping[str, Any], changed: Mapping[str, Any] | None, v: Varia
             threshold: float | None = None) -> dict[str, Any]:
     """One row x knob cell of the sensitivity table (``skipped``: why the knob was not measured;
     ``moved``: the change's Comparison, or None with ``why``; ``tested``: the knobs the row tests)."""
-    from stackwars import stats
-
     if isinstance(v, str):
         return {"outcome": "not here", "why": v}
     if skipped is not None:
@@ -354,10 +351,6 @@ class Plan:
 
 def plan(store, run_id: str, knobs: Sequence[str]) -> Plan:
     """The stored run's verdict rows and their variants, nothing measured yet."""
-    from stackwars import registry
-    from stackwars.report import verdict as vd
-    from stackwars.store.results import duet_rows, rows
-
     info = store.cell_run(run_id)
     base = vd.verdicts(rows(store, run_id), duets=duet_rows(store, run_id))
     if not base:
@@ -380,10 +373,6 @@ def run(store, run_id: str, knobs: Sequence[str], probe: Mapping[str, Any], exec
     far, in the stored run and the knobs before it) is not started, and its rows say so, and
     a knob's run adds no top-up past it. Returns one result per verdict row (its stored
     verdict, each knob's outcome, the sentence) and the ids of the runs it measured."""
-    from stackwars import orchestrate
-    from stackwars.report import verdict as vd
-    from stackwars.store.results import duet_rows, rows
-
     planned = planned or plan(store, run_id, knobs)
     config, base, plan_ = planned.config, planned.base, planned.variants
     changed: dict[tuple[int, str], Mapping[str, Any] | None] = {}

@@ -15,11 +15,15 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import typer
 from rich.console import Console
 
+from stackwars import discovery, executors, outputs, registry
 from stackwars.errors import SpecError, StackwarsError
 from stackwars.harness import tmp
-from stackwars import discovery, outputs
+from stackwars.harness.settings import available_cpus
 from stackwars.outputs import try_write_in
 from stackwars.parse import check_environment, unique
+from stackwars.records import DEVICES
+from stackwars.runner import machine_memory
+from stackwars.store.results import db_path, new_database
 
 out = Console()  # tables and reports: stdout
 err = Console(stderr=True)  # progress, messages, errors: stderr
@@ -69,8 +73,6 @@ def command(fn: Callable) -> Callable:
                 check_device(d)
             if "db" not in kwargs:
                 return fn(*args, **kwargs)
-            from stackwars.store.results import db_path, new_database
-
             # a database this command created and stored nothing in is removed if it fails
             with new_database(db_path(kwargs["db"])):
                 return fn(*args, **kwargs)
@@ -115,12 +117,9 @@ def refuse_empty_values(argv: list[str]) -> None:
 def check_device(device: str) -> None:
     """Before any work: a device this machine has. A GPU asked for where none is visible would
     otherwise run to the end and store a run of ``unsupported`` cells, exit 0."""
-    from stackwars.records import DEVICES
-
     if device not in DEVICES:
         raise SpecError(f"unknown device {device!r}; allowed: {', '.join(DEVICES)}")
     if device == "cuda":
-        from stackwars.runner import machine_memory
         if machine_memory()[1] is None:
             raise SpecError("--device cuda: no NVIDIA GPU is visible here (NVML finds none); nothing was run or "
                             "written. Use --device cpu, or run on a machine with a GPU")
@@ -159,8 +158,6 @@ def interruptible() -> Iterator[None]:
     try:
         yield
     except (KeyboardInterrupt, Interrupted):
-        from stackwars.harness import tmp
-
         tmp.remove_own()  # what a signal left between making a folder and the block that removes it
         raise
     finally:
@@ -198,8 +195,6 @@ WIDE_OUTPUT = 250
 def backend_names(names: Iterable[str] | None) -> list[str] | None:
     """Backends as given, an old name replaced by its current one with a note on stderr
     saying what it means (``torch-xla`` is not the torch_xla package)."""
-    from stackwars import registry
-
     if names is None:
         return None
     for n in dict.fromkeys(names):
@@ -297,8 +292,6 @@ MAX_JOBS_OPTION = typer.Option(None, "--max-jobs", help="slurm: at most this man
 def executor_choice(name: str, gpus: str | None, ray_address: str | None, shared_dir: Path | None,
                     slurm_partition: str | None, max_jobs: int | None, inline: bool = False):
     """The executor the options choose, as data (executors.Choice), its options checked."""
-    from stackwars import executors
-
     if name not in executors.EXECUTORS:
         raise SpecError(f"unknown executor {name!r}; allowed: {', '.join(executors.EXECUTORS)}")
     if inline and name != "serial":
@@ -312,8 +305,6 @@ def executor_choice(name: str, gpus: str | None, ray_address: str | None, shared
 def make_executor(name: str, gpus: str | None, ray_address: str | None, shared_dir: Path | None,
                   slurm_partition: str | None, max_jobs: int | None, timeout_s: float, inline: bool):
     """The executor the options choose, its settings checked (bad input: exit 2, nothing written)."""
-    from stackwars.harness.settings import available_cpus
-
     choice = executor_choice(name, gpus, ray_address, shared_dir, slurm_partition, max_jobs, inline)
     # the folder is made when a run first needs it (Executor.scratch, Submitit.run): a command refused
     # after this point (an unreachable Ray, a plan that does not validate) leaves nothing behind

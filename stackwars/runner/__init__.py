@@ -24,6 +24,8 @@ from stackwars import registry
 from stackwars.errors import SpecError
 from stackwars.executors import Executor, Placement, Serial
 from stackwars.harness import env as envmod
+from stackwars.harness import probe as probemod
+from stackwars.harness.settings import RUN_CELL_CACHE
 from stackwars.harness import reference as refmod
 from stackwars.harness import tmp
 from stackwars.harness.isolation import Outcome, run_inline, run_task
@@ -53,8 +55,6 @@ def probe_machine(inline: bool = False, meanwhile: Callable[[], Any] | None = No
     process, every time (its frameworks are imported here anyway)."""
     import time
     from concurrent.futures import ThreadPoolExecutor
-
-    from stackwars.harness import probe as probemod
 
     # device None: no platform forced on the probe (JAX_PLATFORMS removed), so it reports every
     # device each framework can see; the cells pin their own platform
@@ -195,8 +195,6 @@ def cell_cache(spec: CellSpec, config: MeasureConfig, cache_root: str | None) ->
     (``cold_every_process``, or no run folder) a fresh folder, removed after. The worker
     records the mode the folder was in (``settings.cache.mode``), and only cold processes give
     first-call figures (report/tables.py)."""
-    from stackwars.harness.settings import RUN_CELL_CACHE
-
     if config.cache_dir is not None:
         return config.cache_dir, "shared directory", False
     if cache_root and not config.cold_every_process:

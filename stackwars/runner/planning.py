@@ -20,6 +20,9 @@ import psutil
 
 from stackwars import registry, stats
 from stackwars.errors import SpecError
+from stackwars.harness.isolation import run_task
+from stackwars.harness.reference import PARITY_MODES
+from stackwars.harness.settings import available_cpus, jax_memory_fraction
 from stackwars.parse import comma_list, unique
 from stackwars.records import (DEVICES, DTYPES, MATMUL_PRECISIONS, TIMING_MODES, CellSpec, MeasureConfig,
                                same_cpu_kind)
@@ -94,8 +97,6 @@ def verify_user_model(name: str, timeout_s: float = CHECK_TIMEOUT_S,
     finish, are bad input, named, before anything is stored."""
     if name in _verified:
         return
-    from stackwars.harness.isolation import run_task
-
     if on_note is not None:
         on_note(f"checking model {name}: both sides built, run once at its first preset and their outputs "
                 f"compared, in a worker (up to {timeout_s:g} s)")
@@ -274,7 +275,6 @@ def validate_config(config: MeasureConfig) -> None:
     if config.max_processes is not None and config.max_processes < config.processes:
         raise SpecError(f"max-processes ({config.max_processes}) must be at least --processes ({config.processes})")
     if config.threads is not None:
-        from stackwars.harness.settings import available_cpus
         n = len(available_cpus())
         if config.threads > n:
             raise SpecError(f"threads={config.threads} but only {n} CPUs are available to this process")
@@ -289,7 +289,6 @@ def validate_config(config: MeasureConfig) -> None:
     if config.flush_cache and config.timing_mode != "latency":
         raise SpecError("--flush-l2 flushes the caches before every timed call, so every call is its own sample: "
                         "it needs --timing latency (the default with --flush-l2)")
-    from stackwars.harness.reference import PARITY_MODES
     if config.parity_mode not in PARITY_MODES:
         raise SpecError(f"unknown parity mode {config.parity_mode!r}; allowed: {', '.join(PARITY_MODES)}")
 
@@ -352,7 +351,6 @@ def preflight(spec: CellSpec, host_available: int | None = None, device_free: in
         return refuse(f"pre-flight estimate {running / GiB:.1f} GiB on the device > {HEADROOM:.0%} of its "
                       f"{device_free / GiB:.1f} GiB free", "device", device_free)
     if device_total is not None and registry.backend(spec.backend).framework == "jax":
-        from stackwars.harness.settings import jax_memory_fraction
         cap = int(jax_memory_fraction() * device_total)  # XLA's allocator grows no further
         if running > HEADROOM * cap:
             return refuse(f"pre-flight estimate {running / GiB:.1f} GiB on the device > {HEADROOM:.0%} of the "

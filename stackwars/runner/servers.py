@@ -15,9 +15,10 @@ import shutil
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from stackwars import registry
+from stackwars import executors, registry
 from stackwars.errors import SpecError
 from stackwars.executors import Placement
+from stackwars.harness import forkserver, settings
 from stackwars.harness import reference as refmod
 from stackwars.harness import tmp
 from stackwars.harness.isolation import run_inline, run_task
@@ -41,8 +42,6 @@ def start_servers_during_probe(plan_for: Callable[[Mapping[str, Any]], Sequence[
     (``run_references``), into which the float64 references its CUDA cells compute in workers
     of their own are computed meanwhile (``start_servers_ahead``); without it a folder of its
     own stands for it, and the references wait for their cells."""
-    from stackwars import executors
-
     guess = probe_guess(devices)
     try:
         specs = list(plan_for(guess))
@@ -136,8 +135,6 @@ def start_servers_ahead(specs: Sequence[CellSpec], config: MeasureConfig, probe:
     the batch, a cell's, and on the H200 the first cells waited for their servers again (7.9 s
     in one cold process) and a later batch restarted the evicted (11.2 s). Between cells only."""
     from concurrent.futures import ThreadPoolExecutor
-
-    from stackwars.harness import forkserver, settings
 
     if not forkserver.enabled():
         return None

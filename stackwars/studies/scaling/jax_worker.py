@@ -78,14 +78,12 @@ def _place(x: np.ndarray, sharding):
 
 
 def run_cell(item: Mapping[str, Any]) -> dict[str, Any]:
-    from stackwars.errors import Unsupported
-
-    started = _start(item)
+    """One cell in named steps: the problem and its devices, the strategy's program, its first
+    call in parts, the timed steps (the slowest process's), memory, and parity against the
+    one-device step from the same state."""
+    started = _start(item)  # first: JAX's devices are fixed before anything touches them
     import jax
-    import optax
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-    from stackwars.backends.jax_common import make_optimizer
     from stackwars.harness.settings import available_cpus
     from stackwars.ir.stats import collectives
     from stackwars.studies import scaling
@@ -93,71 +91,17 @@ def run_cell(item: Mapping[str, Any]) -> dict[str, Any]:
 
     n, strategy = item["devices"], item["strategy"]
     platform = "gpu" if item["device"] == "cuda" else "cpu"
-    devices = jax.devices(platform)
-    if len(devices) < n:
-        raise Unsupported(f"{n} devices asked for, JAX sees {len(devices)} {platform} device(s)")
-    if strategy == "pmap" and not hasattr(jax, "pmap"):
-        raise Unsupported(f"jax.pmap is gone from JAX {jax.__version__}")
-    if strategy == "pmap" and started["process_count"] > 1:
-        raise Unsupported("pmap across processes is not driven by this study; use dp, fsdp or shard_map")
+    devices = _devices(jax, platform, n, strategy, started)
     pb = models.problem(item["model"], item["preset"], item["global_batch"], item.get("seed", 0),
                          item["device"])
     local0 = jax.local_devices()[0]
     params, loss, host_batch = models.jax_model(pb, local0)
     batch_np = host_batch(pb.batch)
-    tx = make_optimizer(models.OPTIMIZER)
+    step, local_step, tx = _steps(loss)
     params_np = jax.tree.map(np.asarray, params)
     opt_np = jax.tree.map(np.asarray, tx.init(params))
-    mesh = Mesh(np.array(devices[:n]), ("data",))
-    rep, data = NamedSharding(mesh, P()), NamedSharding(mesh, P("data"))
-
-    def step(params, opt_state, batch):
-        value, grads = jax.value_and_grad(loss)(params, batch)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, value
-
-    def local_step(params, opt_state, batch):  # one device's shard of the batch
-        value, grads = jax.value_and_grad(loss)(params, batch)
-        grads = jax.lax.pmean(grads, "data")  # the all-reduce DDP does, written out
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, jax.lax.pmean(value, "data")
-
-    if strategy in ("dp", "fsdp", "shard_map"):
-        if strategy == "fsdp":
-            pshard = jax.tree.map(lambda x: _first_axis_sharding(mesh, n, x), params_np)
-            oshard = jax.tree.map(lambda x: _first_axis_sharding(mesh, n, x), opt_np)
-        else:
-            pshard = jax.tree.map(lambda _: rep, params_np)
-            oshard = jax.tree.map(lambda _: rep, opt_np)
-        args = (jax.tree.map(_place, params_np, pshard), jax.tree.map(_place, opt_np, oshard),
-                jax.tree.map(lambda x: _place(x, data), batch_np))
-        if strategy == "shard_map":
-            # check_vma=False: with JAX's varying-axes typing on, the gradient of a replicated
-            # parameter comes back already summed over the axis (the transpose of its implicit
-            # broadcast), and a pmean on top would scale it by N; off, the per-device gradients
-            # are local and the explicit pmean is the one all-reduce, as in pmap
-            fn = jax.jit(jax.shard_map(local_step, mesh=mesh, in_specs=(P(), P(), P("data")),
-                                       out_specs=(P(), P(), P()), check_vma=False), donate_argnums=(0, 1))
-        else:
-            fn = jax.jit(step, in_shardings=(pshard, oshard, data), out_shardings=(pshard, oshard, rep),
-                         donate_argnums=(0, 1))
-    else:  # pmap: a leading axis of one slice per device
-        def stacked(x):
-            return np.broadcast_to(x, (n, *x.shape))
-        args = (jax.tree.map(stacked, params_np), jax.tree.map(stacked, opt_np),
-                jax.tree.map(lambda x: x.reshape(n, x.shape[0] // n, *x.shape[1:]), batch_np))
-        fn = jax.pmap(local_step, axis_name="data", devices=devices[:n], donate_argnums=(0, 1))
-
-    # first call in parts: trace + lower, compile, run (the harness's "first call" is their sum)
-    t0 = time.perf_counter()
-    lowered = fn.lower(*args)
-    t1 = time.perf_counter()
-    compiled = lowered.compile()
-    t2 = time.perf_counter()
-    state = list(compiled(*args))
-    jax.block_until_ready(state)
-    t3 = time.perf_counter()
-    hlo = compiled.as_text() or ""
+    fn, args = _program(strategy, devices, n, step, local_step, params_np, opt_np, batch_np)
+    compiled, state, times, hlo = _first_call(fn, args)
 
     def unstack(tree):
         return jax.tree.map(lambda x: _host(x)[0] if strategy == "pmap" else _host(x), tree)
@@ -173,8 +117,120 @@ def run_cell(item: Mapping[str, Any]) -> dict[str, Any]:
     mine = scaling.timed_steps(call, jax.block_until_ready, item["warmup"], item["steps"])
     per_process = scaling.gather_samples(mine, _allgather(started))
     samples = scaling.slowest(per_process)
+    memory = _memory(compiled, state, local0, devices, strategy, platform)
+    state = None
 
-    # memory: the live state's shards on this process's first device, and the compiler's plan
+    # parity: the single-device step from the same state, on one device, after the timing
+    ref = jax.jit(step)
+    one = jax.tree.map(lambda x: jax.device_put(x, local0), (params_np, opt_np, batch_np))
+    ref_params, ref_opt, ref_loss = ref(*one)
+    parity = scaling.parity(models.jax_canonical(pb, first_params), models.jax_canonical(pb, ref_params),
+                            models.jax_canonical(pb, _mu(first_opt)), models.jax_canonical(pb, _mu(ref_opt)),
+                            pb.tolerance)
+    parity["loss_rel_err"] = abs(first_loss - float(ref_loss)) / max(abs(float(ref_loss)), 1e-30)
+    return {"status": "ok" if parity["ok"] else "parity_fail", "complete": True, **started,
+            **times, "step_samples_s": samples,
+            "per_rank": per_process, "collectives": collectives(hlo), **memory,
+            "comm_source": "compiled HLO (per device, static count)", "parity": parity,
+            "threads": len(available_cpus()),
+            "device_kind": devices[0].device_kind, "framework_version": jax.__version__,
+            "implementation": scaling.LABELS[("jax", strategy)], "matmul_precision": "highest (float32)"}
+
+
+def _devices(jax, platform: str, n: int, strategy: str, started: Mapping[str, Any]) -> list:
+    """The devices the cell runs on, or why it cannot run here."""
+    from stackwars.errors import Unsupported
+
+    devices = jax.devices(platform)
+    if len(devices) < n:
+        raise Unsupported(f"{n} devices asked for, JAX sees {len(devices)} {platform} device(s)")
+    if strategy == "pmap" and not hasattr(jax, "pmap"):
+        raise Unsupported(f"jax.pmap is gone from JAX {jax.__version__}")
+    if strategy == "pmap" and started["process_count"] > 1:
+        raise Unsupported("pmap across processes is not driven by this study; use dp, fsdp or shard_map")
+    return devices
+
+
+def _steps(loss):
+    """The whole-batch train step, one device's step on its shard (gradients averaged by an
+    explicit pmean), and the optimizer."""
+    import jax
+    import optax
+
+    from stackwars.backends.jax_common import make_optimizer
+    from stackwars.studies.scaling import models
+
+    tx = make_optimizer(models.OPTIMIZER)
+
+    def step(params, opt_state, batch):
+        value, grads = jax.value_and_grad(loss)(params, batch)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, value
+
+    def local_step(params, opt_state, batch):  # one device's shard of the batch
+        value, grads = jax.value_and_grad(loss)(params, batch)
+        grads = jax.lax.pmean(grads, "data")  # the all-reduce DDP does, written out
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, jax.lax.pmean(value, "data")
+
+    return step, local_step, tx
+
+
+def _program(strategy: str, devices: list, n: int, step, local_step, params_np, opt_np, batch_np):
+    """The strategy's program over ``n`` devices, as JAX's documentation writes it, and its
+    arguments placed as it wants them."""
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    if strategy not in ("dp", "fsdp", "shard_map"):  # pmap: a leading axis of one slice per device
+        def stacked(x):
+            return np.broadcast_to(x, (n, *x.shape))
+        args = (jax.tree.map(stacked, params_np), jax.tree.map(stacked, opt_np),
+                jax.tree.map(lambda x: x.reshape(n, x.shape[0] // n, *x.shape[1:]), batch_np))
+        return jax.pmap(local_step, axis_name="data", devices=devices[:n], donate_argnums=(0, 1)), args
+    mesh = Mesh(np.array(devices[:n]), ("data",))
+    rep, data = NamedSharding(mesh, P()), NamedSharding(mesh, P("data"))
+    if strategy == "fsdp":
+        pshard = jax.tree.map(lambda x: _first_axis_sharding(mesh, n, x), params_np)
+        oshard = jax.tree.map(lambda x: _first_axis_sharding(mesh, n, x), opt_np)
+    else:
+        pshard = jax.tree.map(lambda _: rep, params_np)
+        oshard = jax.tree.map(lambda _: rep, opt_np)
+    args = (jax.tree.map(_place, params_np, pshard), jax.tree.map(_place, opt_np, oshard),
+            jax.tree.map(lambda x: _place(x, data), batch_np))
+    if strategy == "shard_map":
+        # check_vma=False: with JAX's varying-axes typing on, the gradient of a replicated
+        # parameter comes back already summed over the axis (the transpose of its implicit
+        # broadcast), and a pmean on top would scale it by N; off, the per-device gradients
+        # are local and the explicit pmean is the one all-reduce, as in pmap
+        return jax.jit(jax.shard_map(local_step, mesh=mesh, in_specs=(P(), P(), P("data")),
+                                     out_specs=(P(), P(), P()), check_vma=False), donate_argnums=(0, 1)), args
+    return jax.jit(step, in_shardings=(pshard, oshard, data), out_shardings=(pshard, oshard, rep),
+                   donate_argnums=(0, 1)), args
+
+
+def _first_call(fn, args):
+    """The first call in parts: trace + lower, compile, run (the harness's "first call" is their
+    sum); the compiled program, its state after the call, the times and the optimized HLO."""
+    import jax
+
+    t0 = time.perf_counter()
+    lowered = fn.lower(*args)
+    t1 = time.perf_counter()
+    compiled = lowered.compile()
+    t2 = time.perf_counter()
+    state = list(compiled(*args))
+    jax.block_until_ready(state)
+    t3 = time.perf_counter()
+    times = {"trace_s": t1 - t0, "compile_s": t2 - t1, "first_step_s": t3 - t0}
+    return compiled, state, times, compiled.as_text() or ""
+
+
+def _memory(compiled, state, local0, devices: list, strategy: str, platform: str) -> dict[str, Any]:
+    """Memory: the live state's shards on this process's first device, and the compiler's plan
+    (the peak where the client keeps no allocator statistics)."""
+    import jax
+
     def on_first(tree) -> int:
         total = 0
         for leaf in jax.tree.leaves(tree):
@@ -197,24 +253,8 @@ def run_cell(item: Mapping[str, Any]) -> dict[str, Any]:
     if peak is None and plan is not None:  # the CPU client keeps no allocator statistics
         peak = plan["argument"] + plan["output"] - plan["alias"] + plan["temp"]
         counter = "XLA's compiled memory plan: arguments + outputs - aliased + temporaries (per device)"
-    state = None
-
-    # parity: the single-device step from the same state, on one device, after the timing
-    ref = jax.jit(step)
-    one = jax.tree.map(lambda x: jax.device_put(x, local0), (params_np, opt_np, batch_np))
-    ref_params, ref_opt, ref_loss = ref(*one)
-    parity = scaling.parity(models.jax_canonical(pb, first_params), models.jax_canonical(pb, ref_params),
-                            models.jax_canonical(pb, _mu(first_opt)), models.jax_canonical(pb, _mu(ref_opt)),
-                            pb.tolerance)
-    parity["loss_rel_err"] = abs(first_loss - float(ref_loss)) / max(abs(float(ref_loss)), 1e-30)
-    return {"status": "ok" if parity["ok"] else "parity_fail", "complete": True, **started,
-            "trace_s": t1 - t0, "compile_s": t2 - t1, "first_step_s": t3 - t0, "step_samples_s": samples,
-            "per_rank": per_process, "collectives": collectives(hlo), "state_bytes_per_device": state_bytes,
-            "peak_device_bytes": peak, "peak_counter": counter,
-            "memory_plan": plan, "comm_source": "compiled HLO (per device, static count)", "parity": parity,
-            "threads": len(available_cpus()),
-            "device_kind": devices[0].device_kind, "framework_version": jax.__version__,
-            "implementation": scaling.LABELS[("jax", strategy)], "matmul_precision": "highest (float32)"}
+    return {"state_bytes_per_device": state_bytes, "peak_device_bytes": peak, "peak_counter": counter,
+            "memory_plan": plan}
 
 
 def _mu(opt_state):

@@ -48,7 +48,6 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from stackwars import registry
 from stackwars.errors import SpecError
 from stackwars.harness import isolation, tmp
-from stackwars.harness.energy import cell_gpu
 from stackwars.harness.env import device_kind
 from stackwars.harness.settings import available_cpus
 from stackwars.parse import comma_list
@@ -88,6 +87,8 @@ def here(spec: CellSpec, gpu: str | None = None, env: Mapping[str, str] | None =
     if spec.device != "cuda":
         return Placement(socket.gethostname(), "cpu", dict(env or {}), tuple(cpus) if cpus else None, device_kind(None))
     if gpu is None:
+        from stackwars.harness.energy import cell_gpu  # a GPU's cell only: the parent's import stays light
+
         gpu = cell_gpu()
     return Placement(socket.gethostname(), f"cuda:{gpu}", dict(env or {}), tuple(cpus) if cpus else None,
                      device_kind(gpu))
@@ -246,6 +247,8 @@ def _remote_cell(measure: Measure, spec: CellSpec) -> Measurement:
     granted is this process's ``CUDA_VISIBLE_DEVICES``), measured in a fresh worker as always."""
     if spec.device != "cuda":
         return measure(spec, here(spec))
+    from stackwars.harness.energy import cell_gpu  # as in here()
+
     gpu = cell_gpu()
     return measure(spec, here(spec, gpu, cpus=gpu_core_share(gpu)))
 

@@ -24,7 +24,6 @@ from stackwars import registry
 from stackwars.errors import SpecError
 from stackwars.executors import Executor, Placement, Serial
 from stackwars.harness import env as envmod
-from stackwars.harness import probe as probemod
 from stackwars.harness.settings import RUN_CELL_CACHE
 from stackwars.harness import reference as refmod
 from stackwars.harness import tmp
@@ -60,6 +59,8 @@ def probe_machine(inline: bool = False, meanwhile: Callable[[], Any] | None = No
     # device each framework can see; the cells pin their own platform
     def task(part: str) -> dict[str, Any]:
         return {"target": f"stackwars.harness.probe:{part}", "kwargs": {}, "process": {"device": None}}
+
+    from stackwars.harness import probe as probemod  # when a probe runs: a command's import stays light
 
     key = None if inline else probemod.cache_key()
     if key is not None and (kept := probemod.read_cached(key, time.time())) is not None:

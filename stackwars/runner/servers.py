@@ -18,7 +18,6 @@ from typing import Any, Callable, Mapping, Sequence
 from stackwars import executors, registry
 from stackwars.errors import SpecError
 from stackwars.executors import Placement
-from stackwars.harness import forkserver, settings
 from stackwars.harness import reference as refmod
 from stackwars.harness import tmp
 from stackwars.harness.isolation import run_inline, run_task
@@ -135,6 +134,8 @@ def start_servers_ahead(specs: Sequence[CellSpec], config: MeasureConfig, probe:
     the batch, a cell's, and on the H200 the first cells waited for their servers again (7.9 s
     in one cold process) and a later batch restarted the evicted (11.2 s). Between cells only."""
     from concurrent.futures import ThreadPoolExecutor
+
+    from stackwars.harness import forkserver, settings  # when servers start: a command's import stays light
 
     if not forkserver.enabled():
         return None

@@ -197,10 +197,6 @@ class Request:
     json_out: Path | None = None  # the cells also written as a JSON list
     command: str | None = None  # the command line, stored with a new run
 
-    def where_args(self, db_given: bool = True) -> str:
-        """Where this request's cells run and results go, as arguments: a resume command's tail."""
-        return (f" --db {self.db}" if db_given else "") + "".join(" " + a for a in self.executor.args())
-
 
 # the options --resume accepts (a request's where and its cell timeout); the rest are the stored run's
 RESUME_MAY_CHANGE = ("resume", "db", "json_out", "timeout", "inline", *(f.name for f in dataclasses.fields(Choice)))

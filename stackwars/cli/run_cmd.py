@@ -71,7 +71,7 @@ def run(
     stablehlo: Optional[Path] = typer.Option(None, "--stablehlo",
                                              help="torch-mlir-xla: run this exported StableHLO file (from `stackwars ir "
                                                   "... --framework torch --stage stablehlo`) instead of exporting"),
-    timeout: float = typer.Option(600.0, "--timeout", help="per-cell wall-clock limit, seconds"),
+    timeout: float = typer.Option(orchestrate.DEFAULT_TIMEOUT_S, "--timeout", help="per-cell wall-clock limit, seconds"),
     warmup: int = typer.Option(3, help="warm-up calls after the second call"),
     min_samples: int = typer.Option(10, help="steady state: at least this many samples"),
     min_time: float = typer.Option(1.0, help="steady state: at least this many seconds of sampling per cell, "

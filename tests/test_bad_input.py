@@ -53,6 +53,14 @@ CASES = [
      "must be shorter than the per-cell timeout"),
     ("min-time per process beyond timeout", ["run", "gemm", "--min-time", "1900"], {}, None,
      "633.333 s per process, --min-time spread over 3 processes) must be shorter than the per-cell timeout"),
+    # every sample is one block: 10 blocks of 30 s cannot fit a cell of 120 s (issue 67's command, bounded)
+    ("min-block-time x min-samples beyond timeout",
+     ["run", "gemm", "--preset", "tiny", "-b", "torch-eager", "--processes", "1", "--min-time", "0.05",
+      "--min-block-time", "30", "--min-samples", "10", "--timeout", "120"], {}, None,
+     "--min-block-time (30 s a block) x --min-samples (10) = 300 s of steady state, not shorter than the per-cell "
+     "timeout (120 s)"),
+    ("min-block-time 1e308", ["run", "gemm", "--min-block-time", "1e308"], {}, None,
+     "--min-block-time (1e+308 s a block) x --min-samples (10) = inf s of steady state"),
     ("processes 0", ["run", "gemm", "--processes", "0"], {}, None, "--processes must be >= 1, got 0"),
     ("max-processes below processes", ["run", "gemm", "--processes", "3", "--max-processes", "2"], {}, None,
      "max-processes (2) must be at least --processes (3)"),

@@ -35,7 +35,7 @@ def test_custom_kernel_matches_the_float64_reference_in_interpret_mode(workload,
     m = _cell(workload, backend, "custom")
     assert m.status == "ok", m.error
     assert m.parity.max_rel_err <= 1e-6  # float32 statistics: far inside the 2e-4 tolerance
-    assert m.first_call_s > 0 and len(m.samples) * m.number >= 2  # min_samples counts calls
+    assert m.first_call_s > 0 and len(m.samples) >= FAST.min_samples  # min_samples counts samples (blocks)
 
 
 def test_a_process_that_imported_triton_without_the_interpreter_is_told_why():

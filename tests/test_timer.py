@@ -105,8 +105,8 @@ def test_warm_then_steady_sizes_blocks_from_the_warmup():
         warmup=3, min_samples=5, min_time_s=0.0, max_samples=100, min_block_s=1e-3, fallback_estimate_s=1.0)
     assert warm == [1.0, 2.0**-13, 2.0**-13]
     assert st.number == 9  # median warm-up 122 µs -> ceil(1 ms / 122 µs) = 9 calls per block
-    # min_samples counts calls: 5 fit in one block (min_time_s, 0 here, asks for more where it is longer)
-    assert len(st.samples) == 1 and all(s == pytest.approx(2.0**-13) for s in st.samples)
+    # min_samples counts samples, each one block: 5 blocks of 9 calls (before, 5 calls fit in one block: one sample)
+    assert len(st.samples) == 5 and all(s == pytest.approx(2.0**-13) for s in st.samples)
     assert st.mode == "throughput"
 
 
@@ -152,7 +152,7 @@ def test_one_mode_whatever_a_call_lasts(call_s):
     """The mode is the run's, not the call's: in throughput mode a call of 1 µs and one of 3 s
     are both timed in blocks of at least two (so that a cell of 0.9 ms and one of 1.1 ms, the two
     sides of one comparison, are timed alike), in latency mode both one call a sample; and
-    min_samples counts calls, so that a long call's window costs what it did in single calls."""
+    min_samples counts samples, each one block, in both modes."""
     for mode, expect in (("throughput", lambda n: n >= 2), ("latency", lambda n: n == 1)):
         dev = FakeDevice([call_s])
         warm, st = Timer(dev.fn, dev.sync, dev.clock).warm_then_steady(
@@ -160,9 +160,9 @@ def test_one_mode_whatever_a_call_lasts(call_s):
             fallback_estimate_s=call_s, mode=mode)
         assert expect(st.number) and st.mode == mode, (mode, st.number)
         assert all(s == pytest.approx(call_s) for s in st.samples)
-        assert len(st.samples) * st.number >= 10  # the calls min_samples asks for
+        assert len(st.samples) == 10  # the samples min_samples asks for, whatever a block holds
         if mode == "throughput" and call_s >= 1e-3:
-            assert st.number == 2 and len(st.samples) == 5  # ten calls, as ten single samples took
+            assert st.number == 2  # a long call: blocks of two
         assert all(len(outs) == st.number for outs in dev.synced[1:])  # one sync a sample, on all its calls
     with pytest.raises(ValueError, match="timing mode"):
         Timer.calls_per_sample("burst", 1e-3, 1e-3)
@@ -201,3 +201,41 @@ def test_readouts_read_the_timed_calls_themselves():
     assert st.issue == (0.0,) * 6  # the fake device's calls return at once: the host issued them in no time
     assert r.log[:3] == [("begin", 0), ("end", 2, 0.5), ("after", 0.5, 2)]
     assert [e for e in r.log if e[0] == "after"][-1] == ("after", 3.0, 12)
+
+
+class LoadedDevice(FakeDevice):
+    """A machine that speeds up after its warm-up (a fast CPU, or a neighbour that left) or slows
+    down (the suite's other worker arrived): the steady calls last ``factor`` times the warm ones."""
+
+    def __init__(self, warm_s, factor, warm_calls):
+        super().__init__([warm_s] * warm_calls + [warm_s * factor])
+
+
+@pytest.mark.parametrize("mode", ["throughput", "latency"])
+@pytest.mark.parametrize("warm_s,factor", [(1e-6, 1.0), (2e-5, 1.0), (2e-5, 700.0), (5e-3, 0.01), (0.1, 3.0)])
+@pytest.mark.parametrize("min_block_s", [0.0, 1e-3, 30.0])
+def test_a_steady_state_holds_min_samples_samples_whatever_the_block_size(mode, warm_s, factor, min_block_s):
+    """Issue 67: a throughput window took ceil(min_samples / number) blocks, so a fast call (a
+    fast CPU) made blocks of many calls, and a steady state of one sample once the suite's load
+    slowed those calls (gemm tiny torch-eager, min_samples=2: 1 sample of 14.1 ms). Now every
+    mode, every block size and every speed change between the warm-up and the window gives at
+    least min_samples samples, each one synchronised block; min_time_s 0 so the count alone decides."""
+    dev = LoadedDevice(warm_s, factor, warm_calls=2)
+    warm, st = Timer(dev.fn, dev.sync, dev.clock).warm_then_steady(
+        warmup=2, min_samples=10, min_time_s=0.0, max_samples=10_000, min_block_s=min_block_s,
+        fallback_estimate_s=warm_s, mode=mode)
+    assert len(st.samples) == 10 and st.mode == mode
+    blocks = dev.synced[2:]  # after the two warm-up calls, one sync a sample
+    assert len(blocks) == 10 and all(len(b) == st.number for b in blocks)
+    assert all(x == pytest.approx(warm_s * factor) for x in st.samples)  # per call, as the window ran
+    if mode == "throughput":  # blocks sized from the warm-up: at least 2 calls and min_block_s (or the cap)
+        assert st.number >= 2 and (st.number == 10_000 or st.number * warm_s >= min_block_s)
+    else:
+        assert st.number == 1
+
+
+def test_choose_number_never_overflows():
+    """--min-block-time 1e308 made ceil(inf) raise OverflowError inside the cell; the count is capped."""
+    assert Timer.choose_number(1e-6, 1e308) == 10_000
+    assert Timer.choose_number(5e-324, 1.0, max_number=3) == 3
+    assert Timer.calls_per_sample("throughput", 1e-9, 1e308) == 10_000

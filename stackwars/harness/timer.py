@@ -18,8 +18,8 @@ every process of both sides of a comparison is timed alike:
 
 Before, a call under ``min_block_s`` was timed in blocks and a longer one alone, so the two
 sides of one comparison (or two processes of one cell, around the line) could be timed in
-different modes. Sampling stops once ``min_samples`` calls and ``min_time_s`` are reached and
-every readout has what it needs, or at ``max_samples``.
+different modes. Sampling stops once ``min_samples`` samples (blocks, in throughput mode) and
+``min_time_s`` are reached and every readout has what it needs, or at ``max_samples`` samples.
 
 Readouts (``Readout``) take their figures from the same calls: a device's clock recorded
 around each sample's calls, the host's time to issue the first call of each sample (the
@@ -122,7 +122,8 @@ class Timer:
             return max_number
         if estimate_s >= min_block_s:
             return 1
-        return max(1, min(max_number, math.ceil(min_block_s / estimate_s)))
+        ratio = min_block_s / estimate_s  # compared before ceil: a huge ratio is inf, which ceil refuses
+        return max_number if ratio >= max_number else max(1, math.ceil(ratio))
 
     @staticmethod
     def calls_per_sample(mode: str, estimate_s: float, min_block_s: float) -> int:
@@ -218,17 +219,18 @@ class Timer:
                          issue: bool = False) -> tuple[list[float], SteadyState]:
         """Warm-up calls, then the steady state in ``mode``: blocks sized from the warm-up median
         (``fallback_estimate_s``, e.g. the second call, when there is no warm-up) in throughput
-        mode, single calls in latency mode. ``min_samples`` counts calls: a throughput window
-        takes at least ``ceil(min_samples / number)`` blocks (``min_time_s`` usually more). ``before_steady``
-        runs between the two, untimed (e.g. to open a monitoring window); readouts it returns are
-        read beside the samples, with ``readouts``."""
+        mode, single calls in latency mode. ``min_samples`` counts samples, each one block, whatever
+        the block's size: a window has at least ``min_samples`` timed samples in either mode, so its
+        spread is read from as many values on a fast machine as on a slow one (before, it counted
+        calls, and a block of ``number >= min_samples`` calls made a steady state of one sample on a
+        fast CPU under load). ``before_steady`` runs between the two, untimed (e.g. to open a
+        monitoring window); readouts it returns are read beside the samples, with ``readouts``."""
         warm = self.warmup(warmup)
         estimate = statistics.median(warm) if warm else fallback_estimate_s
         # a flush between calls cannot sit inside a block: every call is then its own sample
         if self._between is not None and mode != "latency":
             raise ValueError("a flush between calls times every call on its own: latency mode")
         number = self.calls_per_sample(mode, estimate, min_block_s)
-        blocks = min(max(1, math.ceil(min_samples / number)), max_samples)
         opened = before_steady() if before_steady is not None else None
         readouts = [*readouts, *(opened or ())]
-        return warm, self.steady(blocks, min_time_s, max_samples, number, readouts, issue, mode)
+        return warm, self.steady(min_samples, min_time_s, max_samples, number, readouts, issue, mode)

@@ -239,6 +239,21 @@ MAX_CALLS = 10_000_000  # warm-up calls, steady-state samples
 
 
 
+def _steady_fits_the_timeout(config: MeasureConfig) -> None:
+    """A steady state holds at least --min-samples samples, each a block of at least --min-block-time in
+    throughput timing, whatever a call lasts: refused up front where that alone would outlast a cell's
+    --timeout (the cell would end as a timeout after its compile, having measured nothing usable)."""
+    if config.timing_mode != "throughput":
+        return
+    floor = config.min_samples * config.min_block_s  # inf for an absurd block time: refused, never overflows
+    if floor >= config.timeout_s:
+        raise SpecError(f"--min-block-time ({config.min_block_s:g} s a block) x --min-samples "
+                        f"({config.min_samples}) = {floor:g} s of steady state, not shorter than the per-cell "
+                        f"timeout ({config.timeout_s:g} s): every sample is one block, so the steady state alone "
+                        "would outlast the cell; allowed: --min-block-time x --min-samples below --timeout (lower "
+                        "either, or raise --timeout)")
+
+
 def validate_config(config: MeasureConfig) -> None:
     if config.matmul_precision not in MATMUL_PRECISIONS:
         raise SpecError(f"unknown matmul precision {config.matmul_precision!r}; allowed: {', '.join(MATMUL_PRECISIONS)}")
@@ -270,6 +285,7 @@ def validate_config(config: MeasureConfig) -> None:
     for ok, msg in checks:
         if not ok:
             raise SpecError(msg)
+    _steady_fits_the_timeout(config)
     if config.budget_s is not None and not 0 < config.budget_s < math.inf:
         raise SpecError(f"budget must be a finite number of seconds > 0, got {config.budget_s}")
     if config.max_processes is not None and config.max_processes < config.processes:

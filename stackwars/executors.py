@@ -112,11 +112,6 @@ class Executor:
     name = "executor"
     local = True
     shared_dir: str | None = None
-    # whether a verdict too wide to decide may be measured by duets here (harness/duet.py): a duet is a
-    # worker of this host, run between the executor's cells, so only an executor that runs one cell at a
-    # time on this host leaves it the host to itself
-    duets = False
-
     def check(self, specs: Sequence[CellSpec]) -> None:
         """Refuse, before anything is written, cells this executor cannot place."""
 
@@ -139,7 +134,6 @@ class Serial(Executor):
     """One cell at a time, on this host, in the plan's order."""
 
     name = "serial"
-    duets = True
 
     def run(self, specs, measure, on_start=None):
         specs = list(specs)

@@ -140,9 +140,9 @@ def _peaks(d: Path) -> list[str]:
 def _verdict_speed(d: Path) -> list[str]:
     """The verdict a GPU user asks for first: resnet50 and gpt2, paper, bfloat16, forward, on
     `run`'s default backends on CUDA (each framework's programs with and without graph replay,
-    and the eager modes), screened after one process a cell, 3 processes for the contenders, the
-    rows too wide to decide measured again by duets (both bests in one process), within the budget
-    (issue 55: both rows decided in at most 150 s)."""
+    and the eager modes), each row's two bests chosen on one process a cell, then decided on 3
+    rounds of the two (a round: one fresh process of each, back to back, in a drawn order), more
+    rounds for a row too wide, within the budget (issue 55: both rows decided in at most 150 s)."""
     return [sys.executable, "-m", "stackwars", "run", "resnet50", "gpt2", "--preset", "paper", "--device", "cuda",
             "--dtype", "bfloat16", "--phase", "forward", "--processes", "3",
             "--budget", "150", "--timeout", "240", "--db", str(d / "stackwars.db"), "--json", str(d / "cells.json")]
@@ -162,8 +162,9 @@ AA_ARGS = ("run", "gpt2", "--preset", "paper", "--device", "cuda", "--dtype", "b
 
 
 def _aa(d: Path) -> list[str]:
-    """A GPU A/A check of the paired design: each cell set against itself in three duets (two
-    instances alternating in one process), then `verdict --aa` (aa.json): each should tie."""
+    """A GPU A/A check of the deciding design: each cell's processes after its first in three
+    back-to-back pairs (run --aa), each pair a round of the cell against itself, then `verdict
+    --aa` (aa.json): each should read the same speed."""
     return [sys.executable, "-c", "import sys; from stackwars.gpucheck import aa_stage; sys.exit(aa_stage(sys.argv[1:]))",
             *AA_ARGS, "--db", str(d / "stackwars.db"), "--json", str(d / "cells.json")]
 
@@ -379,15 +380,18 @@ STAGES: tuple[Stage, ...] = (
           "the float64 reference computed in its own worker first; both cells in this one command",
           ((2, "big-model"),), _llama, proof=False),
     Stage("verdict-speed", "the resnet50 + gpt2 paper bf16 forward verdict on run's default backends on CUDA (the "
-          "matched pairs and the eager modes), screened after one process a cell, duets for a row too wide, under "
+          "matched pairs and the eager modes), each row's bests chosen on one process a cell and decided on 3 "
+          "rounds of the two, more rounds for a row too wide, under "
           "--budget 150 (issue 55: both rows decided in at most 150 s; one pair took 269 s at 3effb27)",
           ((36, "verdict-model"),), _verdict_speed, proof=False, within_s=300),
     Stage("models-verdict", "resnet50, vit-b16, bert-base and gpt2 at paper size, bf16, forward, on run's default "
-          "backends, screened, duets for a row too wide, under --budget 480 (issue 55: all four rows decided in at "
+          "backends, chosen on one process a cell, decided on rounds of the two bests, under --budget 480 (issue 55: "
+          "all four rows decided in at "
           "most 540 s)", ((72, "verdict-model"),), _models_verdict, proof=False, within_s=540),
-    Stage("aa-gpu", "an A/A check of the paired design on a GPU: gpt2 paper bf16 forward, torch-compile and jax-jit, "
-          "each cell against itself in three duets, then `verdict --aa` (each should tie)",
-          ((12, "verdict-model"),), _aa, proof=False),
+    Stage("aa-gpu", "an A/A check of the deciding design on a GPU: gpt2 paper bf16 forward, torch-compile and jax-jit, "
+          "each cell's processes after its first in three back-to-back pairs, then `verdict --aa` (each should read "
+          "the same speed)",
+          ((14, "verdict-model"),), _aa, proof=False),
     Stage("spread", "why a launch-bound cell's processes disagree (mha forward torch-compile: process medians 182-355 "
           "µs at 3fbd31d): mha paper bf16 forward, the pair that launches every kernel (torch-compile against "
           "jax-jit-no-graphs), 4 processes each profiled, the fastest's kernels set against the slowest's beside "

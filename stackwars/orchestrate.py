@@ -43,8 +43,7 @@ from stackwars.harness.settings import available_cpus
 from stackwars.report import verdict as vd
 from stackwars.records import CellSpec, MeasureConfig, Measurement
 from stackwars.store.lock import RunLock
-from stackwars.store.results import (Store, StoreWriteError, add_duet, duet_rows, pending_paths, rows,
-                                     store_pending)
+from stackwars.store.results import Store, StoreWriteError, pending_paths, rows, store_pending
 
 
 @dataclass
@@ -56,7 +55,6 @@ class Hooks:
     on_unsaved: Callable[[Measurement, Any, StoreWriteError], None] | None = None
     on_note: Callable[[str], None] = lambda text: None
     on_more: Callable[[int], None] = lambda n: None  # n more cell-processes were planned
-    on_duet: Callable[[Mapping[str, Any]], None] = lambda record: None  # a duet is done (harness/duet.py)
 
 
 _now = time.monotonic  # the budget's clock (a test's synthetic machine advances its own)
@@ -78,16 +76,6 @@ class Budget:
         return expected_s <= self.left()
 
 
-def duet_cost(pairs: Mapping[tuple[str, str], int], done: Iterable[tuple[str, float | None]]) -> float:
-    """What ``pairs``' duets should take: each the median wall time of its two cells' processes
-    so far, added (a duet prepares and warms both programs, then times both)."""
-    walls = _walls(done)
-    every = [w for ws in walls.values() for w in ws]
-    fallback = statistics.median(every) if every else 0.0
-    one = lambda cell: statistics.median(walls[cell]) if cell in walls else fallback  # noqa: E731
-    return sum(n * (one(a.split("#r")[0]) + one(b.split("#r")[0])) for (a, b), n in pairs.items())
-
-
 def _walls(done: Iterable[tuple[str, float | None]]) -> dict[str, list[float]]:
     """The wall times of each cell's processes so far, by cell id."""
     walls: dict[str, list[float]] = {}
@@ -106,6 +94,19 @@ def look_cost(extra: Sequence[CellSpec], done: Iterable[tuple[str, float | None]
     fallback = statistics.median(every) if every else 0.0
     return sum(statistics.median(walls[s.key.split("#r")[0]]) if s.key.split("#r")[0] in walls else fallback
                for s in extra)
+
+
+def _back_to_back(plan: Sequence[CellSpec], wanted: Mapping[str, int]) -> list[CellSpec]:
+    """``wanted`` processes more of each cell, two of a cell one after the other (its own processes
+    a round of an A/A check: run --aa), the cells taking turns pair by pair."""
+    last: dict[str, CellSpec] = {}
+    for s in plan:
+        base = s.key.split("#r")[0]
+        if base not in last or s.repeat > last[base].repeat:
+            last[base] = s
+    return [dataclasses.replace(last[base], repeat=last[base].repeat + 1 + j)
+            for k in range(0, max(wanted.values(), default=0), 2) for base, n in wanted.items() if base in last
+            for j in (k, k + 1) if j < n]
 
 
 DEFAULT_TIMEOUT_S = 600.0  # a cell's wall-clock limit where none is given (run --timeout)
@@ -336,57 +337,59 @@ class Run:
         return done
 
     def _screen(self, hooks: Hooks) -> list[CellSpec]:
-        """After every cell's first process: the rest of ``--processes`` for the cells that can still
-        change a verdict (report/verdict.screen: not clearly slower than their framework's best, not
-        failed, not an analysis path beside a native mode); the decisions kept with the run, the
-        plan extended. Nothing where the run does not screen or has screened (a resumed run)."""
+        """After every cell's first process: the choice of each row's two bests on it, and the rest
+        for the cells that can still change a verdict (report/verdict.screen: the two chosen, in
+        --processes rounds after the choice; a candidate measured only while busy, once more to be
+        judged; in a table of one framework, every mode not clearly slower); the decisions kept
+        with the run, the plan extended, each round's two chosen cells next to each other in a drawn
+        order. Nothing where the run does not screen or has screened (a resumed run)."""
         plan = self.store.run(self.run_id).plan
         if not self.config.screens or any(s.repeat > 0 for s in plan):
             return []
-        decisions = vd.screen(rows(self.store, self.run_id))
-        keep = [s for s in plan if decisions.get(s.key.split("#r")[0], {"keep": True})["keep"]]
-        extra = [dataclasses.replace(s, repeat=r) for r in range(1, self.config.processes) for s in keep]
+        found = rows(self.store, self.run_id)
+        decisions = vd.screen(found, self.config.processes)
+        # --aa: every cell that goes on, in --processes back-to-back pairs after its first process
+        wanted = {k: 2 * self.config.processes if self.config.aa else d["rounds"]
+                  for k, d in decisions.items() if d["keep"] and d["rounds"]}
+        extra = self._rounds(plan, wanted, vd.pairs(vd.verdicts(found)))
         session = self.store.start_session(self.run_id, self.env)
         self.store.add_study_rows(self.run_id, session, SCREENING, "after the first round",
                                   [{"cell": k, **d} for k, d in decisions.items()])
         out = [k for k, d in decisions.items() if not d["keep"]]
         if out:
-            hooks.on_note(f"screened out after one process each: {len(out)} of {len(decisions)} cells (clearly "
-                          f"slower than their framework's best, failed, or an analysis path); {len(extra)} more "
-                          f"process(es) for the rest")
+            hooks.on_note(f"chosen after one process each: {len(decisions) - len(out)} of {len(decisions)} cells go on "
+                          f"(each row's two bests, and what is still unjudged); {len(extra)} more process(es)")
         if extra:
             self.store.extend_plan(self.run_id, extra)
             hooks.on_more(len(extra) - (len(plan) * (self.config.processes - 1)))
         return extra
 
-    @property
-    def paired(self) -> bool:
-        """Whether a verdict too wide to decide is measured by duets (its two bests together in
-        one process, harness/duet.py): the run asks for it, and its executor runs one cell at a
-        time on this host (``Executor.duets``), where a duet is a worker like a cell's."""
-        return bool(self.config.duets and getattr(self.executor, "duets", False))
+    def _complete_first_look(self, hooks: Hooks, unsaved: list) -> list[Measurement]:
+        """The rounds each row's two chosen cells still lack of --processes after the choice (a
+        candidate judged after the first round became a best; a run that did not screen planned
+        every cell in --processes, one of which chose): measured before the first look reads them.
+        None for a run of one process a cell (no verdict is asked of it)."""
+        done: list[Measurement] = []
+        if self.config.processes < 2:
+            return done
+        for _ in range(2):  # a best judged late is completed once; a second pass finds nothing more
+            found = vd.verdicts(rows(self.store, self.run_id))
+            wanted = vd.first_look(found, self.config.processes)
+            extra = self._rounds(self.store.run(self.run_id).plan, wanted, vd.pairs(found))
+            if not extra:
+                break
+            self.store.extend_plan(self.run_id, extra)
+            hooks.on_more(len(extra))
+            done += self._execute(extra, hooks, unsaved)
+        return done
 
-    def _duets(self, pairs: Mapping[tuple[str, str], int], hooks: Hooks, done: Sequence[Measurement]) -> None:
-        """``pairs``: (cell id A, cell id B) -> duets to add; each measured here, one after another,
-        numbered after the pair's duets so far, and kept with the run (store.results.add_duet)."""
-        if not pairs:
-            return
-        plan = {s.key.split("#r")[0]: s for s in self.store.run(self.run_id).plan if s.repeat == 0}
-        have: dict[frozenset, int] = {}
-        for d in duet_rows(self.store, self.run_id):
-            key = frozenset((d["a_cell"], d["b_cell"]))
-            have[key] = max(have.get(key, 0), d["repeat"] + 1)
-        session = self.store.start_session(self.run_id, self.env)
-        hooks.on_more(sum(pairs.values()))
-        for (a_id, b_id), n in pairs.items():
-            a, b = plan.get(a_id.split("#r")[0]), plan.get(b_id.split("#r")[0])
-            if a is None or b is None:
-                continue
-            first = have.get(frozenset((a.key, b.key)), 0)
-            for repeat in range(first, first + n):
-                record = runner.measure_duet(a, b, repeat, self.config, self.caches, self.inline)
-                add_duet(self.store, self.run_id, session, record)
-                hooks.on_duet(record)
+    def _rounds(self, plan: Sequence[CellSpec], wanted: Mapping[str, int], pairs: Sequence[tuple[str, str]]
+                ) -> list[CellSpec]:
+        """More processes of ``wanted`` cells; with ``--aa`` a chosen cell's processes come in back-to-back
+        pairs (verdict.self_check reads each pair as a round of the cell against itself)."""
+        if self.config.aa:
+            return _back_to_back(plan, wanted)
+        return runner.more_rounds(plan, wanted, pairs, self.config.seed)
 
     def measure(self, hooks: Hooks | None = None) -> list[tuple[Measurement, Any, StoreWriteError]]:
         """The planned cells, then a look more while a verdict cannot decide and the budget and
@@ -408,43 +411,31 @@ class Run:
             extra = self._screen(hooks)
             if extra:
                 done += self._execute(extra, hooks, unsaved)
-            if self.config.aa_duets and getattr(self.executor, "duets", False):
-                # the A/A check of the paired design: each cell against itself, two instances in one process
-                kept = [s for s in self.store.run(self.run_id).plan if s.repeat == 0]
-                self._duets({(s.key, s.key): stats.duets_a_look(self.config.processes) for s in kept}, hooks, done)
-            elif self.config.aa_duets:
-                hooks.on_note(f"--aa measures its duets on this host, between cells: the {self.executor.name} "
-                              f"executor runs cells elsewhere or side by side, so none were measured")
+            done += self._complete_first_look(hooks, unsaved)
             held: set[str] = set()  # rows already said to get no more processes
             for _ in range(top_ups):
-                found = vd.verdicts(rows(self.store, self.run_id), duets=duet_rows(self.store, self.run_id))
+                found = vd.verdicts(rows(self.store, self.run_id))
                 for v in found:
                     if v.get("no_top_up") and vd.title(v) not in held:
                         held.add(vd.title(v))
                         hooks.on_note(f"{vd.title(v)}: {v['no_top_up']}")
-                pairs = vd.more_duets(found, stats.duets_a_look(self.config.processes)) if self.paired else {}
-                wanted = vd.more_processes(found, self.config.max_processes or 0, self.config.processes,
-                                           paired=self.paired)
-                extra = runner.more_rounds(self.store.run(self.run_id).plan, wanted)
-                if not extra and not pairs:
+                wanted = vd.more_processes(found, self.config.max_processes or 0, self.config.processes)
+                extra = runner.more_rounds(self.store.run(self.run_id).plan, wanted, vd.pairs(found), self.config.seed)
+                if not extra:
                     break
-                walls = [(m.spec.key, m.wall_s) for m in done]
-                expected = look_cost(extra, walls) + duet_cost(pairs, walls)
+                expected = look_cost(extra, [(m.spec.key, m.wall_s) for m in done])
                 if not self.budget.allows(expected):
-                    hooks.on_note(f"{len(wanted) + len(pairs)} verdict cell(s) or pair(s) that could not decide: a "
-                                  f"look of {len(extra)} more process(es) and {sum(pairs.values())} duet(s) would take "
-                                  f"about {expected:.0f} s, more than the {max(0.0, self.budget.left()):.0f} s left of "
-                                  f"the run's budget of {self.budget.seconds:.0f} s; stopped undecided")
+                    hooks.on_note(f"{len(wanted)} verdict cell(s) that could not decide: a look of {len(extra)} more "
+                                  f"process(es) would take about {expected:.0f} s, more than the "
+                                  f"{max(0.0, self.budget.left()):.0f} s left of the run's budget of "
+                                  f"{self.budget.seconds:.0f} s; stopped undecided")
                     break
-                hooks.on_note(f"{len(wanted)} cell(s) of verdicts that could not decide (busy machine or a wide "
-                              f"CI): {len(extra)} more process(es)"
-                              + (f"; {len(pairs)} verdict(s) too wide: {sum(pairs.values())} duet(s), their two "
-                                 f"bests together" if pairs else "") + f", about {expected:.0f} s")
-                if extra:
-                    self.store.extend_plan(self.run_id, extra)
-                    hooks.on_more(len(extra))
-                    done += self._execute(extra, hooks, unsaved)
-                self._duets(pairs, hooks, done)
+                hooks.on_note(f"{len(wanted)} cell(s) of verdicts that could not decide (busy machine, a wide CI, or "
+                              f"no difference found): {len(extra)} more process(es), each row's two in rounds, about "
+                              f"{expected:.0f} s")
+                self.store.extend_plan(self.run_id, extra)
+                hooks.on_more(len(extra))
+                done += self._execute(extra, hooks, unsaved)
         except _Unsaved:
             pass
         finally:

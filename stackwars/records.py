@@ -134,16 +134,13 @@ class MeasureConfig:
     max_processes: int | None = None  # a verdict that cannot decide (busy, noisy) may add processes up to this
     budget_s: float | None = None  # wall seconds a run may take: no look of more processes starts past it
     energy: bool = True  # after the steady state, a window on the device's energy counter where it has one
-    # with processes > 1: every cell's first process first, then the rest only for the cells that can still
-    # change a verdict (report/verdict.screen); False: every cell in all its processes
+    # with processes > 1: every cell's first process first (it chooses each row's two bests), then more
+    # only for the cells that can still change a verdict (report/verdict.screen); False: every cell in all
+    # its processes
     screen: bool = True
-    # a verdict too wide to decide: its two bests measured together in more processes (harness/duet.py)
-    # rather than each in more processes of its own; False: more processes of each
-    duets: bool = True
-    # an A/A check of the paired design: every cell also measured against itself, two instances
-    # alternating in one process, in as many duets as a look of them measures (stats.duets_a_look;
-    # ``verdict --aa`` reads them as the verdict reads a row's first duet look)
-    aa_duets: bool = False
+    # an A/A check of the deciding design: each chosen cell's processes after the choice come in back-to-back
+    # pairs, twice as many (``verdict --aa`` reads each pair as a round of the cell against itself)
+    aa: bool = False
 
     @property
     def screens(self) -> bool:

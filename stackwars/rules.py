@@ -58,9 +58,6 @@ def _rules() -> dict[str, Rule]:
                               "clean processes a side before a verdict names a winner"),
         "min_processes_word": Rule(stats.MIN_PROCESSES, WORDS.get(stats.MIN_PROCESSES, str(stats.MIN_PROCESSES)),
                                    "the same, in words"),
-        "min_duets": Rule(stats.MIN_DUETS, str(stats.MIN_DUETS),
-                          "duets a look of them measures, at least (a verdict too wide to decide measures its two "
-                          "bests together)"),
         "verdict_alpha": Rule(stats.VERDICT_ALPHA, _pct(stats.VERDICT_ALPHA),
                               "the chance, over all of a verdict's looks together, of naming a winner between two "
                               "equal programs"),

@@ -38,7 +38,7 @@ from stackwars.errors import SpecError
 from stackwars.records import CellSpec, MeasureConfig
 from stackwars.report import tables
 from stackwars.report import verdict as vd
-from stackwars.store.results import duet_rows, rows
+from stackwars.store.results import rows
 
 FRAMEWORKS = (("torch", "PyTorch"), ("jax", "JAX"))
 BATCH_PARAM = {"gemm": "m"}  # the leading dimension where a workload has no `batch`
@@ -352,7 +352,7 @@ class Plan:
 def plan(store, run_id: str, knobs: Sequence[str]) -> Plan:
     """The stored run's verdict rows and their variants, nothing measured yet."""
     info = store.cell_run(run_id)
-    base = vd.verdicts(rows(store, run_id), duets=duet_rows(store, run_id))
+    base = vd.verdicts(rows(store, run_id))
     if not base:
         raise SpecError(f"run {run_id} holds no verdict row to test")
 
@@ -407,7 +407,7 @@ def run(store, run_id: str, knobs: Sequence[str], probe: Mapping[str, Any], exec
         for i, v in todo.items():
             ids = {s.key for s in (v.torch, v.jax) if s is not None}
             mine = [r for r in found if vd.cell_id(r) in ids]
-            verdicts = vd.verdicts(mine, duets=duet_rows(store, the_run.run_id))
+            verdicts = vd.verdicts(mine)
             changed[(i, knob)] = verdicts[0] if verdicts else None
             found_of[(i, knob)] = mine
     results = []

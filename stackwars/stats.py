@@ -7,9 +7,10 @@ Two levels of repetition (Kalibera & Jones, "Rigorous Benchmarking in Reasonable
 a cell measured in several fresh processes has samples *within* each process and a
 spread *between* processes, which on a shared machine is often the larger of the two
 (the same HLO ran 10% apart in two processes here). ``hierarchical`` and ``compare``
-therefore take a list of processes, each a list of samples: the estimate is the mean of
-the per-process medians, and the bootstrap resamples processes, then the samples within
-each drawn process. With one process this reduces to the ordinary bootstrap of a median,
+therefore take a list of processes, each a list of samples: the estimate is the geometric
+mean of the per-process medians (on the log scale, where its interval is computed and where a
+right-skewed spread of process medians is closer to symmetric), and the bootstrap resamples
+processes, then the samples within each drawn process. With one process this reduces to the ordinary bootstrap of a median,
 whose interval understates the uncertainty between launches; ``decide`` is the one rule
 that turns a ratio's interval into "lower", "higher", "tie" or "noisy".
 """
@@ -21,7 +22,7 @@ import hashlib
 import math
 import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -194,8 +195,8 @@ EXACT_MAX_N = 128  # within-process samples resampled exactly up to this many (s
 
 def hierarchical_draws(processes: "Processes | Sequence[float]", resamples: int = BOOTSTRAP_RESAMPLES,
                        seed: int = BOOTSTRAP_SEED) -> np.ndarray:
-    """Bootstrap replicates of the mean of per-process medians: each replicate draws as many
-    processes as there are, with replacement, and for each drawn process the median of a
+    """Bootstrap replicates of the geometric mean of per-process medians: each replicate draws as
+    many processes as there are, with replacement, and for each drawn process the median of a
     resample of its own samples."""
     procs = _processes(processes)
     rng = np.random.default_rng(seed)
@@ -203,7 +204,7 @@ def hierarchical_draws(processes: "Processes | Sequence[float]", resamples: int 
     p = len(procs)
     which = rng.integers(0, p, size=(resamples, p))  # the processes each replicate draws
     col = rng.integers(0, resamples, size=(resamples, p))  # an independent within-process replicate each
-    return per[which, col].mean(axis=1)
+    return np.exp(np.log(per[which, col]).mean(axis=1))
 
 
 @functools.lru_cache(maxsize=256)
@@ -246,15 +247,22 @@ def _t_width(var_target: float, var_boot: float, df: float, confidence: float) -
     return math.sqrt(var_target / var_boot) * t_quantile(0.5 + confidence / 2, df) / _z(confidence)
 
 
+def geometric_mean(values: Sequence[float]) -> float:
+    """The estimate of a cell over its processes: the geometric mean of their medians."""
+    a = np.asarray(values, dtype=np.float64)
+    return float(np.exp(np.log(a).mean()))
+
+
 def _log_var(medians: Sequence[float]) -> float:
-    """Unbiased variance of the log of the mean of these process medians (delta method)."""
+    """Unbiased variance of the log of the geometric mean of these process medians: the variance
+    of the mean of their logs."""
     m = np.asarray(medians, dtype=np.float64)
-    return float(m.var(ddof=1) / (m.size * m.mean() ** 2)) if m.size > 1 and m.mean() > 0 else 0.0
+    return float(np.log(m).var(ddof=1) / m.size) if m.size > 1 and np.all(m > 0) else 0.0
 
 
 @dataclass(frozen=True)
 class Hierarchical:
-    """A cell's steady state over its processes: the mean of the per-process medians with a
+    """A cell's steady state over its processes: the geometric mean of the per-process medians with a
     hierarchical-bootstrap 95% CI (its width that of Student's t on the process medians),
     and the spread between them."""
 
@@ -272,7 +280,7 @@ def _log_draws(procs: list[np.ndarray], resamples: int, seed: int) -> tuple[floa
     hit = _DRAWS.get(key)
     if hit is not None:
         return hit
-    est = float(np.mean([np.median(a) for a in procs]))
+    est = geometric_mean([np.median(a) for a in procs])
     logs = np.log(hierarchical_draws(procs, resamples, seed))
     logs.setflags(write=False)
     return _DRAWS.put(key, (math.log(est), logs))
@@ -282,7 +290,7 @@ def hierarchical(processes: "Processes | Sequence[float]", confidence: float = 0
                  resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Hierarchical:
     procs = _processes(processes)
     medians = tuple(float(np.median(a)) for a in procs)
-    est = float(np.mean(medians))
+    est = geometric_mean(medians)
     alpha = (1.0 - confidence) / 2.0
     centre, logs = _log_draws(procs, resamples, seed)
     p = len(procs)
@@ -311,8 +319,8 @@ class Comparison:
 
 def compare(base: "Processes | Sequence[float]", other: "Processes | Sequence[float]", confidence: float = 0.95,
             resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Comparison:
-    """The ratio other / base of the two estimates (mean of per-process medians; for one
-    process, its median), with the percentile interval of the ratio of two independent
+    """The ratio other / base of the two estimates (geometric mean of per-process medians; for
+    one process, its median), with the percentile interval of the ratio of two independent
     hierarchical bootstraps. With two or more processes on both sides the interval is
     rescaled to the width of Welch's t interval on the log of the two estimates (each
     side's variance and degrees of freedom from the spread of its process medians; see
@@ -363,17 +371,6 @@ def compare_change(base: tuple, changed: tuple, confidence: float = 0.95,
 
 
 MIN_PROCESSES = 3  # fresh processes per side before a comparison may name a winner
-# a look of duets (harness/duet.py) measures at least this many: the duets' look spends the 1% the
-# first look leaves, on Student's t over the duets, which with 3 of them (2 degrees of freedom) is
-# 9.9 standard errors wide each way and with 5 is 4.6, over a larger n: 2.8x narrower for 5/3 the
-# cost. The main job on the 2-CPU Xeon VM (2026-11-27): its four rows too wide to decide read duet
-# ratios 1.23-1.38, 1.04-1.12, 1.02-1.12, 1.13-1.24, and three duets each decided none of them
-MIN_DUETS = 5
-
-
-def duets_a_look(processes: int) -> int:
-    """How many duets a look of them measures: a run's processes a cell, never under MIN_DUETS."""
-    return max(int(processes), MIN_DUETS)
 # screening (report/verdict.screen): a backend whose fastest sample in its first process is over this
 # multiple of its framework's best median is clearly slower; it is measured in no more processes
 SCREEN_FACTOR = 1.5
@@ -456,67 +453,80 @@ def look_of(repeat: int, processes: int) -> int:
 SEQUENTIAL_PATHS = 1_000_000  # simulated looks of the boundary's computation (its levels to about 1e-4)
 
 
-@functools.lru_cache(maxsize=64)
-def sequential_levels(looks: int, alpha: float = VERDICT_ALPHA, first: float = FIRST_LOOK_ALPHA
-                      ) -> tuple[float, ...]:
+@functools.lru_cache(maxsize=256)
+def sequential_levels(looks: int, alpha: float = VERDICT_ALPHA, first: float = FIRST_LOOK_ALPHA,
+                      rounds: int = 0) -> tuple[float, ...]:
     """The nominal level each look of a group-sequential verdict is read at (two-sided error),
-    so that all looks together name a false winner VERDICT_ALPHA of the time: the planned look
-    spends FIRST_LOOK_ALPHA, the top-ups the rest, in proportion to the processes they add (a
+    so that all looks together name a false winner ``alpha`` of the time: the planned look
+    spends ``first``, the top-ups the rest, in proportion to the processes they add (a
     Lan-DeMets spending function, linear in information after the first look). Each look holds
-    the processes of the looks before it, so the statistics of two looks are correlated
-    (sqrt(k/m) for looks k < m of equal increments); the levels count that, where a split of
-    the error into shares (Bonferroni) ignores it: with 2 looks 4% then 1.8% (Bonferroni: 1%),
-    with 4 looks 4%, 0.75%, 0.68%, 0.72% (0.33% each). Computed by simulating the looks'
-    normal statistics (a Brownian motion at the looks' information fractions), once a process;
-    the A/A simulation in tests/test_verdict.py checks the false-winner rate end to end."""
+    the processes of the looks before it, so the statistics of two looks are correlated; the
+    levels count that, where a split of the error into shares (Bonferroni) ignores it.
+
+    ``rounds`` 0: the looks' statistics are normal (a Brownian motion at the looks' information
+    fractions): with 2 looks 4% then 1.8% (Bonferroni: 1%), with 4 looks 4%, 0.75%, 0.68%, 0.72%.
+    ``rounds`` R >= 2: they are Student's t of a paired comparison over R, 2R, ... rounds (a
+    verdict's rounds, report/verdict._deciding), whose variance each look estimates again from
+    few rounds: the looks are less alike than normal statistics are, so the normal boundary
+    would spend more than ``alpha`` (6.5% with 3 rounds a look, two looks, in
+    scripts/verdict-calibration.py); the t statistics are simulated exactly instead (each look's
+    sum and sum of squares of R standard normals: a normal of variance R and an independent
+    chi-square of R - 1 degrees of freedom plus the sum's square over R), and each level is the
+    share of all paths whose statistic reaches that look's critical value. Computed once a
+    process for each argument set."""
     if looks <= 1:
         return (alpha,)
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     t = np.arange(1, looks + 1) / looks
-    z = np.abs(np.cumsum(rng.standard_normal((SEQUENTIAL_PATHS, looks)) * np.sqrt(np.diff(t, prepend=0.0)), axis=1)
-               / np.sqrt(t))
+    if rounds >= 2:
+        inc = rng.standard_normal((SEQUENTIAL_PATHS, looks)) * math.sqrt(rounds)
+        squares = rng.chisquare(rounds - 1, (SEQUENTIAL_PATHS, looks)) + inc * inc / rounds
+        total, sq = np.cumsum(inc, axis=1), np.cumsum(squares, axis=1)
+        n = rounds * np.arange(1, looks + 1)
+        var = np.maximum(sq - total * total / n, 1e-300) / (n - 1)
+        stat = np.abs(total / n) / np.sqrt(var / n)
+    else:
+        stat = np.abs(np.cumsum(rng.standard_normal((SEQUENTIAL_PATHS, looks)) * np.sqrt(np.diff(t, prepend=0.0)),
+                                axis=1) / np.sqrt(t))
     alive = np.ones(SEQUENTIAL_PATHS, bool)
     levels, spent = [], 0.0
     for k in range(looks):
         target = first + (alpha - first) * (t[k] - t[0]) / (1.0 - t[0])
-        if k == 0:  # the planned look alone: exactly the normal quantile
-            c = _z(1.0 - first)
+        if k == 0:  # the planned look alone: exactly its own level
+            c = _z(1.0 - first) if rounds < 2 else t_quantile(1.0 - first / 2.0, rounds - 1)
         else:
             need = int(round((target - spent) * SEQUENTIAL_PATHS))  # the paths this look may stop, falsely
-            tail = np.sort(z[alive, k])[::-1]
-            c = float(tail[need - 1]) if 0 < need <= tail.size else math.inf
-        hit = alive & (z[:, k] >= c)
+            live = stat[alive, k]
+            c = float(np.partition(live, live.size - need)[live.size - need]) if 0 < need <= live.size else math.inf
+        hit = alive & (stat[:, k] >= c)
         spent += float(hit.mean())
         alive &= ~hit
-        levels.append(float(1.0 - math.erf(c / math.sqrt(2.0))) if math.isfinite(c) else 0.0)
+        if not math.isfinite(c):
+            levels.append(0.0)
+        elif rounds >= 2:
+            levels.append(first if k == 0 else float((stat[:, k] >= c).mean()))
+        else:
+            levels.append(float(1.0 - math.erf(c / math.sqrt(2.0))))
     return tuple(levels)
 
 
-def look_alpha(look: int, looks: int) -> float:
+def look_alpha(look: int, looks: int, alpha: float = VERDICT_ALPHA, first: float = FIRST_LOOK_ALPHA,
+               rounds: int = 0) -> float:
     """The error a verdict spends at ``look`` (0: the planned processes) of a run allowing
     ``looks``: all of it where there is one look; else the group-sequential boundary's level
     (``sequential_levels``), so that a run that adds processes until a verdict decides and stops
     there names a false winner at most VERDICT_ALPHA of the time, and a top-up can decide what
     the first look could not."""
-    return sequential_levels(looks)[min(max(look, 0), looks - 1)] if looks > 1 else VERDICT_ALPHA
-
-
-def duet_alpha(look: int, looks: int) -> float:
-    """The error a verdict spends at its ``look``-th look of duets (0: the first; harness/duet.py)
-    of at most ``looks``: the duets are processes of their own, independent of the cells'
-    processes the planned look read, so the two parts of the error add up (a union bound, exact
-    for independent looks): the planned look spends FIRST_LOOK_ALPHA, the duets the rest, on a
-    group-sequential boundary of their own (each duet look holds the duets of the looks before it),
-    spent in proportion to the duets a look adds."""
-    rest = VERDICT_ALPHA - FIRST_LOOK_ALPHA
-    return sequential_levels(looks, rest, rest / looks)[min(max(look, 0), looks - 1)] if looks > 1 else rest
+    return sequential_levels(looks, alpha, first, rounds)[min(max(look, 0), looks - 1)] if looks > 1 else alpha
 
 
 def compare_paired(ratios: Sequence[float], confidence: float = 0.95) -> Comparison:
-    """The ratio of two programs measured together (harness/duet.py), from one figure a process
-    (the median of its rounds' ratios B/A): their geometric mean, with Student's t interval on
-    the log ratios (n - 1 degrees of freedom). The processes' own state cancels within each
-    ratio, so the interval holds what remains: how the ratio itself varies between processes."""
+    """The ratio of two programs measured in rounds (a round: one fresh process of each, adjacent in
+    time; a verdict's rounds, report/verdict._deciding), from one figure a round (B's process
+    median over A's): their geometric mean, with Student's t interval on the log ratios (n - 1
+    degrees of freedom). What the host did during a round (a slow stretch of seconds) falls on
+    both of its processes and cancels within its ratio, so the interval holds what remains: how
+    the ratio itself varies between rounds."""
     logs = np.log(np.asarray(ratios, dtype=np.float64))
     n = logs.size
     if n == 0:
@@ -530,13 +540,49 @@ def compare_paired(ratios: Sequence[float], confidence: float = 0.95) -> Compari
     return Comparison(math.exp(centre), lo, hi, bool(lo > 1.0 or hi < 1.0), (n, n))
 
 
-def bonferroni_alpha(look: int, looks: int) -> float:
+def step_down(reads: Sequence[tuple[int, int, int]], compare_at: "Callable[[int, float], Comparison]",
+              alpha: float = VERDICT_ALPHA, first: float = FIRST_LOOK_ALPHA
+              ) -> list[tuple[float, Comparison, int]]:
+    """The levels of m verdicts read together, so that the chance of naming any false winner among
+    them, over all their looks, stays within ``alpha`` (Holm's step-down, each row on a group-
+    sequential boundary of its own: a group-sequential Holm procedure). ``reads``: each row's
+    (look, looks, rounds a look: 0 for a normal statistic, look_alpha); ``compare_at(i,
+    confidence)``: row i's interval at that confidence.
+
+    At step r, with r rows already shown to differ (their interval excludes 1), every row still
+    open is read at the boundary of a design that spends alpha / (m - r) (first / (m - r) at the
+    planned look); the rows whose interval then excludes 1 are shown to differ, and the next step
+    reads the rest at the larger share; a step that shows none ends it. Reading all that differ at
+    one step at once is Holm's order: each would pass at its turn, the shares only growing. Returns
+    per row its confidence, its interval there and the step it was read at (0: alpha / m)."""
+    m = len(reads)
+    out: list = [None] * m
+    open_rows, shown = list(range(m)), 0
+    while open_rows:
+        share = m - shown
+        differ = []
+        for i in open_rows:
+            look, looks, rounds = reads[i]
+            level = look_alpha(look, looks, alpha / share, first / share, rounds)
+            c = compare_at(i, 1.0 - level)
+            out[i] = (1.0 - level, c, shown)
+            if c.ci_low > 1.0 or c.ci_high < 1.0:
+                differ.append(i)
+        if not differ:
+            break
+        shown += len(differ)
+        open_rows = [i for i in open_rows if i not in differ]
+    return out
+
+
+def bonferroni_alpha(look: int, looks: int, alpha: float = VERDICT_ALPHA, first: float = FIRST_LOOK_ALPHA,
+                     rounds: int = 0) -> float:
     """The split the verdict used before the sequential boundary: FIRST_LOOK_ALPHA at the planned
     look, the rest in equal shares (a union bound, blind to the data the looks share). Kept to
     set the boundary against it (tests/test_decides.py)."""
     if looks <= 1:
-        return VERDICT_ALPHA
-    return FIRST_LOOK_ALPHA if look <= 0 else (VERDICT_ALPHA - FIRST_LOOK_ALPHA) / (looks - 1)
+        return alpha
+    return first if look <= 0 else (alpha - first) / (looks - 1)
 
 
 def decide(c: Comparison, threshold: float = TIE_THRESHOLD, noisy_bound: float = NOISY_BOUND) -> str:

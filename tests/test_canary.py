@@ -92,7 +92,9 @@ def test_too_few_unslowed_processes_cannot_say_and_ask_for_more(tmp_path):
     _, found = _store(tmp_path / "c.db", cells, config=MeasureConfig(processes=3, max_processes=6))
     (v,) = vd.verdicts(found)
     assert v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine"
-    assert vd.more_processes([v], max_processes=6) == {"gemm/small/forward/jax-jit/cpu/float32": 1}
+    # JAX's slowed third process loses its round: one more round, a process of each side
+    assert vd.more_processes([v], max_processes=6) == {"gemm/small/forward/torch-eager/cpu/float32": 1,
+                                                       "gemm/small/forward/jax-jit/cpu/float32": 1}
 
 
 def test_compare_refuses_two_runs_whose_canaries_differ(tmp_path):

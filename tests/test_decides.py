@@ -1,10 +1,11 @@
 """A GPU verdict that decides (issue 55): the gate knows what a slowdown can touch and what it
-could not judge; the deciding pair measured together; processes spent where they can change the
+could not judge; the deciding pair in rounds of separate processes; processes spent where they can change the
 answer. CPU tests, with synthetic machines and fakes where the effect is a GPU's."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -115,7 +116,7 @@ def _sequential_runs(tmp_path, tag, shift, trials, between=0.08, n0=3, max_proce
             orchestrate.Run(store, run_id, specs, config, {"cpu_model": "Test CPU", "cpu_count_logical": 2},
                             Shifted(trial, between, shift)).measure()
             (v,) = vd.verdicts(rows(store, run_id))
-        out.append((v["verdict"], v.get("look", 0) + 1))
+        out.append((v["verdict"], v.get("look", 1)))
     return out
 
 
@@ -140,11 +141,13 @@ def test_the_sequential_boundary_keeps_the_aa_rate_and_decides_sooner_than_bonfe
     assert sum(v == "JAX faster" for v, _ in sequential) >= sum(v == "JAX faster" for v, _ in union)
 
 
-def test_screening_drops_a_clearly_slower_backend_and_never_a_frameworks_best(tmp_path):
-    """After one process a cell: torch-compile twice torch-eager's time (even its fastest sample
-    over 1.5x) is screened out, jax-eager within 1.5x of jax-jit is kept, the analysis path beside
-    PyTorch's own modes and a failed cell get no more processes; each framework's best is kept,
-    whatever the draws."""
+def test_screening_goes_on_with_each_rows_two_chosen_and_never_drops_a_frameworks_best(tmp_path):
+    """After one process a cell, where a table has both frameworks: each side's best is chosen on
+    that process and only the two chosen go on, in --processes rounds (one fewer where neither side
+    had a choice to make: a side of one candidate decides on its first process too); the others are
+    "not chosen", the analysis path beside PyTorch's own modes and a failed cell get no more. A
+    table of one framework compares its modes: every mode within 1.5x of the best goes on. Each
+    framework's best goes on, whatever the draws."""
 
     from stackwars.records import Parity
 
@@ -152,15 +155,23 @@ def test_screening_drops_a_clearly_slower_backend_and_never_a_frameworks_best(tm
              _cell("jax-eager", 1.2, 0), _cell("torch-mlir-xla", 0.9, 0, framework="torch"),
              dataclasses.replace(_cell("torch-compile", 0.5, 0, workload="ffn"), parity=Parity(1.0, 2e-4))]
     cells += [_cell("torch-eager", 1.0, 0, workload="ffn"), _cell("jax-jit", 1.0, 0, workload="ffn")]
+    cells += [_cell("torch-eager", 1.0, 0, workload="mha"), _cell("torch-compile", 1.2, 0, workload="mha"),
+              _cell("torch-compile-max-autotune", 2.0, 0, workload="mha")]
     _, found = _store(tmp_path / "s.db", cells)
-    decisions = vd.screen(found)
-    keep = {k.split("/")[0] + "/" + k.split("/")[3]: d["keep"] for k, d in decisions.items()}
-    assert keep == {"gemm/torch-eager": True, "gemm/torch-compile": False, "gemm/jax-jit": True,
-                    "gemm/jax-eager": True, "gemm/torch-mlir-xla": False, "ffn/torch-compile": False,
-                    "ffn/torch-eager": True, "ffn/jax-jit": True}, decisions
-    why = {k.split("/")[3]: d["why"] for k, d in decisions.items() if k.startswith("gemm")}
-    assert why["torch-compile"].startswith("clearly slower: its fastest sample") and "analysis path" in why[
-        "torch-mlir-xla"]
+    decisions = vd.screen(found, 3)
+    keep = {k.split("/")[0] + "/" + k.split("/")[3]: (d["keep"], d["rounds"]) for k, d in decisions.items()}
+    assert keep == {"gemm/torch-eager": (True, 3), "gemm/torch-compile": (False, 0), "gemm/jax-jit": (True, 3),
+                    "gemm/jax-eager": (False, 0), "gemm/torch-mlir-xla": (False, 0),
+                    "ffn/torch-compile": (False, 0), "ffn/torch-eager": (True, 2), "ffn/jax-jit": (True, 2),
+                    "mha/torch-eager": (True, 2), "mha/torch-compile": (True, 2),
+                    "mha/torch-compile-max-autotune": (False, 0)}, decisions
+    why = {k.split("/")[0] + "/" + k.split("/")[3]: d["why"] for k, d in decisions.items()}
+    assert re.match(r"not chosen: 1\.\d+ ms against jax-jit's [\d.]+ (ms|µs), one process each; the verdict decides "
+                    r"on the chosen two", why["gemm/jax-eager"]), why
+    assert "analysis path" in why["gemm/torch-mlir-xla"] and why["ffn/torch-compile"] == "ok but failed parity"
+    assert why["gemm/torch-eager"] == "PyTorch's best, chosen on its first process"
+    assert why["ffn/jax-jit"] == "JAX's only candidate"
+    assert why["mha/torch-compile-max-autotune"].startswith("clearly slower: its fastest sample")
     # never a framework's best, whatever the speeds
     rng = np.random.default_rng(5)
     for trial in range(20):
@@ -168,7 +179,7 @@ def test_screening_drops_a_clearly_slower_backend_and_never_a_frameworks_best(tm
         cells = [_cell(b, float(x), 0, seed=trial) for b, x in zip(("torch-eager", "torch-compile", "jax-eager",
                                                                      "jax-jit"), speeds)]
         _, found = _store(tmp_path / f"r{trial}.db", cells)
-        decisions = vd.screen(found)
+        decisions = vd.screen(found, 3)
         for fw, names in (("torch", ("torch-eager", "torch-compile")), ("jax", ("jax-eager", "jax-jit"))):
             fastest = min(names, key=lambda b: speeds[("torch-eager", "torch-compile", "jax-eager",
                                                        "jax-jit").index(b)])
@@ -209,11 +220,19 @@ def test_a_run_screens_after_one_process_a_cell_and_a_resume_does_not_screen_aga
         run.measure(orchestrate.Hooks(on_note=notes.append))
         found = rows(store, run.run_id)
         count = {b: sum(r["backend"] == b for r in found) for b in ("torch-eager", "torch-compile", "jax-jit")}
-        assert count == {"torch-eager": 3, "torch-compile": 1, "jax-jit": 3}, count
-        assert "screened out after one process each: 1 of 3 cells" in notes[0]
-        assert [r["screened_out"] for r in found if r["backend"] == "torch-compile"][0].startswith("clearly slower")
+        # the first round chose torch-eager over torch-compile; the two chosen decide on 3 rounds more
+        assert count == {"torch-eager": 4, "torch-compile": 1, "jax-jit": 4}, count
+        assert "chosen after one process each: 2 of 3 cells go on" in notes[0]
+        assert [r["screened_out"] for r in found if r["backend"] == "torch-compile"][0].startswith("not chosen")
         plan = store.run(run.run_id).plan
-        assert sum(s.repeat > 0 for s in plan) == 4  # only the kept cells' later processes were planned
+        assert sum(s.repeat > 0 for s in plan) == 6  # only the chosen cells' later processes were planned
+        # each round's two processes next to each other, the order drawn round by round
+        later = [(s.repeat, s.backend) for s in plan if s.repeat > 0]
+        assert [r for r, _ in later] == [1, 1, 2, 2, 3, 3]
+        assert all({later[2 * k][1], later[2 * k + 1][1]} == {"torch-eager", "jax-jit"} for k in range(3))
+        (v,) = vd.verdicts(found)
+        assert v["chosen_on"]["torch"]["process"] == 0 and v["chosen_on"]["jax"] is None
+        assert v["chosen_on"]["decided_on"]["rounds"] == [1, 2, 3] and v["design"] == "paired (rounds)"
         assert run._screen(orchestrate.Hooks()) == []  # screened once: a resumed run does not screen again
 
 
@@ -248,102 +267,80 @@ class SlowPeriods:
         return self.now
 
 
-def _designs(seed, work_a=1e-3, work_b=1e-3, processes=3, window_s=1.0):
-    """One comparison each way at the same measuring time on one SlowPeriods host: unpaired
-    (``processes`` processes a side, one after another, ``window_s`` each) and paired (as many
-    duets, ``2 * window_s`` each: both sides alternating, harness/duet.py's rounds)."""
+def _designs(seed, work_a=1e-3, work_b=1e-3, rounds=5, window_s=1.0):
+    """One comparison each way from the same processes on one SlowPeriods host: ``rounds`` rounds,
+    each one fresh process of either side back to back (``window_s`` each), in an order drawn for
+    the round (RMIT); read unpaired (each side's processes apart, stats.compare) and paired (each
+    round's ratio, stats.compare_paired: report/verdict's rounds)."""
     import random
 
     from stackwars import stats
-    from stackwars.harness.duet import alternate
     from stackwars.harness.timer import Timer
 
     host = SlowPeriods(np.random.default_rng(seed))
+    order = random.Random(seed)
     a, b = [], []
-    for _ in range(processes):
-        for side, work in ((a, work_a), (b, work_b)):
+    for _ in range(rounds):
+        sides = [(a, work_a), (b, work_b)]
+        order.shuffle(sides)
+        for side, work in sides:
             t = Timer(host.program(work), host.sync, host.clock)
             side.append(t.steady(10, window_s, 10**6, 2, mode="throughput").samples)
-    start = host.now
-    unpaired = stats.compare(a, b)
-    ratios = []
-    for k in range(processes):
-        timers = {"a": Timer(host.program(work_a), host.sync, host.clock),
-                  "b": Timer(host.program(work_b), host.sync, host.clock)}
-        rounds, _, _ = alternate(timers, {"a": 2, "b": 2}, "throughput", 2 * window_s, 10**6, random.Random(k),
-                                 host.clock)
-        ratios.append(float(np.median(np.array(rounds["b"]) / np.array(rounds["a"]))))
-    assert host.now - start == pytest.approx(2 * processes * window_s, rel=0.05)  # the same measuring time
-    return unpaired, stats.compare_paired(ratios)
+    ratios = [float(np.median(y) / np.median(x)) for x, y in zip(a, b)]
+    return stats.compare(a, b), stats.compare_paired(ratios)
 
 
-def test_under_a_host_that_slows_for_seconds_the_paired_ci_is_narrower_and_aa_stays_honest():
-    """The same measuring time either way: three processes a side, or three duets of both sides
-    alternating. Slow periods of seconds hit one side's process and not the other's, so the
-    unpaired interval is wide; within a duet both sides see the same period, and the ratio cancels
-    it. Over 48 A/A comparisons the paired design names a false winner at most 5% of the time
-    (with a binomial margin), and ties in most."""
+def test_under_a_host_that_slows_for_seconds_rounds_of_separate_processes_cancel_it_and_aa_stays_honest():
+    """The same processes read two ways: slow periods of seconds hit one side's process and not
+    the other's in another round, so the unpaired interval is wide; a round's two processes run
+    back to back and often share a period, which cancels in the round's ratio, while each process
+    still runs alone (no two runtimes in one process). Over 48 A/A comparisons the rounds name a
+    false winner at most 5% of the time (with a binomial margin)."""
     from stackwars import stats
 
-    widths, false, ties = {"unpaired": [], "paired": []}, 0, 0
+    widths, false = {"unpaired": [], "paired": []}, 0
     trials = 48
     for seed in range(trials):
         unpaired, paired = _designs(seed)
         widths["unpaired"].append(unpaired.ci_high / unpaired.ci_low)
         widths["paired"].append(paired.ci_high / paired.ci_low)
-        decision = stats.decide(paired)
-        false += decision in ("lower", "higher")
-        ties += decision == "tie"
-    assert np.median(widths["paired"]) < np.median(widths["unpaired"]) / 2, widths
+        false += stats.decide(paired) in ("lower", "higher")
+    assert np.median(widths["paired"]) < np.median(widths["unpaired"]), widths
     assert false <= trials * (0.05 + 2 * (0.05 * 0.95 / trials) ** 0.5), false
-    assert ties >= 0.8 * trials, ties
-    # and a true difference is found: JAX's program 15% slower
-    unpaired, paired = _designs(99, work_b=1.15e-3)
-    assert stats.decide(paired) == "higher" and paired.ci_low > 1.05, paired
+    # and a true difference is found more often: JAX's program 30% slower, eight rounds, 16 hosts
+    found = {"unpaired": 0, "paired": 0}
+    for seed in range(100, 116):
+        for name, c in zip(("unpaired", "paired"), _designs(seed, work_b=1.3e-3, rounds=8)):
+            assert stats.decide(c) != "lower", (seed, name, c)
+            found[name] += stats.decide(c) == "higher"
+    assert found["paired"] > found["unpaired"] and found["paired"] >= 12, found
 
 
-def test_a_verdict_too_wide_is_measured_again_by_duets_and_read_paired(tmp_path, monkeypatch):
-    """orchestrate.Run: processes 40% apart cannot decide in three a side; the next look measures
-    the row's two bests together (duets: here a stand-in for the worker, whose ratio is 1.10 within
-    1%), stores them with the run, and the verdict reads its ratio from them, at the duets' level,
-    saying so; with --no-duets the same row gets more processes of each cell instead."""
-    from stackwars import orchestrate, runner
+def test_a_verdict_too_wide_is_measured_again_in_rounds_of_its_two_chosen_cells(tmp_path):
+    """orchestrate.Run: processes 40% apart cannot decide in three rounds; the next look adds rounds
+    of the row's two cells, each round's two processes next to each other under one process number,
+    and the verdict reads its ratio from the rounds (paired), the unpaired figure of the same
+    processes beside it, and says what chose and what decided."""
+    from stackwars import orchestrate
     from stackwars.records import CellSpec
-    from stackwars.store.results import Store, duet_rows, rows
+    from stackwars.store.results import Store, rows
     from tests.test_verdict import MACHINE, SyntheticExecutor
 
-    made = []
-
-    def duet(a, b, repeat, config, cache_root, inline=False):
-        made.append((a.key, b.key, repeat))
-        ratio = 1.10 * (1 + 0.01 * ((repeat % 3) - 1))
-        return {"status": "ok", "a": a.to_dict(), "b": b.to_dict(), "ratio": ratio, "median_a_s": 1e-3,
-                "median_b_s": ratio * 1e-3, "first": ["a", "b"] * 5, "timing": "throughput", "window_s": 0.7,
-                "repeat": repeat, "wall_s": 2.0, "settings": {"contention": {"fraction": 0.0, "contended": False,
-                                                                               "window_s": 0.7, "judged": True}}}
-
-    monkeypatch.setattr(runner, "measure_duet", duet)
-
-    class Here(SyntheticExecutor):  # one cell at a time on this host, as the serial executor: duets allowed
-        duets = True
-
     specs = [CellSpec("gemm", "small", "forward", b, repeat=r) for r in range(3) for b in ("torch-eager", "jax-jit")]
-    for duets in (True, False):
-        config = MeasureConfig(processes=3, max_processes=6, duets=duets)
-        with Store(tmp_path / f"d{duets}.db") as store:
-            run_id = store.create_run(specs, {"measure": config.to_dict()}, command="duets")
-            orchestrate.Run(store, run_id, specs, config, MACHINE, Here(3, 0.4)).measure()
-            found, paired = rows(store, run_id), duet_rows(store, run_id)
-            (v,) = vd.verdicts(found, duets=paired)
-        if duets:
-            # a look of duets measures stats.MIN_DUETS of them, not the run's three processes
-            assert len(found) == 6 and len(paired) == 5 and [m[2] for m in made] == [0, 1, 2, 3, 4]
-            assert v["design"] == "paired"
-            assert v["ratio"] == pytest.approx(1.10, rel=0.01) and v["verdict"] == "PyTorch faster", v
-            assert "paired: 5 processes that ran both programs together" in v["reason"]
-            assert v["confidence"] == pytest.approx(1 - 0.01)  # the duets' share of the error, one duet look
-        else:
-            assert len(found) > 6 and not paired and v["design"] == "unpaired"
+    config = MeasureConfig(processes=3, max_processes=6)
+    with Store(tmp_path / "r.db") as store:
+        run_id = store.create_run(specs, {"measure": config.to_dict()}, command="rounds")
+        orchestrate.Run(store, run_id, specs, config, MACHINE, SyntheticExecutor(3, 0.4)).measure()
+        found = rows(store, run_id)
+        plan = store.run(run_id).plan
+        (v,) = vd.verdicts(found)
+    assert len(found) == 12 and [s.repeat for s in plan[6:]] == [3, 3, 4, 4, 5, 5]
+    # one candidate a side: nothing chosen, every round decides
+    assert v["chosen_on"]["torch"] is None and v["chosen_on"]["decided_on"]["rounds"] == [0, 1, 2, 3, 4, 5]
+    assert v["design"] == "paired (rounds)" and v["paired"]["rounds"] == v["processes"] == 6
+    assert v["look"] == 2 and v["paired"]["confidence"] == v["unpaired"]["confidence"] == v["confidence"]
+    assert v["ratio"] == pytest.approx(v["paired"]["ratio"])
+    assert "paired: 6 rounds of separate processes" in v["reason"]
 
 
 def test_a_duet_runs_both_programs_in_one_worker_alternating(tmp_path):
@@ -367,34 +364,32 @@ def test_a_duet_runs_both_programs_in_one_worker_alternating(tmp_path):
     assert d["settings"]["backends"]["a"]["name"] == "torch-eager" and d["settings"]["backends"]["b"]["name"] == "jax-jit"
 
 
-def test_the_aa_check_reads_self_duets_where_a_run_measured_them(tmp_path):
-    """`run --aa` measures each cell against itself (two instances alternating in one process);
-    `verdict --aa` then sets each cell's clean self-duets against 1, paired, at the level a verdict
-    reads its first look of duets at (the 1% the first look leaves where a run may look again): a tie where
-    the ratio stays within the band, "noisy" where it does not; without self-duets it splits the
-    processes as before."""
+def test_the_aa_check_reads_back_to_back_pairs_of_a_cells_processes(tmp_path):
+    """`run --aa` measures each chosen cell's processes after its first in back-to-back pairs;
+    `verdict --aa` reads each pair as a round of the cell against itself, at the level a verdict's
+    first look reads (alone, not shared with other rows): the same speed where the pairs agree,
+    cannot say where they spread 40%; three processes a cell give no pair to read."""
+    from stackwars import orchestrate, stats
     from stackwars.records import CellSpec
-    from stackwars.store.results import Store, add_duet, duet_rows, rows
+    from stackwars.store.results import Store, rows
+    from tests.test_verdict import MACHINE
 
-    cells = [*_three_cells("torch-eager"), *_three_cells("jax-jit")]
+    cells = [_cell("torch-eager", 1.0, p) for p in range(7)]
+    cells += [dataclasses.replace(_cell("jax-jit", 1.0, p), samples=tuple(x * (1 + 0.4 * (p % 3 - 1))
+                                                                          for x in _cell("jax-jit", 1.0, p).samples))
+              for p in range(7)]
     _, found = _store(tmp_path / "aa.db", cells)
-    with Store(tmp_path / "aa.db") as store:
-        run_id = store.run_ids()[0]
-        session = store.start_session(run_id, {"cpu_model": "Test CPU", "cpu_count_logical": 2})
-        for backend, spread in (("torch-eager", 0.01), ("jax-jit", 0.4)):
-            spec = CellSpec("gemm", "small", "forward", backend)
-            for k in range(3):
-                add_duet(store, run_id, session, {"status": "ok", "a": spec.to_dict(), "b": spec.to_dict(),
-                                                  "ratio": 1 + spread * (k - 1), "repeat": k, "timing": "throughput",
-                                                  "settings": {"contention": {"contended": False, "window_s": 0.5}}})
-        duets = duet_rows(store, run_id)
-        checks = vd.self_check(rows(store, run_id), duets=duets)
+    checks = vd.self_check(found)
     by = {c["backend"]: c for c in checks}
-    assert by["torch-eager"]["decision"] == "tie" and by["jax-jit"]["decision"] == "noisy"
-    assert all(c["design"] == "paired (self-duets)" for c in checks)
-    from stackwars import stats
-    assert {c["confidence"] for c in checks} == {1.0 - stats.duet_alpha(0, duets[0]["looks"])}
-    assert vd.self_check(found) == []  # three processes a cell: too few to split in two halves
+    assert by["torch-eager"]["word"] == vd.SAME and by["jax-jit"]["word"] == "cannot say"
+    assert all(c["design"] == "paired (rounds)" and c["processes"] == [3, 3] for c in checks)
+    assert {c["confidence"] for c in checks} == {1.0 - stats.look_alpha(0, found[0]["looks"])}
+    assert vd.self_check(_store(tmp_path / "three.db", _three_cells("torch-eager"))[1]) == []
+    # run --aa plans them: two of a cell one after the other, --processes pairs after its first
+    plan = [CellSpec("gemm", "small", "forward", b) for b in ("torch-eager", "jax-jit")]
+    later = orchestrate._back_to_back(plan, {s.key: 6 for s in plan})
+    assert [(s.backend, s.repeat) for s in later[:4]] == [("torch-eager", 1), ("torch-eager", 2),
+                                                          ("jax-jit", 1), ("jax-jit", 2)] and len(later) == 12
 
 
 def _three_cells(backend):
@@ -419,34 +414,3 @@ def test_a_cuda_row_says_whether_each_side_was_host_or_device_bound(tmp_path):
     (cpu,) = vd.verdicts(_store(tmp_path / "c.db", [_proc(b, 1.0, p, device="cpu") for p in range(3)
                                                     for b in ("torch-eager", "jax-jit")])[1])
     assert cpu["torch_bound"] is None and cpu["measured"] is None
-
-
-def test_duets_whose_ratio_the_cells_own_interval_does_not_hold_decide_nothing(tmp_path):
-    """Two runtimes in one process can run otherwise than alone (on the 2-CPU Xeon VM mha's train
-    step read 1.985 in duets against 2.261 in separate processes). JAX's cells run 2x PyTorch's in
-    processes of their own; duets that read 1.0 (a tie on their own) lie outside the cells' interval:
-    the row cannot say, and says why; duets that read 2.0 decide, paired, and the row keeps the
-    cells' interval beside theirs."""
-    from stackwars.records import CellSpec
-    from stackwars.store.results import Store, add_duet, duet_rows, rows
-
-    cells = [*(_cell("torch-eager", 1.0, p) for p in range(3)), *(_cell("jax-jit", 2.0, p) for p in range(3))]
-    found = {}
-    for ratio in (1.0, 2.0):
-        _, _ = _store(tmp_path / f"p{ratio}.db", cells)
-        with Store(tmp_path / f"p{ratio}.db") as store:
-            run_id = store.run_ids()[0]
-            session = store.start_session(run_id, {"cpu_model": "Test CPU", "cpu_count_logical": 2})
-            a, b = CellSpec("gemm", "small", "forward", "torch-eager"), CellSpec("gemm", "small", "forward", "jax-jit")
-            for k in range(5):
-                add_duet(store, run_id, session, {"status": "ok", "a": a.to_dict(), "b": b.to_dict(), "repeat": k,
-                                                  "ratio": ratio * (1 + 0.01 * (k - 2)), "timing": "throughput",
-                                                  "settings": {"contention": {"contended": False, "window_s": 0.5}}})
-            (found[ratio],) = vd.verdicts(rows(store, run_id), duets=duet_rows(store, run_id))
-    off, on = found[1.0], found[2.0]
-    assert off["design"] == "paired" and off["verdict"] == "cannot say" and off["reason_tag"] == "paired disagrees"
-    assert off["ratio"] == pytest.approx(1.0, rel=0.01) and not off["unpaired"]["ci_low"] <= 1.0
-    assert "did not run together as they run alone" in off["reason"]
-    assert vd.more_duets([off]) == {} and vd.more_processes([off], max_processes=6, paired=True) == {}
-    assert on["design"] == "paired" and on["verdict"] == "PyTorch faster", on["reason"]
-    assert on["unpaired"]["ci_low"] <= on["ratio"] <= on["unpaired"]["ci_high"]

@@ -40,6 +40,7 @@ FLOORS: dict[str, int] = {
     "stackwars.report": 7, "stackwars.rules": 7,
     # 8: what drives runs and reads their verdicts: top-ups, knobs, the published studies' plans, the GPU check
     "stackwars.orchestrate": 8, "stackwars.sensitivity": 8, "stackwars.reproduce": 8, "stackwars.gpucheck": 8,
+    "stackwars.calibration": 8,
     # 9: discovery and the package's face (the public API), which installs it
     "stackwars.discovery": 9, "stackwars": 9,
     # 10: the command line: parses, makes one call

@@ -128,14 +128,10 @@ def run(
                                 help="with --processes N > 1: every cell's first process first, then the rest of N "
                                      "only for the cells that can still change a verdict (not clearly slower than "
                                      "their framework's best); --no-screen: every cell in N processes"),
-    duets: bool = typer.Option(True, "--duets/--no-duets",
-                               help="a verdict too wide to decide: its two bests measured together in more processes "
-                                    "(both programs alternating in one process, whose state cancels in their ratio) "
-                                    "rather than each in more processes of its own"),
     aa: bool = typer.Option(False, "--aa",
-                            help="an A/A check of the paired design: every cell also measured against itself (two "
-                                 "instances alternating in one process) in N processes; `stackwars verdict --aa` "
-                                 "reads them"),
+                            help="an A/A check of the deciding design: each chosen cell measured in twice as many "
+                                 "processes after the choice, in back-to-back pairs; `stackwars verdict --aa` reads "
+                                 "each pair as a round of the cell against itself"),
     cuda_graph_replay: bool = typer.Option(False, "--cuda-graph-replay",
                                            help="CUDA: time warm-up and steady state as replays of one forward call "
                                                 "captured into a CUDA graph (PyTorch backends; XLA uses its own)"),
@@ -203,7 +199,7 @@ def parse(ctx: typer.Context, o: SimpleNamespace) -> orchestrate.Request:
         cache_dir=str(warm_cache) if warm_cache else None, cold_every_process=o.cold_every_process,
         seed=o.seed, memory_limit_bytes=int(o.memory_limit * 2**30) if o.memory_limit else runner.default_memory_limit(),
         parity_mode=o.parity, flush_cache=o.flush_l2, cuda_graph_replay=o.cuda_graph_replay, energy=o.energy,
-        screen=o.screen, duets=o.duets, aa_duets=o.aa, **profiling)
+        screen=o.screen, aa=o.aa, **profiling)
     if o.cuda_graph_replay and set(o.device) != {"cuda"}:
         raise SpecError(f"--cuda-graph-replay replays CUDA graphs: it needs --device cuda alone, got "
                         f"{', '.join(o.device)}")
@@ -264,12 +260,12 @@ def measure(request: orchestrate.Request, db_option: Optional[Path] = None) -> N
             raise typer.Exit(1)
         result_rows = rows(store, run_id)
         run_env = store.run(run_id).env
-        _, _, profiles, anatomy, duets = verdict_cmd.load(store, [run_id])
-    _show(result_rows, run_env, profiles, anatomy, duets, run_id, db_option, request.json_out, resume_hint)
+        _, _, profiles, anatomy = verdict_cmd.load(store, [run_id])
+    _show(result_rows, run_env, profiles, anatomy, run_id, db_option, request.json_out, resume_hint)
 
 
 def _hooks(progress: Progress, total: int, executor: str) -> orchestrate.Hooks:
-    """The run's progress: a line a cell or duet, a bar of cell-processes, the notes in yellow."""
+    """The run's progress: a line a cell, a bar of cell-processes, the notes in yellow."""
     task = progress.add_task("starting" if executor in ("serial", "gpu-pool") else f"cells in flight on {executor}",
                              total=total)
 
@@ -284,15 +280,14 @@ def _hooks(progress: Progress, total: int, executor: str) -> orchestrate.Hooks:
     return orchestrate.Hooks(
         on_start=lambda spec: progress.update(task, description=spec.key), on_done=on_done,
         on_unsaved=on_unsaved, on_note=lambda text: progress.console.print(f"[yellow]{text}[/]", highlight=False),
-        on_more=lambda n: progress.update(task, total=progress.tasks[task].total + n),
-        on_duet=lambda d: (progress.advance(task), progress.console.print(duet_line(d), highlight=False)))
+        on_more=lambda n: progress.update(task, total=progress.tasks[task].total + n))
 
 
-def _show(result_rows, run_env, profiles, anatomy, duets, run_id: str, db_option, json_out, resume_hint: str) -> None:
+def _show(result_rows, run_env, profiles, anatomy, run_id: str, db_option, json_out, resume_hint: str) -> None:
     """The run's tables, then its verdict (the answer last, where the eye lands), what it spent,
     and its exit status."""
     out.print(render(result_rows, Env(run_env).summary(), width=table_width()))
-    decided = vd.verdicts(result_rows, profiles, anatomy, duets=duets)
+    decided = vd.verdicts(result_rows, profiles, anatomy)
     if decided:
         out.print(vd.render(decided, table_width()), width=table_width())
         err.print(f"the verdict as JSON: `stackwars verdict {run_id} -f json{f' --db {db_option}' if db_option else ''}`")
@@ -314,16 +309,6 @@ def _show(result_rows, run_env, profiles, anatomy, duets, run_id: str, db_option
 
 
 FAILED = ("error", "timeout", "parity_fail")  # oom and unsupported are results, not failures
-
-
-def duet_line(d: Mapping[str, Any]) -> str:
-    """One duet as the run's progress prints it (harness/duet.py)."""
-    a, b = CellSpec.from_dict(d["a"]), CellSpec.from_dict(d["b"])
-    head = f"  duet {a.key.split('#r')[0]} | {b.backend} #{d.get('repeat')}"
-    if d.get("status") != "ok":
-        return f"{d.get('status'):>9} {head}: {d.get('error') or ''}"[:300]
-    return (f"       ok {head}  {b.backend}/{a.backend} {d['ratio']:.3f} over {len(d.get('first') or ())} rounds "
-            f"({fmt.seconds(d['median_a_s'])} / {fmt.seconds(d['median_b_s'])})")
 
 
 def given_options(ctx: typer.Context) -> list[str]:

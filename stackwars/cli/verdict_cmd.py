@@ -14,14 +14,13 @@ from stackwars.cli.common import DB_HELP, command, err, number, out, table_width
 from stackwars.errors import SpecError
 from stackwars.report import format as fmt
 from stackwars.report import verdict as vd
-from stackwars.store.results import CELL_KINDS, Store, check_db, duet_rows, rows
+from stackwars.store.results import CELL_KINDS, Store, check_db, rows
 
 FORMATS = ("table", "markdown", "json")
 
 
-def load(store: Store, run_ids: list[str] | None) -> tuple[list[str], list[dict[str, Any]], list, list, list]:
-    """The named runs of measured cells (default: the latest), their rows, profiles, anatomy and
-    duets (harness/duet.py)."""
+def load(store: Store, run_ids: list[str] | None) -> tuple[list[str], list[dict[str, Any]], list, list]:
+    """The named runs of measured cells (default: the latest), their rows, profiles and anatomy."""
     from stackwars.report.profiles import anatomy_rows, profile_rows
 
     if not run_ids:
@@ -29,16 +28,15 @@ def load(store: Store, run_ids: list[str] | None) -> tuple[list[str], list[dict[
         if latest is None:
             raise SpecError(f"no run of measured cells in {store.path}; `stackwars run ...` measures some")
         run_ids = [latest]
-    found, measured, duets = [], [], []
+    found, measured = [], []
     for rid in dict.fromkeys(run_ids):
         info = store.run(rid)
         if info.kind not in CELL_KINDS:
             raise SpecError(f"run {rid} is a {info.kind} run; a verdict is drawn from runs of measured cells "
                             f"({', '.join(CELL_KINDS)}); `stackwars runs` lists them")
         found += rows(store, rid)
-        duets += duet_rows(store, rid)
         measured += [m for _, m in store.cells(rid)]
-    return list(dict.fromkeys(run_ids)), found, profile_rows(measured), anatomy_rows(measured), duets
+    return list(dict.fromkeys(run_ids)), found, profile_rows(measured), anatomy_rows(measured)
 
 
 def to_json(result: list[dict[str, Any]], run_ids: list[str], threshold: float, mixed: str | None = None) -> str:
@@ -53,11 +51,11 @@ def verdict(
     format: str = typer.Option("table", "--format", "-f", help="table, markdown or json"),
     threshold: float = typer.Option(stats.TIE_THRESHOLD, "--threshold",
                                     help="a ratio whose whole CI (at the level its look spent) lies within 1/(1+t)..1+t is the same speed"),
-    aa: bool = typer.Option(False, "--aa", help="self-check instead: the same program set against itself, from the "
-                                               "runs' self-duets where `run --aa` measured them (two instances "
-                                               "alternating in one process), else each cell's processes split into "
-                                               "even and odd rounds (6+ a cell); counts ties, false verdicts and "
-                                               "undecided"),
+    aa: bool = typer.Option(False, "--aa", help="self-check instead: the same program set against itself, each "
+                                               "cell's processes after its first in back-to-back pairs (what `run "
+                                               "--aa` measures), each pair a round read as a verdict reads its "
+                                               "rounds; counts same speed, no difference found, false verdicts "
+                                               "and undecided"),
     sensitivity: bool = typer.Option(False, "--sensitivity",
                                      help="re-measure each verdict row's two bests with one knob changed at a time "
                                           "(new runs in the database, the same processes and statistics) and say "
@@ -93,11 +91,11 @@ def verdict(
         return
     path = check_db(db, create=False)
     with Store(path, create=False) as store:
-        ids, found, profiles, anatomy, duets = load(store, run_ids)
+        ids, found, profiles, anatomy = load(store, run_ids)
     if aa:
-        _self_check(found, ids, threshold, format, duets)
+        _self_check(found, ids, threshold, format)
         return
-    result = vd.verdicts(found, profiles, anatomy, threshold=threshold, duets=duets)
+    result = vd.verdicts(found, profiles, anatomy, threshold=threshold)
     mixed = vd.mixed_machines(found)
     if mixed:
         err.print(f"[yellow]{mixed}[/]", highlight=False)
@@ -172,21 +170,18 @@ def _sensitivity(run_ids: list[str] | None, knobs: list[str], format: str, db: O
     out.print(studies.sensitivity_table(results, f"Which knob flips the verdict of run {ids[0]}"), width=table_width())
 
 
-def _self_check(found: list[dict[str, Any]], ids: list[str], threshold: float, format: str,
-                duets: list[dict[str, Any]] | tuple = ()) -> None:
-    checks = vd.self_check(found, threshold, duets)
+def _self_check(found: list[dict[str, Any]], ids: list[str], threshold: float, format: str) -> None:
+    checks = vd.self_check(found, threshold)
     if not checks:
-        raise SpecError(f"runs {', '.join(ids)} have no cell with 3 or more clean self-duets (run ... --aa) or 6 or "
-                        f"more clean processes; the self-check sets each cell against itself: its self-duets, or its "
-                        f"processes split in two halves of 3+ (run ... --processes 6)")
-    counts = {d: sum(c["decision"] == d for c in checks) for d in ("tie", "lower", "higher", "noisy")}
-    false = counts["lower"] + counts["higher"]
-    paired = checks[0].get("design") == "paired (self-duets)"
-    how = ("self-duets: two instances of a cell alternating in one process, read as a verdict reads its duets"
-           if paired else "even against odd rounds")
-    summary = (f"{len(checks)} same-program comparisons ({how}): {counts['tie']} found no difference (same speed "
-               f"or no difference found), {false} false "
-               f"verdict(s) ({false / len(checks):.1%}), {counts['noisy']} too wide to decide")
+        raise SpecError(f"runs {', '.join(ids)} have no cell with 3 or more back-to-back pairs of clean processes "
+                        f"after its first; the self-check sets each cell against itself, a pair a round "
+                        f"(run ... --aa measures them: --processes N gives N pairs a chosen cell)")
+    counts = {w: sum(c["word"] == w for c in checks) for w in (vd.SAME, vd.NO_DIFFERENCE, "JAX faster",
+                                                                 "PyTorch faster", "cannot say")}
+    false = counts["JAX faster"] + counts["PyTorch faster"]
+    summary = (f"{len(checks)} same-program comparisons (paired rounds: back-to-back processes of a cell): "
+               f"{counts[vd.SAME]} same speed, {counts[vd.NO_DIFFERENCE]} no difference found, {false} false "
+               f"verdict(s) ({false / len(checks):.1%}), {counts['cannot say']} too wide to decide")
     if format == "json":
         outputs.emit(json.dumps({"runs": ids, "threshold": threshold, "summary": summary, "counts": counts,
                                  "checks": checks}, indent=1, default=str) + "\n")
@@ -194,8 +189,6 @@ def _self_check(found: list[dict[str, Any]], ids: list[str], threshold: float, f
     bullet = "- " if format == "markdown" else ""
     for c in checks:
         level = f", {fmt.level(c['confidence'])}" if c.get("confidence") else ""
-        what = (f"{c['processes'][0]} self-duets" if paired else
-                f"{c['processes'][0]} vs {c['processes'][1]} processes")
-        print(f"{bullet}{c['table']} · {c['backend']} ({what}): "
-              f"{c['ratio']:.3f} ({c['ci_low']:.3f}-{c['ci_high']:.3f}{level}) {c['decision']}")
+        print(f"{bullet}{c['table']} · {c['backend']} ({c['processes'][0]} pairs): "
+              f"{c['ratio']:.3f} ({c['ci_low']:.3f}-{c['ci_high']:.3f}{level}) {c['word']}")
     print(f"\n{summary}")

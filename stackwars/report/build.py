@@ -32,7 +32,7 @@ from stackwars.report.profiles import ANATOMY_CAPTION, anatomy_matrix, anatomy_r
 def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
     """The runs to report (all, or the named ones), the latest row of every cell across the
     cell runs, and the latest run of every study and training kind."""
-    from stackwars.store.results import cell_row, duet_rows, screened_out
+    from stackwars.store.results import cell_row, screened_out
 
     runs = store.runs()
     if run_ids:
@@ -43,7 +43,6 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
             raise SpecError(f"no run {', '.join(missing)} in {store.path}; `stackwars runs` lists them")
         runs = [r for r in runs if r["run_id"] in run_ids]
     cells: list[dict[str, Any]] = []
-    duets: list[dict[str, Any]] = []
     why: OrderedDict[str, tuple[Any, Any]] = OrderedDict()  # cell key -> (profile row, anatomy row)
     studies: OrderedDict[str, tuple[Any, list[dict[str, Any]]]] = OrderedDict()
     envs: OrderedDict[str, dict[str, Any]] = OrderedDict()
@@ -57,7 +56,6 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
                 why.pop(m.spec.key, None)
                 why[m.spec.key] = (prof[0] if prof else None, anat[0] if anat else None)
         if r["kind"] == "cells":
-            duets += duet_rows(store, r["run_id"])
             out = screened_out(store, r["run_id"])
             cells += [{**cell_row(rid, m, info), "screened_out": out.get(m.spec.key.split("#r")[0])}
                       for rid, m in measured]  # with its look: the verdict's level
@@ -69,7 +67,7 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
             studies[f"{r['kind']}|{key}"] = (info, study_rows_of(info.kind, r["run_id"], store, measured))
     # every process of each cell's latest run on each machine: a later run replaces an earlier one
     cells = verdict.latest_processes(canary.judge(cells))
-    return {"runs": runs, "cells": cells, "duets": duets, "studies": studies, "envs": envs,
+    return {"runs": runs, "cells": cells, "studies": studies, "envs": envs,
             "profiles": [p for p, _ in why.values() if p], "anatomy": [a for _, a in why.values() if a]}
 
 
@@ -273,20 +271,20 @@ def decision_guide(points: Sequence[Mapping[str, Any]], evens: Sequence[Mapping[
 # ---- the document ----------------------------------------------------------------------------------
 
 def verdict_section(cells: Sequence[Mapping[str, Any]], profiles: Sequence[Mapping[str, Any]],
-                    anatomy: Sequence[Mapping[str, Any]], duets: Sequence[Mapping[str, Any]] = ()) -> Section:
+                    anatomy: Sequence[Mapping[str, Any]]) -> Section:
     """What opens the report: per machine, the verdict table (best PyTorch against best JAX)
     and its forest plot."""
     s = Section("Verdict: JAX or PyTorch")
-    found = verdict.verdicts(cells, profiles, anatomy, duets=duets)
+    found = verdict.verdicts(cells, profiles, anatomy)
     if not found:
         s.blocks.append(Para("These runs hold no measured cells to decide on; `stackwars run ...` measures them."))
         return s
     s.blocks.append(Para("For each workload, preset, phase, dtype and device on one machine: the best PyTorch "
-                         "backend against the best JAX backend, the ratio of their times with a CI bootstrapped "
-                         "over processes and their samples, at the level the verdict spent (95% in a run of one look; "
-                         "a run that adds processes while undecided spends 5% over its looks, and each row says its "
-                         "level), and a verdict that names a winner only with three or "
-                         "more clean processes a side and a CI clear of the tie band. The mode-by-mode detail "
+                         "backend against the best JAX backend, each chosen on one process a backend and compared on "
+                         "fresh ones, in rounds (one process of each, back to back); the ratio of their times with "
+                         "Student's t over rounds, at the level the verdict spent (the rows of a machine and a run's "
+                         "looks share 5%, and each row says its level), and a verdict that names a winner only with "
+                         "three or more clean rounds and a CI clear of the tie band. The mode-by-mode detail "
                          "follows below."))
     mixed = verdict.mixed_machines(cells)
     if mixed:  # an executor placed some cells on nodes of another kind: their verdicts are apart, and said to be
@@ -394,8 +392,7 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
                    f"generated {generated} from {len(runs)} run(s), {len(cells)} cell(s)")
     groups = tables.group_rows(cells)
     points, evens = speedups(groups), break_even(groups)
-    doc.sections.append(verdict_section(cells, data.get("profiles") or [], data.get("anatomy") or [],
-                                        data.get("duets") or []))
+    doc.sections.append(verdict_section(cells, data.get("profiles") or [], data.get("anatomy") or []))
     doc.sections += [_runs_section(data), _environment_section(data), _published_section(data),
                      _guide_section(points, evens, cells)]
     doc.sections += _measured_sections(groups, points, evens)

@@ -3,26 +3,29 @@
 For every such group of stored cells, measured on one machine (the run's environment
 fingerprint: CPU, GPUs, framework versions), the verdict sets the best PyTorch backend
 against the best JAX backend, which is the question a user asks, rather than a
-framework's two modes against each other:
+framework's two modes against each other. Each row is read in three rooms:
 
-* best: the fastest backend of the framework (any mode, option or implementation variant)
-  whose cells all ran ``ok``, parity included. A faster backend that failed parity is
-  named with its error against the tolerance and kept out;
-* ratio: JAX / PyTorch of the two estimates (mean of the per-process medians) with a 95%
-  CI from a hierarchical bootstrap over processes, then samples (stats.compare);
-* verdict: ``JAX faster`` / ``PyTorch faster`` (the CI excludes 1 and reaches beyond the
-  tie threshold), ``tie`` (the CI lies within the threshold, or holds 1 and allows no
-  difference beyond ±20%; the row says how close), or
-  ``cannot say``: fewer than three clean processes on a side (one process's CI understates
-  the spread between launches), a CI too wide to decide, or a side with no backend that
-  ran and passed parity. The reason is in the row;
-* beside it: the calls each framework's compiled mode needs to pay for its first call
-  against its eager mode, the memory ratio (what each cell added), parity of both bests,
-  and a one-line why where a profile or a memory anatomy was recorded.
-
-Which backend is "best" is chosen from the same data as the ratio; with several close
-candidates on a side, that choice favours the side with more of them a little (the
-minimum of noisy estimates). Rows say how many candidates each side had.
+* **choose** (``_framework_side``): each side's best is the fastest candidate (any mode, option
+  or implementation variant whose cells ran ``ok``, parity included) on *one* process a
+  candidate, its first clean one (a run's first round). A faster backend that failed parity is
+  named with its error against the tolerance and kept out. A side with one candidate chooses
+  nothing. The choice is final: the fastest of k equally fast candidates is fast by luck, so a
+  best chosen and compared on the same processes favours the side with more modes (the winner's
+  curse: x1.06 with 4:1 modes at an sd of 0.10); the processes that chose never decide;
+* **decide** (``_deciding``, ``_read_together``): the ratio JAX / PyTorch from the two chosen
+  cells' other processes, paired by round (a round: one fresh process of each, adjacent in
+  time, in random order: RMIT, Abedi & Brecht), the geometric mean of the rounds' ratios with
+  Student's t over rounds; the unpaired figure of the same processes (geometric means,
+  hierarchical bootstrap, Welch's width) stands beside it. The rows of one machine are read
+  together (Holm's step-down on each row's group-sequential boundary, stats.step_down), so that
+  naming any false winner among them, over all their looks, stays within 5%;
+* **word** (``word``, ``_gates``): ``JAX faster`` / ``PyTorch faster`` (the CI excludes 1 and
+  reaches beyond the ±5% band), ``same speed`` (the CI lies within the band, the direction said
+  where it excludes 1), ``no difference found`` (the CI holds 1 and reaches past the band; a run
+  measures such a row again while its budget lasts), or ``cannot say``: fewer than three clean
+  rounds, a CI too wide, a side with no backend that ran and passed parity. The reason is in
+  the row; beside it the calls each compiled mode needs to pay for its first call, the memory
+  ratio, parity of both bests, and a one-line why where a profile or anatomy was recorded.
 
     stackwars verdict                     # the latest run of cells
     stackwars verdict RUN_A RUN_B -f json # these runs; the latest processes of each cell
@@ -213,24 +216,22 @@ def replay_kinds(combined: Sequence[Mapping[str, Any]], device: str) -> list[tup
 
 def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, Any]] = (),
              anatomy: Sequence[Mapping[str, Any]] = (), threshold: float = stats.TIE_THRESHOLD,
-             min_processes: int = stats.MIN_PROCESSES, duets: Sequence[Mapping[str, Any]] = ()
-             ) -> list[dict[str, Any]]:
+             min_processes: int = stats.MIN_PROCESSES) -> list[dict[str, Any]]:
     """One verdict per machine x workload x preset x phase x device x dtype (x overrides that
     change the computation, x matmul precision; on CUDA x graph replay, ``replay_kinds``), from
     flat cell rows (``store.results.rows``), one row per process. ``profiles`` / ``anatomy``:
-    rows of report/profiles.py, for the why. Each row is built in named steps: its sides (the
-    best of each framework), the command that measures it again, the decision at its look's
-    level, the gates that may withhold it, and what stands beside it. ``duets``: rows of
-    store.results.duet_rows, processes that ran a row's two bests together (harness/duet.py):
-    where a row has enough clean ones, its ratio is theirs (paired), else its cells' (unpaired)."""
+    rows of report/profiles.py, for the why. Each row is built in named steps: its sides (each
+    framework's best, chosen on one process a candidate), the command that measures it again, its
+    deciding rounds (the chosen cells' other processes); then every machine's rows are read
+    together (``_read_together``), and each row's decision, the gates that may withhold it and
+    what stands beside it follow."""
     rows = latest_processes(rows)
-    duets = latest_duets(duets)
     prof = {str(p["cell"]).split("#r")[0]: p for p in profiles}
     anat = {str(a["cell"]).split("#r")[0]: a for a in anatomy}
     groups: OrderedDict[tuple, list[Mapping[str, Any]]] = OrderedDict()
     for r in rows:
         groups.setdefault(_group_key(r), []).append(r)
-    out = []
+    built: list[tuple[dict[str, Any], dict]] = []
     for key, group in groups.items():
         combined = tables.combine_repeats(group)
         by_backend = {(r["backend"], tables.variant(r)[1]): r for r in combined}
@@ -242,10 +243,14 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
             if missing:
                 _cannot_say(row, missing, combined, kind)
             else:
-                _decided(row, best, combined, threshold, _paired(row, duets), min_processes)
-            _said_no_top_up(row)
-            out.append(row)
-    return out
+                row["_deciding"] = _deciding(row, best, min_processes)
+            built.append((row, best))
+    _read_together([row for row, _ in built], min_processes)
+    for row, best in built:
+        if "_deciding" in row:
+            _decided(row, best, threshold, min_processes)
+        _said_no_top_up(row)
+    return [row for row, _ in built]
 
 
 def _cannot_say(row: dict[str, Any], missing: Sequence[str], combined: Sequence[Mapping[str, Any]],
@@ -258,15 +263,86 @@ def _cannot_say(row: dict[str, Any], missing: Sequence[str], combined: Sequence[
                reason_tag="busy machine" if busy_side else "not best against best" if kind_gap else "one side missing")
 
 
-def _decided(row: dict[str, Any], best: Mapping[str, Any], combined: Sequence[Mapping[str, Any]], threshold: float,
-             paired: Mapping[str, Any], min_processes: int) -> None:
-    """A row with a best on each side: the decision at its look's level, the gates that may
-    withhold it, and what stands beside it."""
-    c, decision, verdict, reason, tag = _decide(row, best, combined, threshold, paired, min_processes)
+def _deciding(row: dict[str, Any], best: Mapping[str, Mapping[str, Any]], min_processes: int) -> dict[str, Any]:
+    """What decides a row with a best on each side: each chosen cell's clean processes that did not
+    choose, paired by round (the same process number of one run: one fresh process of each, adjacent
+    in time) where both cells come from one run; the look those rounds make (a look is --processes
+    rounds, stats.look_alpha), and both figures' comparisons at any confidence (``compare_at``)."""
+    deciding = {fw: _deciding_processes(best[fw], row.get(f"{fw}_chosen_on")) for fw, _ in FRAMEWORKS}
+    same_run = best["torch"].get("run_id") == best["jax"].get("run_id")
+    rounds = sorted(set(deciding["torch"]) & set(deciding["jax"])) if same_run else []
+    ratios = [statistics.median(deciding["jax"][k]) / statistics.median(deciding["torch"][k]) for k in rounds]
+    design = "rounds" if same_run else "separate runs"
+    n = len(rounds) if same_run else min(len(deciding["torch"]), len(deciding["jax"]))
+    planned = max(1, int(best["torch"].get("processes_planned") or best["jax"].get("processes_planned")
+                         or min_processes))
+    looks = max(best["torch"].get("looks") or 1, best["jax"].get("looks") or 1)
+    look = min(max(0, math.ceil(n / planned) - 1), looks - 1)
+    torch_p, jax_p = (list(deciding[fw].values()) for fw, _ in FRAMEWORKS)
+    for fw, _ in FRAMEWORKS:  # the side's figure: what decided it, not the choice
+        h = stats.hierarchical(list(deciding[fw].values())) if deciding[fw] else None
+        row.update({f"{fw}_s": h.estimate if h else None, f"{fw}_ci_low_s": h.ci_low if h else None,
+                    f"{fw}_ci_high_s": h.ci_high if h else None, f"{fw}_processes": len(deciding[fw]),
+                    f"{fw}_decided_on": sorted(deciding[fw])})
+    row["processes"] = row["processes_used"] = n
+    row["chosen_on"] = {"design": "choose on one process a candidate (its first clean one), decide on the chosen "
+                                  "cells' other processes",
+                        **{fw: row.get(f"{fw}_chosen_on") for fw, _ in FRAMEWORKS},
+                        "decided_on": {"rounds": rounds if same_run else None,
+                                       **{fw: sorted(deciding[fw]) for fw, _ in FRAMEWORKS}}}
+
+    def unpaired(confidence: float) -> stats.Comparison | None:
+        return stats.compare(torch_p, jax_p, confidence) if torch_p and jax_p else None
+
+    def paired(confidence: float) -> stats.Comparison | None:
+        return stats.compare_paired(ratios, confidence) if ratios else None
+
+    return {"design": design, "rounds": rounds, "ratios": ratios, "n": n, "look": look, "looks": looks,
+            # the boundary's statistic: Student's t over this many rounds a look (paired), or normal (unpaired)
+            "rounds_a_look": planned if same_run and planned >= 2 else 0,
+            "testable": n >= min_processes, "unpaired": unpaired, "paired": paired,
+            "compare_at": paired if same_run else unpaired}
+
+
+def _deciding_processes(cell: Mapping[str, Any], chosen_on: Mapping[str, Any] | None) -> dict[int, list[float]]:
+    """A chosen cell's clean processes that decide, by process number: all of them where its side
+    chose nothing (one candidate), else all but the one that chose it."""
+    chose = (chosen_on or {}).get("process")
+    return {int(k if k is not None else i): list(s)
+            for i, (k, s) in enumerate(zip(cell.get("process_repeats") or [], cell.get("process_samples") or []))
+            if chose is None or k != chose}
+
+
+def _read_together(rows: Sequence[dict[str, Any]], min_processes: int) -> None:
+    """Every machine's rows that can be tested read together (stats.step_down: Holm's step-down,
+    each row on its own group-sequential boundary), so that naming any false winner among a table's
+    rows, over all their looks, stays within 5%; each row keeps the level it was read at. A row with
+    too few rounds is no test: it is read at its look's level alone, for "it would read"."""
+    for machine in dict.fromkeys(r["machine"] for r in rows):
+        mine = [r for r in rows if r["machine"] == machine and "_deciding" in r]
+        family = [r for r in mine if r["_deciding"]["testable"]]
+        found = stats.step_down([(r["_deciding"]["look"], r["_deciding"]["looks"], r["_deciding"]["rounds_a_look"])
+                                 for r in family],
+                                lambda i, confidence: family[i]["_deciding"]["compare_at"](confidence))
+        for r, (confidence, c, step) in zip(family, found):
+            r["_read"] = {"confidence": confidence, "c": c, "step": step, "family": len(family)}
+        for r in mine:
+            if r not in family:
+                d = r["_deciding"]
+                confidence = 1.0 - stats.look_alpha(d["look"], d["looks"], rounds=d["rounds_a_look"])
+                r["_read"] = {"confidence": confidence, "c": d["compare_at"](confidence), "step": None,
+                              "family": len(family)}
+
+
+def _decided(row: dict[str, Any], best: Mapping[str, Any], threshold: float, min_processes: int) -> None:
+    """A row with a best on each side: the decision at the level it was read at, the gates that
+    may withhold it, and what stands beside it."""
+    c, decision, verdict, reason, tag = _decide(row, best, threshold)
     verdict, reason, tag = _gates(row, c, decision, verdict, reason, tag, min_processes, threshold)
     if tied(verdict):
         row["tie_within"], row["tie_threshold"] = stats.tie_bound(c), threshold
-    _beside_decided(row, best, c, threshold, min_processes)
+    if c is not None:
+        _beside_decided(row, best, c, threshold, min_processes)
     row.update(verdict=verdict, reason=reason, reason_tag=tag)
 
 
@@ -291,10 +367,31 @@ def _sides(row: dict[str, Any], combined: Sequence[Mapping[str, Any]], by_backen
         best[fw], sides[fw], shadowed[fw], why = _framework_side(row, fw, name, combined, by_backend, kind)
         if why:
             missing.append(why)
-    row["processes"] = min(row["torch_processes"], row["jax_processes"])
-    row["processes_used"] = row["processes"]  # clean processes on the thinner side
+    # clean processes on the thinner side (a row that decides counts its deciding rounds: _deciding)
+    row["processes"] = row["processes_used"] = min(row["torch_processes"], row["jax_processes"])
     row["processes_busy"] = row["torch_processes_busy"] + row["jax_processes_busy"]
     return best, sides, shadowed, missing
+
+
+def choose(passed: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any] | None, dict[str, Any] | None]:
+    """A side's best among its candidates that ran ok and passed parity, and what chose it: each
+    candidate's first clean process (its lowest process number; a run's first round), the fastest
+    median there. One candidate: nothing to choose (None), every process of it decides. A candidate
+    with no clean process takes no part (``_framework_side`` says whether it might beat the best, and
+    then the row waits for a clean process of it, which makes it a candidate)."""
+    eligible = [r for r in passed if r.get("process_samples")]
+    if len(eligible) <= 1:  # one candidate with a clean process (a busy one may block it: _framework_side)
+        return (eligible[0] if eligible else None), None
+    first = {}
+    for r in eligible:
+        repeats = [k if k is not None else 0 for k in r.get("process_repeats") or [0] * len(r["process_samples"])]
+        k = min(range(len(repeats)), key=lambda i: repeats[i])
+        first[cell_id(r)] = (repeats[k], statistics.median(r["process_samples"][k]))
+    b = min(eligible, key=lambda r: first[cell_id(r)][1])
+    return b, {"process": first[cell_id(b)][0], "median_s": first[cell_id(b)][1],
+               "candidates": [{"backend": tables.backend_variant(r), "cell": cell_id(r),
+                               "process": first[cell_id(r)][0], "median_s": first[cell_id(r)][1]}
+                              for r in sorted(eligible, key=lambda r: first[cell_id(r)][1])]}
 
 
 def _framework_side(row: dict[str, Any], fw: str, name: str, combined: Sequence[Mapping[str, Any]],
@@ -309,11 +406,13 @@ def _framework_side(row: dict[str, Any], fw: str, name: str, combined: Sequence[
     native = [r for r in everything if not analysis(r["backend"])]
     side = native if any(r["status"] == "ok" for r in native) else everything
     passed = [r for r in side if r["status"] == "ok" and _parity(r)["ok"] is not False]
-    eligible = [r for r in passed if r.get("process_samples")]  # clean processes: the gate's
-    b = min(eligible, key=lambda r: r["steady_median_s"]) if eligible else None
+    b, chosen_on = choose(passed)
+    # what the choice read of the best: its choosing process, or (one candidate) all its processes
+    b_s = chosen_on["median_s"] if chosen_on else b["steady_median_s"] if b is not None else None
+    row[f"{fw}_chosen_on"] = chosen_on
     # a candidate measured only while the machine was busy might be the side's best: the side
     # cannot decide while its fastest busy process beats the clean best (busy slows, never speeds)
-    shadow = [r for r in passed if r.get("busy") and (b is None or _fastest_busy(r) < b["steady_median_s"])]
+    shadow = [r for r in passed if r.get("busy") and (b is None or _fastest_busy(r) < b_s)]
     row[f"{fw}_busy_candidates"] = [{"backend": tables.backend_variant(r), "cell": cell_id(r),
                                      "processes_busy": r.get("processes_busy", 0),
                                      "why": r.get("busy_reasons"),
@@ -325,12 +424,12 @@ def _framework_side(row: dict[str, Any], fw: str, name: str, combined: Sequence[
                                 for r in ([b] if b is not None else []) + shadow
                                 if r.get("latest_look_processes") and not r.get("latest_look_clean")}
     failed = [r for r in side if r["status"] == "parity_fail" and r.get("steady_median_s")
-              and (b is None or r["steady_median_s"] < b["steady_median_s"])]
+              and (b is None or r["steady_median_s"] < b_s)]
     row[f"{fw}_aside"] = [{"backend": tables.backend_variant(r), "seconds": r["steady_median_s"]}
                           for r in everything if r not in side and r["status"] == "ok"
                           and r.get("steady_median_s") and b is not None
-                          and r["steady_median_s"] < b["steady_median_s"]]
-    row[f"{fw}_candidates"] = len(side)
+                          and r["steady_median_s"] < b_s]
+    row[f"{fw}_candidates"] = len(passed)
     row[f"{fw}_excluded"] = [{"backend": tables.backend_variant(r), "seconds": r["steady_median_s"],
                               "why": f"failed parity: {_parity_text(_parity(r))}"} for r in failed]
     row[f"{fw}_pays"] = _pays(side, by_backend)
@@ -379,8 +478,9 @@ def _command(row: dict[str, Any], best: Mapping[str, Any], sides: Mapping[str, l
     deciding = [r for fw, _ in FRAMEWORKS
                 for r in ([best[fw], *shadowed[fw], *_eager_of(best[fw], by_backend)] if best[fw] is not None
                           else sides[fw])]
-    measured = max((r.get("processes") or 1 for r in deciding), default=1)
-    n = max(min_processes, measured)
+    # the rounds the run that measured it planned after its choice (a stored row without them: its processes)
+    planned = max((r.get("processes_planned") or 0 for r in deciding), default=0)
+    n = max(min_processes, planned or max((r.get("processes") or 1 for r in deciding), default=1))
     row["command"] = commands.run_command(deciding, n) if deciding else None
     # the levels that command's own verdicts would read at: a fresh run starts its looks again
     row["command_levels"] = stats.fresh_levels(n) if deciding else None
@@ -396,49 +496,14 @@ def _beside_always(row: dict[str, Any], best: Mapping[str, Any], combined: Seque
                                  None)
 
 
-def latest_duets(duets: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Each pair's duets from the latest run that measured it, on each machine (as
-    ``latest_processes`` does for a cell's processes)."""
-    latest: OrderedDict[tuple, list[Mapping[str, Any]]] = OrderedDict()
-    run_of: dict[tuple, Any] = {}
-    for d in duets:
-        key = (d.get("machine"), frozenset((d["a_cell"], d["b_cell"])))
-        if run_of.get(key) != d.get("run_id"):
-            latest.pop(key, None)
-            run_of[key] = d.get("run_id")
-        latest.setdefault(key, []).append(d)
-    return [d for group in latest.values() for d in group]
-
-
-def _paired(row: Mapping[str, Any], duets: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The row's duets (its two bests together, in either order), the clean ones' ratios oriented
-    JAX / PyTorch, and what was left out."""
-    t, j = row.get("torch_cell"), row.get("jax_cell")
-    mine = [d for d in duets if d.get("machine") == row["machine"] and {d["a_cell"], d["b_cell"]} == {t, j}
-            and t != j]
-    ok = [d for d in mine if d.get("status") == "ok" and d.get("ratio")]
-    clean = [d for d in ok if gate.busy_reason(d) is None]
-    ratios = [d["ratio"] if d["a_cell"] == t else 1.0 / d["ratio"] for d in clean]
-    return {"all": len(mine), "ok": len(ok), "clean": clean, "ratios": ratios,
-            "busy": gate.reasons([d for d in ok if d not in clean]),
-            "look": max((d.get("look") or 0 for d in clean), default=0),
-            "looks": max((d.get("looks") or 1 for d in mine), default=1)}
-
-
-def _decide(row: dict[str, Any], best: Mapping[str, Any], combined: Sequence[Mapping[str, Any]],
-            threshold: float, paired: Mapping[str, Any] | None = None, min_processes: int = stats.MIN_PROCESSES
-            ) -> tuple[stats.Comparison, str, str, str, str | None]:
-    """The ratio, its CI at the level its look may spend, and the decision (stats.decide): from
-    the row's duets where it has ``min_processes`` clean ones (paired: both programs in one process,
-    harness/duet.py), else from its cells' processes (unpaired)."""
-    paired = paired or {"all": 0, "clean": []}
-    row["duets"] = {"measured": paired["all"], "clean": len(paired["clean"]), "busy": paired.get("busy") or None}
-    if len(paired["clean"]) >= min_processes:
-        # a duet times both sides in its one mode, block against block
-        mode = sorted({d.get("timing") or "throughput" for d in paired["clean"]})
-        row["timing"], row["_modes"] = "+".join(mode), {fw: mode for fw, _ in FRAMEWORKS}
-        alone = stats.compare(best["torch"]["process_samples"], best["jax"]["process_samples"], PAIRED_CHECK_LEVEL)
-        return _decide_paired(row, paired, threshold, alone)
+def _decide(row: dict[str, Any], best: Mapping[str, Any], threshold: float
+            ) -> tuple[stats.Comparison | None, str, str, str, str | None]:
+    """The row's ratio and CI at the level it was read at (``_read_together``), and the decision
+    (stats.decide): from its rounds (paired: each round's ratio of the two chosen cells' process
+    medians, Student's t over rounds) where both cells come from one run, else from the two sets of
+    processes (unpaired); the other figure beside it, at the same level."""
+    d, read = row.pop("_deciding"), row.pop("_read")
+    confidence, c = read["confidence"], read["c"]
     # both sides timed in one mode (harness/timer.py): a ratio of a latency to a throughput figure
     # compares two ways of timing, not two programs
     modes_of = {fw: best[fw].get("timing_modes") or ["throughput"] for fw, _ in FRAMEWORKS}
@@ -446,77 +511,61 @@ def _decide(row: dict[str, Any], best: Mapping[str, Any], combined: Sequence[Map
     row["timing"] = modes[0] if len(modes) == 1 else "unlike: " + " / ".join(
         "+".join(modes_of[fw]) for fw, _ in FRAMEWORKS)
     row["_modes"] = modes_of
-    # the CI's level: the error this look may spend (stats.look_alpha: a run that adds processes
-    # until its verdicts decide shares 5% over its looks). The look is the table's: a process
-    # added to any of its cells is new data for its verdict (a top-up of one cell can make
-    # another the best), so every row counts, not the two bests
-    looks = max(r.get("looks") or 1 for r in combined)
-    look = max(r.get("look") or 0 for r in combined)
-    confidence = 1.0 - stats.look_alpha(look, looks)
-    c = stats.compare(best["torch"]["process_samples"], best["jax"]["process_samples"], confidence)
-    # look counted from 1, as the text says it ("look 2 of at most 2") and the paired design stores it
-    row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, confidence=confidence, look=look + 1,
-               looks=looks, design="unpaired")
+    u, p = d["unpaired"](confidence), d["paired"](confidence) if d["design"] == "rounds" else None
+    row["unpaired"] = (None if u is None else
+                       {"ratio": u.ratio, "ci_low": u.ci_low, "ci_high": u.ci_high, "confidence": confidence,
+                        "processes": [row["torch_processes"], row["jax_processes"]]})
+    row["paired"] = (None if p is None else
+                     {"design": "rounds", "rounds": len(d["rounds"]), "ratio": p.ratio, "ci_low": p.ci_low,
+                      "ci_high": p.ci_high, "confidence": confidence})
+    # the look counted from 1, as the text says it ("look 2 of at most 2")
+    row.update(confidence=confidence, look=d["look"] + 1, looks=d["looks"],
+               design="paired (rounds)" if d["design"] == "rounds" else "unpaired (separate runs)",
+               read_with={"rows": read["family"], "step": read["step"]})
+    if c is None:
+        row.update(ratio=None, ci_low=None, ci_high=None)
+        return None, "noisy", "cannot say", "no process of a chosen cell is left to decide on", None
+    row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high)
     decision = stats.decide(c, threshold)
     reason = _reason(decision, c, threshold, confidence)
-    if looks > 1:
-        reason += (f" (look {look + 1} of at most {looks}: a run that adds processes until its verdict decides "
-                   f"spends {stats.VERDICT_ALPHA:.0%} over its looks)")
-    return c, decision, word(decision, c, threshold), reason, "noisy" if decision == "noisy" else None
-
-
-# the duets' ratio must lie within the cells' own interval at this level (each side in processes of
-# its own, as it runs alone): a check that can only withhold a verdict, never make one, so a
-# narrower interval than the verdict's is the stricter check. Two runtimes in one process can run
-# otherwise than alone: on the 2-CPU Xeon VM mha's train step read 1.985 (1.903-2.071) in duets
-# against 2.261 (2.129-2.425) in separate processes (results/duet-cpu/)
-PAIRED_CHECK_LEVEL = 0.95
-
-
-def _decide_paired(row: dict[str, Any], paired: Mapping[str, Any], threshold: float, alone: stats.Comparison
-                   ) -> tuple[stats.Comparison, str, str, str, str | None]:
-    """The ratio from the row's duets: the geometric mean of their ratios with Student's t on
-    their logs, at the level of the duet look it was read at (stats.duet_alpha). Withheld where it
-    lies outside ``alone``, the cells' own interval (PAIRED_CHECK_LEVEL): then the two programs did
-    not run together as they run alone, and the duets cannot stand for them."""
-    look, looks = paired["look"], paired["looks"]
-    confidence = 1.0 - stats.duet_alpha(look, looks)
-    c = stats.compare_paired(paired["ratios"], confidence)
-    row.update(ratio=c.ratio, ci_low=c.ci_low, ci_high=c.ci_high, confidence=confidence, look=look + 1,
-               looks=looks + 1, design="paired",
-               unpaired={"ratio": alone.ratio, "ci_low": alone.ci_low, "ci_high": alone.ci_high,
-                         "confidence": PAIRED_CHECK_LEVEL})
-    decision = stats.decide(c, threshold)
-    how = (f" (paired: {len(paired['ratios'])} processes that ran both programs together, alternating "
-           f"(harness/duet.py); duet look {look + 1} of at most {looks}, the duets spending "
-           f"{stats.VERDICT_ALPHA - stats.FIRST_LOOK_ALPHA:.0%} of the verdict's error)")
-    if not alone.ci_low <= c.ratio <= alone.ci_high:
-        return c, decision, "cannot say", (
-            f"the duets' ratio {c.ratio:.3f} lies outside the cells' own "
-            f"{fmt.interval(alone.ratio, alone.ci_low, alone.ci_high, PAIRED_CHECK_LEVEL)}, "
-            f"each side in processes of its own: the two programs did not run together as they run alone (two "
-            f"runtimes in one process share its threads and memory), so the duets cannot decide" + how), \
-            "paired disagrees"
-    return c, decision, word(decision, c, threshold), _reason(decision, c, threshold, confidence) + how, \
-        "noisy" if decision == "noisy" else None
+    how = (f" (paired: {len(d['rounds'])} rounds of separate processes, one of each chosen cell adjacent in "
+           f"time" if d["design"] == "rounds" else
+           f" (unpaired: the two cells come from different runs, so their processes pair no rounds")
+    how += (f"; read with {read['family']} row(s) of this machine, Holm's step-down" if read["family"] > 1
+            and read["step"] is not None else "")
+    how += (f"; look {d['look'] + 1} of at most {d['looks']}: a run that adds rounds until its verdict decides "
+            f"spends {stats.VERDICT_ALPHA:.0%} over its looks" if d["looks"] > 1 else "") + ")"
+    return c, decision, word(decision, c, threshold), reason + how, "noisy" if decision == "noisy" else None
 
 
 def _gates(row: dict[str, Any], c: stats.Comparison, decision: str, verdict: str, reason: str, tag: str | None,
            min_processes: int,
            threshold: float = stats.TIE_THRESHOLD) -> tuple[str, str, str | None]:
-    """What withholds a decision the ratio alone would make: too few clean processes a side, the
-    two sides timed unlike, a candidate measured only while busy that might be a side's best."""
+    """What withholds a decision the ratio alone would make: a candidate measured only while busy
+    that might be a side's best (the side's best is not known yet), too few clean rounds (processes
+    a side, unpaired), the two sides timed unlike."""
     modes_of = row.pop("_modes")
     shadows = [x for fw, _ in FRAMEWORKS for x in row[f"{fw}_busy_candidates"]]
+    if shadows:
+        return "cannot say", (
+            "; ".join(f"{x['backend']} was measured only while the machine was busy ({x['why']}) and its "
+                      f"fastest process, {fmt.seconds(x['fastest_busy_s'])}, beat the side's best"
+                      for x in shadows)
+            + f"; it would read without it: {word(decision, c, threshold)} ({reason})"), "busy machine"
     if row["processes"] < min_processes:
         excluded = row["processes_busy"]
+        paired = row.get("design", "").startswith("paired")
         return "cannot say", (
-            f"{row['torch_processes']} PyTorch / {row['jax_processes']} JAX clean process(es)"
+            (f"{row['processes']} clean round(s) of the two chosen cells" if paired else
+             f"{row['torch_processes']} PyTorch / {row['jax_processes']} JAX clean process(es)")
+            + (" after the processes that chose them" if row.get("torch_chosen_on") or row.get("jax_chosen_on")
+               else "")
             + (f" ({excluded} measured while the machine was busy, left out)" if excluded else "")
-            + f"; a verdict needs {min_processes} clean ones a side (run --processes "
+            + f"; a verdict needs {min_processes} clean {'rounds' if paired else 'ones a side'} (run --processes "
               f"{max(min_processes, row['processes'] + excluded + 1)}): fewer understate the spread "
               f"between launches"
-            + (f"; it would read: {word(decision, c, threshold)} ({reason})" if decision != "noisy" else "")), \
+            + (f"; it would read: {word(decision, c, threshold)} ({reason})" if c is not None and decision != "noisy"
+               else "")), \
             "busy machine" if excluded else "too few processes"
     if row["timing"].startswith("unlike"):
         return "cannot say", (
@@ -524,12 +573,6 @@ def _gates(row: dict[str, Any], c: stats.Comparison, decision: str, verdict: str
             f"JAX's in {' and '.join(modes_of['jax'])} mode (latency: one call a sync; throughput: blocks "
             f"of back-to-back calls); measure them again in one run (its --timing applies to every cell)"
             f"; it would read: {word(decision, c, threshold)} ({reason})"), "unlike timing"
-    if shadows:
-        return "cannot say", (
-            "; ".join(f"{x['backend']} was measured only while the machine was busy ({x['why']}) and its "
-                      f"fastest process, {fmt.seconds(x['fastest_busy_s'])}, beat the side's best"
-                      for x in shadows)
-            + f"; it would read without it: {word(decision, c, threshold)} ({reason})"), "busy machine"
     return verdict, reason, tag
 
 
@@ -621,47 +664,45 @@ def _fastest_busy(row: Mapping[str, Any]) -> float:
     return min(medians) if medians else (row.get("busy_figures") or {}).get("steady_median_s") or float("inf")
 
 
-def more_duets(found: Sequence[Mapping[str, Any]], step: int = stats.MIN_PROCESSES) -> dict[tuple[str, str], int]:
-    """The duets the next look measures, per (PyTorch best, JAX best) cell ids: ``step`` more for
-    every verdict too wide to decide whose two bests are known. A duet look is one of the run's
-    top-up looks (orchestrate.Run.measure takes no more than it allows)."""
-    return {(v["torch_cell"], v["jax_cell"]): step for v in found
-            if v.get("reason_tag") == "noisy" and v.get("torch_cell") and v.get("jax_cell")}
-
-
-def more_processes(found: Sequence[Mapping[str, Any]], max_processes: int, step: int = stats.MIN_PROCESSES,
-                   paired: bool = False) -> dict[str, int]:
-    """The processes for the next look, per cell id, of every verdict that could not decide:
-    for a CI too wide, ``step`` more (the run's --processes: a look is at most as many processes
-    again, stats.looks_allowed) to each side's best cell; for a busy machine, as many as a
-    verdict's clean processes still need (and to a backend measured only while busy that might
-    be a side's best, that many), where the cap lets them reach it (a run of one process,
-    capped at two, cannot: it would cost a process and decide nothing); never beyond
-    ``max_processes`` a cell. Each look spends its share of the verdict's error (stats.look_alpha).
-    ``paired``: a verdict too wide to decide whose two bests are known is measured by duets
-    (``more_duets``), not by more processes of its cells."""
+def more_processes(found: Sequence[Mapping[str, Any]], max_processes: int, step: int = stats.MIN_PROCESSES
+                   ) -> dict[str, int]:
+    """The processes for the next look, per cell id, of every verdict that could not decide (a CI
+    too wide, a busy machine) or found no difference (a CI that holds 1 but reaches past the tie
+    band is no answer while the run may look again): more rounds of its two chosen cells, as many
+    for each (a round is one process of each): ``step`` (the run's --processes: a look is as many
+    rounds again, stats.looks_allowed), or for a busy machine as many as its clean rounds still
+    need, where the cap lets them reach it; one process, to be judged, to each candidate measured
+    only while busy that might be a side's best. Never beyond ``max_processes`` rounds after the
+    choice; never for a row more processes cannot decide (``no_top_up``). Each look spends its
+    share of the verdict's error (stats.look_alpha). The pairs' cells come one after the other
+    (``pairs``: runner.more_rounds keeps each round's two adjacent)."""
     out: dict[str, int] = {}
     for v in found:
         tag = v.get("reason_tag")
-        if tag not in ("busy machine", "noisy") or no_top_up(v):
+        if not (tag in ("busy machine", "noisy") or v.get("verdict") == NO_DIFFERENCE) or no_top_up(v):
             continue
-        if paired and tag == "noisy" and v.get("torch_cell") and v.get("jax_cell"):
-            continue
+        cells = [(fw, v.get(f"{fw}_cell")) for fw, _ in FRAMEWORKS]
+        if all(c for _, c in cells) and not any(c in (v.get(f"{fw}_stayed_busy") or {}) for fw, c in cells):
+            rounds = v.get("processes") or 0  # clean rounds after the choice
+            want = max(0, stats.MIN_PROCESSES - rounds) if tag == "busy machine" else step
+            # the cap counts the rounds after the choice, clean or busy (the choosing process apart)
+            add = min(want, max_processes - rounds - max(v.get(f"{fw}_processes_busy", 0) for fw, _ in cells))
+            if add > 0 and (tag != "busy machine" or rounds + add >= stats.MIN_PROCESSES):
+                for _, c in cells:
+                    out[c] = max(out.get(c, 0), add)
         for fw, _ in FRAMEWORKS:
             stayed = v.get(f"{fw}_stayed_busy") or {}
-            if v.get(f"{fw}_cell") and v[f"{fw}_cell"] not in stayed:
-                clean = v[f"{fw}_processes"]
-                want = max(0, stats.MIN_PROCESSES - clean) if tag == "busy machine" else step
-                add = min(want, max_processes - clean - v.get(f"{fw}_processes_busy", 0))
-                if add > 0 and (tag != "busy machine" or clean + add >= stats.MIN_PROCESSES):
-                    out[v[f"{fw}_cell"]] = max(out.get(v[f"{fw}_cell"], 0), add)
-            for x in v.get(f"{fw}_busy_candidates") or ():  # measured only while busy: clean ones to decide it
-                if x["cell"] in stayed:
-                    continue
-                add = min(stats.MIN_PROCESSES, max_processes - x["processes_busy"])
-                if add >= stats.MIN_PROCESSES:
-                    out[x["cell"]] = max(out.get(x["cell"], 0), add)
+            for x in v.get(f"{fw}_busy_candidates") or ():  # measured only while busy: one clean process judges it
+                if x["cell"] not in stayed and x["processes_busy"] < max_processes + 1:
+                    out[x["cell"]] = max(out.get(x["cell"], 0), 1)
     return out
+
+
+def pairs(found: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """The (PyTorch, JAX) chosen cells of every row with both: the pairs whose processes a round
+    puts next to each other, in random order (runner.more_rounds)."""
+    return [(v["torch_cell"], v["jax_cell"]) for v in found if v.get("torch_cell") and v.get("jax_cell")
+            and v.get("best_torch") is not None and v.get("best_jax") is not None]
 
 
 def _said_no_top_up(row: dict[str, Any]) -> None:
@@ -700,57 +741,102 @@ def no_top_up(v: Mapping[str, Any]) -> str | None:
     return None
 
 
-def screen(rows: Iterable[Mapping[str, Any]], factor: float = stats.SCREEN_FACTOR) -> dict[str, dict[str, Any]]:
-    """Which cells of a run's first round (one process each) are measured in more processes: per
-    cell id, ``keep`` and why. A backend is screened out where even its fastest sample took over
-    ``factor`` times its framework's best median in the same table (and, on CUDA, the same kind of
-    program: graph replay or none), where it failed (status or parity: more processes would not
-    change it), or where it is an analysis path beside a native mode of its framework (it never
-    decides a verdict). A framework's best, and a backend whose process could not be judged (busy),
-    are always kept: screening never drops what could be a side's best."""
+def screen(rows: Iterable[Mapping[str, Any]], processes: int, factor: float = stats.SCREEN_FACTOR
+           ) -> dict[str, dict[str, Any]]:
+    """After a run's first round (one process a cell): which cells are measured in more processes,
+    and how many (``rounds``), per cell id with ``keep`` and why. Where a table (and, on CUDA, a
+    kind of program: graph replay or none) has a candidate on both sides, each side's best is
+    chosen on that round (``choose``) and only the two chosen get more: ``processes`` rounds that
+    decide (one fewer where neither side chose: a side of one candidate decides on its first
+    process too); a candidate whose process was busy and might be the best gets one more, to be
+    judged. Where a side has none (a workload of one framework, a side that failed), the table
+    compares modes, not frameworks: every backend not clearly slower (its fastest sample over
+    ``factor`` times its framework's best median) gets the rest of ``processes``. Failed cells, and
+    an analysis path beside a native mode of its framework, are measured no more."""
     out: dict[str, dict[str, Any]] = {}
     for key, group in tables.group_rows(latest_processes(rows), by_machine=True).items():
         combined = tables.combine_repeats(group)
         for kind, cells in replay_kinds(combined, key[3]):
+            chosen = {}
             for fw, name in FRAMEWORKS:
                 side = [r for r in cells if r.get("framework") == fw]
                 passed = [r for r in side if r["status"] == "ok" and _parity(r)["ok"] is not False]
                 native = [r for r in passed if not analysis(r["backend"])]
-                pool = [r for r in (native or passed) if r.get("steady_median_s")]
-                best = min(pool, key=lambda r: r["steady_median_s"]) if pool else None
+                chosen[fw] = (side, passed, native, *choose(native or passed))
+            two_sided = all(c[3] is not None or any(r.get("busy") for r in c[1]) for c in chosen.values())
+            choosing = any(c[4] is not None for c in chosen.values())
+            for fw, name in FRAMEWORKS:
+                side, passed, native, best, chosen_on = chosen[fw]
                 for r in side:
-                    if r not in passed:
-                        keep, why = False, f"{r['status']}{'' if r['status'] != 'ok' else ' but failed parity'}"
-                    elif analysis(r["backend"]) and native:
-                        keep, why = False, f"an analysis path beside {name}'s own modes: it decides no verdict"
-                    elif r is best:
-                        keep, why = True, f"{name}'s best"
-                    elif not r.get("steady_median_s") or best is None:
-                        keep, why = True, "its process was not measured cleanly: not judged"
-                    else:
-                        fastest = min(min(s) for s in r["process_samples"])
-                        if fastest > factor * best["steady_median_s"]:
-                            keep, why = False, (f"clearly slower: its fastest sample {fmt.seconds(fastest)} is over "
-                                                f"{factor:g}x {tables.backend_variant(best)}'s "
-                                                f"{fmt.seconds(best['steady_median_s'])}")
-                        else:
-                            keep, why = True, f"within {factor:g}x of {tables.backend_variant(best)}"
-                    out[cell_id(r)] = {"keep": keep, "why": why}
+                    out[cell_id(r)] = _screened(r, name, passed, native, best, chosen_on, two_sided, choosing,
+                                                processes, factor)
     return out
 
 
-def self_check(rows: Iterable[Mapping[str, Any]], threshold: float = stats.TIE_THRESHOLD,
-               duets: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
-    """An A/A check of the verdict's rule on this machine's own data, the same program on both
-    sides. Where the runs measured self-duets (``run --aa``: two instances of a cell alternating
-    in one process, harness/duet.py), each cell's clean ones are its comparison, paired, as a
-    verdict's duets are read. Else every cell measured in at least 2 x 3 clean processes is split
-    into its even and its odd rounds (neighbours in time, as the two sides of a verdict are) and
-    the two halves set against each other, unpaired. Anything but ``tie`` is a false verdict, or
-    (``noisy``) no verdict."""
-    own = [d for d in duets if d["a_cell"] == d["b_cell"]]
-    if own:
-        return _self_check_paired(own, threshold)
+def _screened(r: Mapping[str, Any], name: str, passed: Sequence[Mapping[str, Any]],
+              native: Sequence[Mapping[str, Any]], best: Mapping[str, Any] | None,
+              chosen_on: Mapping[str, Any] | None, two_sided: bool, choosing: bool, processes: int,
+              factor: float) -> dict[str, Any]:
+    """One cell's screening decision (``screen``)."""
+    rest = max(0, processes - 1)
+    if r not in passed:
+        return {"keep": False, "rounds": 0,
+                "why": f"{r['status']}{'' if r['status'] != 'ok' else ' but failed parity'}"}
+    if analysis(r["backend"]) and native:
+        return {"keep": False, "rounds": 0, "why": f"an analysis path beside {name}'s own modes: it decides no verdict"}
+    if r is best:
+        if not two_sided:
+            return {"keep": True, "rounds": rest, "why": f"{name}'s best"}
+        return {"keep": True, "rounds": processes if choosing else rest,
+                "why": f"{name}'s best, chosen on its first process" if chosen_on else f"{name}'s only candidate"}
+    first = None if best is None else (chosen_on or {}).get("median_s") or best["steady_median_s"]
+    if not r.get("steady_median_s") or best is None:
+        if best is not None and _fastest_busy(r) >= first:  # busy slows a program, never speeds it
+            return {"keep": False, "rounds": 0,
+                    "why": f"its busy process, {fmt.seconds(_fastest_busy(r))}, was already slower than "
+                           f"{tables.backend_variant(best)}'s {fmt.seconds(first)}"}
+        # beside a best, one process judges it (it may become the best, then _complete_first_look gives it its
+        # rounds); a side with no clean process at all measures on as planned, its choice made later
+        return {"keep": True, "rounds": 1 if two_sided and best is not None else rest,
+                "why": "its process was not measured cleanly: not judged"}
+    if two_sided:
+        mine = min(statistics.median(s) for s in r["process_samples"])
+        return {"keep": False, "rounds": 0,
+                "why": f"not chosen: {fmt.seconds(mine)} against {tables.backend_variant(best)}'s "
+                       f"{fmt.seconds(first)}, one process each; the verdict decides on the chosen two"}
+    fastest = min(min(s) for s in r["process_samples"])
+    if fastest > factor * best["steady_median_s"]:
+        return {"keep": False, "rounds": 0,
+                "why": (f"clearly slower: its fastest sample {fmt.seconds(fastest)} is over {factor:g}x "
+                        f"{tables.backend_variant(best)}'s {fmt.seconds(best['steady_median_s'])}")}
+    return {"keep": True, "rounds": rest, "why": f"within {factor:g}x of {tables.backend_variant(best)}"}
+
+
+def first_look(found: Sequence[Mapping[str, Any]], processes: int) -> dict[str, int]:
+    """The rounds each row's two chosen cells still lack of the ``processes`` a run plans after
+    its choice (a candidate judged after the first round became a best; a run that did not
+    screen planned every cell in ``processes``, one of which chose): as many for each, counting
+    every process measured after the choice, clean or busy (a busy one is the looks' to replace)."""
+    out: dict[str, int] = {}
+    for v in found:
+        if v.get("best_torch") is None or v.get("best_jax") is None or v.get("no_top_up"):
+            continue
+        measured = (v.get("processes") or 0) + max(v.get(f"{fw}_processes_busy") or 0 for fw, _ in FRAMEWORKS)
+        if measured < processes:
+            for fw, _ in FRAMEWORKS:
+                out[v[f"{fw}_cell"]] = max(out.get(v[f"{fw}_cell"], 0), processes - measured)
+    return out
+
+
+def self_check(rows: Iterable[Mapping[str, Any]], threshold: float = stats.TIE_THRESHOLD) -> list[dict[str, Any]]:
+    """An A/A check of the verdict's deciding design on this machine's own data, the same program on
+    both sides: each cell's clean processes after its first (the one a verdict's choice reads), in
+    pairs of neighbours in time (2 and 3, 4 and 5, ...: ``run --aa`` measures them back to back, as a
+    verdict's round measures its two cells), each pair's ratio one round, read as a verdict reads its
+    rounds at its first look (stats.compare_paired at that look's level, alone: no other row shares
+    its error, so the check is not made easier by Holm's step-down). Cells with fewer than 3 pairs
+    are left out. Anything but the same speed is a false verdict, no difference found, or (noisy) no
+    verdict."""
     out = []
     by_run: OrderedDict[Any, list[Mapping[str, Any]]] = OrderedDict()
     for r in rows:  # each run on its own: its processes were interleaved with each other
@@ -762,38 +848,23 @@ def self_check(rows: Iterable[Mapping[str, Any]], threshold: float = stats.TIE_T
                 by.setdefault(tables._label(r), []).append(r)
             for label, procs in by.items():
                 clean = sorted((r for r in gate.split(procs)[0] if r["status"] == "ok"),
-                               key=lambda r: r.get("repeat") or 0)
-                halves = clean[0::2], clean[1::2]
-                if min(len(h) for h in halves) < stats.MIN_PROCESSES:
+                               key=lambda r: r.get("repeat") or 0)[1:]
+                pairs_ = [(a, b) for a, b in zip(clean[0::2], clean[1::2])
+                          if (b.get("repeat") or 0) == (a.get("repeat") or 0) + 1]
+                if len(pairs_) < stats.MIN_PROCESSES:
                     continue
-                c = stats.compare([h["steady_samples"] for h in halves[0]], [h["steady_samples"] for h in halves[1]])
+                looks = max(r.get("looks") or 1 for r in procs)
+                confidence = 1.0 - stats.look_alpha(0, looks)
+                ratios = [statistics.median(b["steady_samples"]) / statistics.median(a["steady_samples"])
+                          for a, b in pairs_]
+                c = stats.compare_paired(ratios, confidence)
                 out.append({"run": group[0].get("run_id"), "machine": group[0].get("machine"),
+                            "design": "paired (rounds)",
                             "table": title({**group[0], "matmul_precision": None, "overrides": ""}),
-                            "backend": label, "processes": [len(h) for h in halves], "ratio": c.ratio,
-                            "ci_low": c.ci_low, "ci_high": c.ci_high, "decision": stats.decide(c, threshold)})
-    return out
-
-
-def _self_check_paired(duets: Sequence[Mapping[str, Any]], threshold: float) -> list[dict[str, Any]]:
-    """The A/A check from self-duets: each cell's clean ones, read as a verdict reads its first look
-    of duets (at its level: stats.duet_alpha), so that the check's false-verdict and tie rates are
-    the paired design's as the verdict uses it."""
-    by: OrderedDict[tuple, list[Mapping[str, Any]]] = OrderedDict()
-    for d in duets:
-        by.setdefault((d.get("run_id"), d.get("machine"), d["a_cell"]), []).append(d)
-    out = []
-    for (run, machine, cell), group in by.items():
-        clean = [d for d in group if d.get("status") == "ok" and d.get("ratio") and gate.busy_reason(d) is None]
-        if len(clean) < stats.MIN_PROCESSES:
-            continue
-        d0 = group[0]
-        confidence = 1.0 - stats.duet_alpha(0, max(d.get("looks") or 1 for d in group))
-        c = stats.compare_paired([d["ratio"] for d in clean], confidence)
-        out.append({"run": run, "machine": machine, "design": "paired (self-duets)",
-                    "table": title({**d0, "matmul_precision": None, "overrides": ""}),
-                    "backend": d0["a_backend"], "processes": [len(clean), len(clean)], "ratio": c.ratio,
-                    "ci_low": c.ci_low, "ci_high": c.ci_high, "confidence": confidence,
-                    "decision": stats.decide(c, threshold)})
+                            "backend": label, "processes": [len(pairs_), len(pairs_)], "ratio": c.ratio,
+                            "ci_low": c.ci_low, "ci_high": c.ci_high, "confidence": confidence,
+                            "decision": stats.decide(c, threshold),
+                            "word": word(stats.decide(c, threshold), c, threshold)})
     return out
 
 
@@ -804,7 +875,8 @@ def _reason(decision: str, c: stats.Comparison, threshold: float, confidence: fl
                 f"{stats.NOISY_BOUND:.0%}): too wide to decide (noisy); measure more processes")
     if decision == "tie":
         if stats.within_band(c, threshold):
-            return f"{ci} lies within the ±{threshold:.0%} tie band: the same speed"
+            return f"{ci} lies within the ±{threshold:.0%} tie band: " + (
+                f"{inside_band(c)}: the same speed within ±{threshold:.0%}" if inside_band(c) else "the same speed")
         return (f"{ci} holds 1 but reaches past the ±{threshold:.0%} tie band: no difference found, and none "
                 f"larger than {stats.tie_bound(c):.0%} either way")
     faster = 1 / c.ratio if decision == "lower" else c.ratio
@@ -818,16 +890,16 @@ STYLE = {"JAX faster": "bold cyan", "PyTorch faster": "bold magenta", SAME: "gre
          "cannot say": "yellow"}
 LEGEND = ("every figure from clean processes only: a process is busy, and decides nothing, when others took over "
           "{c:.0%} of its CPUs or the machine's canary read off its run's by more than its noise (at least {f:.0%}); "
-          "best: the fastest backend of the framework whose cells ran ok and passed parity (time: mean of the "
-          "per-process medians); JAX/PyTorch < 1: JAX faster; CI from a hierarchical bootstrap over processes "
-          "and their samples, its width Student's t on the process medians (Welch), at 95% where the run adds no "
-          "processes, else at the level its look may spend ({a:.0%} over all looks: {a0:.0%} at the planned "
-          "processes, the rest spent by the top-ups on a group-sequential boundary); same speed: the CI lies within "
-          "±{t:.0%}; no difference found (±x: the largest difference the CI allows): the CI holds 1 and reaches "
-          "past ±{t:.0%}, within ±{n:.0%}; cannot say: fewer than {p} clean "
-          "processes a side (busy machine: busy ones left too few, or a backend measured only while busy might be a "
-          "side's best), a CI too wide, a side with nothing that ran and passed, two sides timed unlike, a paired "
-          "ratio outside the cells' own 95% interval (paired disagrees), or (on CUDA) "
+          "best: the fastest backend of the framework whose cells ran ok and passed parity, chosen on one process "
+          "a candidate (its first clean one), the row decided on the chosen cells' other processes (time: geometric "
+          "mean of their medians); JAX/PyTorch < 1: JAX faster; ratio and CI from rounds (one fresh process of each "
+          "chosen cell, back to back): the geometric mean of the rounds' ratios, Student's t over rounds, at the "
+          "level its look may spend ({a:.0%} over all looks and all rows of the machine: {a0:.0%} at the planned "
+          "rounds, the rest spent by the top-ups on a group-sequential boundary, the rows read together by Holm's "
+          "step-down); same speed: the CI lies within ±{t:.0%}; no difference found (±x: the largest difference "
+          "the CI allows): the CI holds 1 and reaches past ±{t:.0%}, within ±{n:.0%}; cannot say: fewer than {p} "
+          "clean rounds (busy machine: busy ones left too few, or a backend measured only while busy might be a "
+          "side's best), a CI too wide, a side with nothing that ran and passed, two sides timed unlike, or (on CUDA) "
           "no program of the row's kind on a side: not best against best; on CUDA each table has a row for the "
           "programs that replay CUDA graphs (PyTorch's CUDA graphs, XLA's command buffers) and one for those that "
           "do not, so that each ratio sets like against like; compile pays: calls until the "
@@ -885,16 +957,33 @@ def cells(r: Mapping[str, Any]) -> list[str]:
     verdict = r["verdict"] + (f" ({r['reason_tag']})" if r.get("reason_tag") else tie_text(r))
     procs = (str(r["processes"]) + (f" ({r['processes_busy']} busy left out)" if r.get("processes_busy") else "")
              + (f" · {r['timing']}" if r.get("timing") else "")
-             + (f" · paired ({r['duets']['clean']} duets)" if r.get("design") == "paired" else ""))
+             + (" · paired rounds" if r.get("design") == "paired (rounds)" else ""))
     return [title(r), _side(r, "torch"), _side(r, "jax"), ratio, verdict, procs,
             " / ".join(fmt.DASH if r.get(f"{fw}_one_sided") else _pays_text(r[f"{fw}_pays"]) for fw, _ in FRAMEWORKS),
             mem, parity, r.get("why") or fmt.DASH, energy_text(r)]
 
 
+def inside_band(c: stats.Comparison) -> str | None:
+    """A difference the CI shows but the tie band holds, in words ("PyTorch 1-4% faster"), or None
+    where the CI holds 1."""
+    if c.ci_high < 1.0:  # JAX's time lower: JAX faster by 1/ci_high - 1 to 1/ci_low - 1
+        lo, hi = 1.0 / c.ci_high - 1.0, 1.0 / c.ci_low - 1.0
+        who = "JAX"
+    elif c.ci_low > 1.0:
+        lo, hi, who = c.ci_low - 1.0, c.ci_high - 1.0, "PyTorch"
+    else:
+        return None
+    return f"{who} {lo * 100:.0f}-{hi * 100:.0f}% faster" if round(lo * 100) != round(hi * 100) else \
+        f"{who} {lo * 100:.0f}% faster"
+
+
 def tie_text(r: Mapping[str, Any]) -> str:
-    """" (within ±5%)" beside "same speed"; " (the CI allows ±8%)" beside "no difference found"."""
+    """" (within ±5%)" beside "same speed" (" (PyTorch 1-4% faster: within ±5%)" where the CI
+    excludes 1); " (the CI allows ±8%)" beside "no difference found"."""
     if r.get("verdict") == SAME:
-        return f" (within ±{r.get('tie_threshold', stats.TIE_THRESHOLD):.0%})"
+        shown = (inside_band(stats.Comparison(r["ratio"], r["ci_low"], r["ci_high"], True))
+                 if r.get("ci_low") is not None else None)
+        return f" ({shown + ': ' if shown else ''}within ±{r.get('tie_threshold', stats.TIE_THRESHOLD):.0%})"
     if r.get("verdict") == NO_DIFFERENCE and r.get("tie_within") is not None:
         return f" (the CI allows ±{r['tie_within']:.0%})"
     return ""

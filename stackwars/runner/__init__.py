@@ -147,11 +147,14 @@ DUET_GENERATION = 10_000  # duets' fork servers numbered apart from the cells' p
 
 
 def measure_duet(a: CellSpec, b: CellSpec, repeat: int, config: MeasureConfig, cache_root: str | None,
-                 inline: bool = False) -> dict[str, Any]:
-    """Cells ``a`` and ``b`` (a verdict's two bests, or one cell twice for an A/A check) in one
-    fresh worker, alternating (harness/duet.py): its record, or the failure with its status.
-    The worker preloads both frameworks and reads each cell's compile caches as a later process
-    of that cell would (warm: the duet reads a ratio, not a first call)."""
+                 inline: bool = False, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Cells ``a`` and ``b`` (two cells, or one cell twice) in one fresh worker, alternating
+    (harness/duet.py): its record, or the failure with its status. The worker preloads both
+    frameworks and reads each cell's compile caches as a later process of that cell would (warm:
+    the duet reads a ratio, not a first call). ``env``: more environment for its fork server, set
+    before the frameworks load (OMP_WAIT_POLICY is read when libgomp starts). A duet decides no
+    verdict (two runtimes in one process run otherwise than alone): scripts/pairing-calibration.py
+    measures duets beside rounds of separate processes."""
     caches, remove = {}, []
     folder = tmp.mkdtemp("duet-cache")
     remove.append(folder)
@@ -167,8 +170,8 @@ def measure_duet(a: CellSpec, b: CellSpec, repeat: int, config: MeasureConfig, c
             if not os.path.exists(os.path.join(folder, part)):
                 os.symlink(target, os.path.join(folder, part))
     ra, rb = (servers.process_request(s, config, None, folder) for s in (a, b))
-    process = {**ra, "env": {**ra["env"], **rb["env"]}, "preload": list(dict.fromkeys([*ra["preload"],
-                                                                                        *rb["preload"]])),
+    process = {**ra, "env": {**ra["env"], **rb["env"], **dict(env or {})},
+               "preload": list(dict.fromkeys([*ra["preload"], *rb["preload"]])),
                "generation": DUET_GENERATION + repeat}
     task = {"target": "stackwars.harness.duet:measure_duet",
             "kwargs": {"a": a.to_dict(), "b": b.to_dict(), "config": config.to_dict(), "caches": caches,

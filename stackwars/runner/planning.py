@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import random
 from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
@@ -381,22 +382,42 @@ def preflight(spec: CellSpec, host_available: int | None = None, device_free: in
 
 
 
-def more_rounds(plan: Sequence[CellSpec], wanted: Mapping[str, int]) -> list[CellSpec]:
+def more_rounds(plan: Sequence[CellSpec], wanted: Mapping[str, int], pairs: Sequence[tuple[str, str]] = (),
+                seed: int = 0) -> list[CellSpec]:
     """More processes of planned cells: ``wanted`` maps a cell's key without its process number
     to how many to add. Numbered after the cell's last process and interleaved round by round
-    (A B A B, not A A B B), like the plan itself."""
+    (A B A B, not A A B B), like the plan itself. ``pairs``: (PyTorch cell, JAX cell) of a verdict,
+    whose processes of one round stand next to each other in an order drawn for that round (RMIT,
+    Abedi & Brecht: a slow stretch of the host falls on both, and on neither first more often);
+    the draw is seeded by the run's ``seed``, the pair and the process number, so a resumed run
+    plans the same order."""
     last: dict[str, CellSpec] = {}
     for s in plan:
         base = s.key.split("#r")[0]
         if base not in last or s.repeat > last[base].repeat:
             last[base] = s
+    partner, start = {}, {base: s.repeat + 1 for base, s in last.items()}
+    for a, b in pairs:
+        if wanted.get(a) and wanted.get(a) == wanted.get(b) and a in last and b in last and a not in partner \
+                and b not in partner:
+            partner[a], partner[b] = b, a
+            # a round's two processes take one number (the verdict pairs them by it), after both cells' last
+            start[a] = start[b] = max(start[a], start[b])
     out = []
     for k in range(max(wanted.values(), default=0)):
+        done: set[str] = set()
         for base, n in wanted.items():
-            if k < n and base in last:
-                out.append(replace(last[base], repeat=last[base].repeat + 1 + k))
+            if k >= n or base not in last or base in done:
+                continue
+            group = [base]
+            if base in partner:
+                group = [base, partner[base]]
+                if random.Random(f"{seed}:{min(group)}|{max(group)}:{start[base] + k}").random() < 0.5:
+                    group.reverse()
+            for cell in group:
+                done.add(cell)
+                out.append(replace(last[cell], repeat=start[cell] + k))
     return out
-
 
 
 def check_resumable(run_env: Mapping[str, Any], env: Mapping[str, Any]) -> None:

@@ -808,6 +808,7 @@ def cell_row(run_id: str, m: Measurement, info: RunInfo | Mapping[str, Any] | No
         cfg = info.measure_config
         row["look"] = stats.look_of(m.spec.repeat, cfg.processes)
         row["looks"] = stats.looks_allowed(cfg.processes, cfg.max_processes)
+        row["processes_planned"] = cfg.processes  # the rounds a look of its verdict adds (report/verdict)
     return row
 
 
@@ -829,58 +830,6 @@ def rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
 
     # each process judged against its run's canary (stackwars/canary.py): a slowed one decides nothing
     return canary.judge(row(rid, m) for rid, m in store.cells(run_id))
-
-
-DUET = "duet"  # the study rows of a run's duets (harness/duet.py): both programs of a verdict in one process
-
-
-def duet_key(a: CellSpec, b: CellSpec, repeat: int) -> str:
-    """A duet's identity in its run: its two cells (without their process numbers) and its number."""
-    return f"{a.key.split('#r')[0]}|{b.key.split('#r')[0]}#d{repeat}"
-
-
-def add_duet(store: Store, run_id: str, session_id: int, record: Mapping[str, Any]) -> None:
-    """One duet's record (runner.measure_duet), kept with its run."""
-    a, b = CellSpec.from_dict(record["a"]), CellSpec.from_dict(record["b"])
-    store.add_study_rows(run_id, session_id, DUET, duet_key(a, b, int(record["repeat"])), [record])
-
-
-def duet_rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
-    """Flat rows of the duets of a run (default: every run of cells), each with its machine, its
-    cells' ids, its look (of the duet looks its run allows: stats.duet_alpha) and the gate's
-    readings (others' share of its CPUs, its canary judged against its run's processes')."""
-    out: list[dict[str, Any]] = []
-    for rid in ([run_id] if run_id is not None else store.run_ids("cells")):
-        found = store.study_rows(rid, DUET)
-        if not found:
-            continue
-        info = store.run(rid)
-        cfg = info.measure_config
-        looks = max(1, stats.looks_allowed(cfg.processes, cfg.max_processes) - 1)
-        mine = []
-        for d in found:
-            a, b = CellSpec.from_dict(d["a"]), CellSpec.from_dict(d["b"])
-            settings = d.get("settings") or {}
-            contention, can = settings.get("contention") or {}, settings.get("canary") or {}
-            repeat = int(d.get("repeat") or 0)
-            mine.append({
-                "run_id": rid, "duet": True, "item_key": d.get("item_key"), "repeat": repeat,
-                "machine": Env(info.env).machine(), "status": d.get("status"), "error": d.get("error"),
-                "workload": a.workload, "preset": a.preset, "phase": a.phase, "device": a.device, "dtype": a.dtype,
-                "a_cell": a.key.split("#r")[0], "b_cell": b.key.split("#r")[0], "a_backend": a.backend,
-                "b_backend": b.backend, "ratio": d.get("ratio"), "median_a_s": d.get("median_a_s"),
-                "median_b_s": d.get("median_b_s"), "rounds": len(d.get("first") or ()), "timing": d.get("timing"),
-                "window_s": d.get("window_s"), "wall_s": d.get("wall_s"),
-                "contention": contention.get("fraction"), "contended": contention.get("contended"),
-                "contention_window_s": contention.get("window_s"),
-                "canary_before_s": (can.get("before") or {}).get("s"), "canary_after_s": (can.get("after") or {}).get("s"),
-                "canary_spread": max([x for x in ((can.get(k) or {}).get("spread") for k in ("before", "after"))
-                                      if x is not None], default=None),
-                "look": repeat // stats.duets_a_look(cfg.processes), "looks": looks})
-        # each judged against its run's canary, with the run's cell processes (stackwars/canary.py)
-        judged = canary.judge([*rows(store, rid), *mine])
-        out += [r for r in judged if r.get("duet")]
-    return out
 
 
 def screened_out(store: Store, run_id: str) -> dict[str, str]:

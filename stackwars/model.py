@@ -63,6 +63,7 @@ import dataclasses
 import functools
 import math
 import re
+import time
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -188,6 +189,17 @@ class UserWorkload(Workload):
         self.twin_modules = {f: f"{origin}:{f}" for f in model.frameworks}
         self.shape_params = tuple(k for k, v in next(iter(model.presets.values())).items()
                                   if isinstance(v, int) and not isinstance(v, bool))
+        # what the command-line process needs of the model (its parameters' and its batch's shapes,
+        # for the memory estimate) at each size a run plans, computed in the check's worker and
+        # handed back (``learn``): the user's factories and batch() never run in that process
+        self.facts: dict[Config, tuple[dict[str, tuple], dict[str, tuple]]] = {}
+
+    def learn(self, facts: Sequence[Mapping[str, Any]]) -> None:
+        """Shapes a worker computed (``verify_task``), kept for ``shapes``."""
+        for f in facts:
+            cfg = self.config(f["preset"], dict(f.get("overrides") or {}))
+            self.facts[cfg] = ({k: tuple(v) for k, v in f["parameters"].items()},
+                               {k: tuple(v) for k, v in f["batch"].items()})
 
     # ---- what the user gave, called with a clear error ------------------------------------
     def _call(self, what: str, fn: Callable, *args: Any) -> Any:
@@ -308,6 +320,8 @@ class UserWorkload(Workload):
         return params, self.make_batch(cfg, seed)
 
     def shapes(self, cfg: Config):
+        if cfg in self.facts:  # the command-line process: from the check's worker
+            return self.facts[cfg]
         params = self.parameter_shapes(cfg)
         batch = {k: tuple(v.shape) for k, v in self.make_batch(cfg, 0).items()}
         return params, batch
@@ -356,6 +370,25 @@ class UserWorkload(Workload):
         return OptimizerSpec(self.model.optimizer, lr=float(self.model.lr),
                              weight_decay=0.01 if self.model.optimizer == "adamw" else 0.0)
 
+    def describe(self, cfg: Config) -> dict[str, Any]:
+        """The base description (PyTorch's side where there is one), and each side on its own:
+        its parameters (count, tensors) and FLOPs (PyTorch's flop counter, XLA's cost analysis)."""
+        import jax
+
+        d = super().describe(cfg)
+        sides = {}
+        if self.model.torch is not None:
+            shapes = {n: tuple(p.shape) for n, p in self.torch_module(cfg, 0, device="meta").named_parameters()}
+            sides["PyTorch"] = {"parameters": sum(math.prod(v) for v in shapes.values()),
+                                "parameter_tensors": len(shapes),
+                                "flops": {p: _torch_flops(self, cfg, p) for p in self.phases}}
+        if self.model.jax is not None:
+            shapes = {k: tuple(v.shape) for k, v in flat(jax.eval_shape(lambda: self.jax_parts(cfg, 0)[2])).items()}
+            sides["JAX"] = {"parameters": sum(math.prod(v) for v in shapes.values()), "parameter_tensors": len(shapes),
+                            "flops": {p: _xla_flops(self, cfg, p) for p in self.phases}}
+        d["sides"] = sides
+        return d
+
     # ---- counts ---------------------------------------------------------------------------
     def flops(self, cfg: Config, phase: str) -> int:
         if self.model.flops is not None:
@@ -388,9 +421,11 @@ class UserWorkload(Workload):
     # ---- checked before anything is measured ------------------------------------------------
     @functools.lru_cache(maxsize=32)
     def verify(self, cfg: Config) -> None:
-        """Build each side at ``cfg`` and run it forward once on the CPU on the first batch:
-        each output must be one array; twins must agree on parameters (they can be
-        transferred), on the output's shape and on its numbers (``check_numbers``). Raises
+        """Build each side at ``cfg`` and run it on the CPU on the first batch: each output must
+        be one array; twins must agree on parameters (they can be transferred), on the output's
+        shape, on their normalisations' settings and, in float64, on every number of a forward
+        in eval mode, a forward in training mode and one train step (``check_twins``); an
+        output that overflows float32 where float64 does not is named as overflow. Raises
         SpecError naming the file and the part that is wrong."""
         params, batch = self.init(cfg, 0)
         outs = {}
@@ -403,38 +438,68 @@ class UserWorkload(Workload):
             raise SpecError(f"{self.origin}: model {self.name!r}: the twins' outputs differ in shape (PyTorch "
                             f"{outs['PyTorch'].shape}, JAX {outs['JAX'].shape}); both must compute the same function")
         if len(outs) == 2:
-            self.check_numbers(cfg, params, batch, outs["JAX"], outs["PyTorch"])
+            check_settings(self, cfg)
+            self.check_twins(cfg, params, batch)
+        self.check_overflow(cfg, params, batch, outs)
 
-    def check_numbers(self, cfg: Config, params: Arrays, batch: Arrays, jax_out: np.ndarray,
-                      torch_out: np.ndarray) -> None:
-        """The twins, given the same (transferred) parameters and the first batch, must compute
-        the same numbers: JAX's float32 forward against PyTorch's float64 one, at the tolerance
-        a float32 forward cell of this run is held to (the dtype's, or the float32 error of
-        PyTorch's own float32 run times the rule's factor where that is larger). Twins that
-        differ are bad input, refused in seconds, not after a run whose JAX cells all fail
-        parity; the message names the first layer whose output differs where the twins' layers
-        can be paired (``_first_difference``)."""
-        from stackwars.harness.parity import compare
-        from stackwars.harness.reference import derived_tolerance
-
-        ref = _torch_step(self, cfg, "forward", params, batch, "float64")["out"]
-        if not np.all(np.isfinite(ref)):
-            return  # nothing to measure against: every cell's parity will say the reference holds NaN
-        float32_error = compare({"out": torch_out}, {"out": ref}, math.inf).max_rel_err  # PyTorch's own float32
-        tol, rule = derived_tolerance(self.tolerance("float32", "float32", "forward"), float32_error)
-        parity = compare({"out": jax_out}, {"out": ref}, tol)
-        if parity.ok:
-            return
+    def check_twins(self, cfg: Config, params: Arrays, batch: Arrays) -> None:
+        """The twins, given the same (transferred) parameters and the first batch, run in float64
+        on both sides (JAX under x64): the forward in eval mode, the forward in training mode
+        (batch statistics), and one train step (loss, every gradient, every parameter's update,
+        every buffer after it, a BatchNorm's running statistics). Dropout is off in both
+        (its modules left in eval mode) so that both compute one function. One function run
+        twice in float64 agrees to about 1e-13 (the order of its sums); every quantity must agree
+        within TWIN_TOLERANCE, relative to its largest element. Twins that differ are bad input,
+        refused before the first cell, naming the first quantity that differs and, for the
+        forward, the first layer (``_first_difference``)."""
         preset = next((k for k, v in self.presets.items() if v == cfg), "?")
-        err = parity.max_rel_err
-        told = f"{err:.3g}" if err is not None and math.isfinite(err) else "NaN or infinity"
-        where = _first_difference(self, cfg, params, batch, tol)
-        raise SpecError(
-            f"{self.origin}: model {self.name!r}: the twins compute different functions: given the same parameters "
-            f"and the first batch of preset {preset!r}, JAX's forward differs from PyTorch's float64 forward by "
-            f"{told} (max|JAX - PyTorch| / max|PyTorch|) where {tol:.1e} is allowed ({rule}). "
-            f"{where}Look for an activation, a padding, a reshape where a transpose belongs (PyTorch's NCHW "
-            f"against Flax's NHWC), or a missing or extra operation; nothing was run")
+        t = _torch_check(self, cfg, params, batch)
+        j = _jax_check(self, cfg, params, batch)
+        largest = {}  # each kind's largest element (gradients, updates): a millionth of it is the floor
+        for key, v in t.items():
+            kind = key.split(".")[0]
+            largest[kind] = max(largest.get(kind, 0.0), float(np.max(np.abs(v))) if np.size(v) else 0.0)
+        for key in t:  # in the order a reader follows: eval forward, train forward, loss, gradients, updates, buffers
+            if key not in j:
+                continue
+            kind = key.split(".")[0]
+            err = _relative(j[key], t[key], 1e-6 * largest[kind] if kind in ("grad", "update") else 0.0)
+            if err is None or err <= TWIN_TOLERANCE:
+                continue
+            told = f"{err:.3g}" if math.isfinite(err) else "NaN or infinity"
+            what = CHECKED.get(key.split(".")[0], key)
+            name = key.split(".", 1)[1] if "." in key else None
+            where = ""
+            if key in ("eval", "train"):
+                where = _first_difference(self, cfg, params, batch, TWIN_TOLERANCE, training=key == "train")
+            hint = _hint(key, name)
+            raise SpecError(
+                f"{self.origin}: model {self.name!r}: the twins compute different functions: given the same "
+                f"parameters and the first batch of preset {preset!r}, in float64 on both sides, "
+                f"{what}{f' of {name}' if name else ''} differs by {told} (max|JAX - PyTorch| / max|PyTorch|) where "
+                f"{TWIN_TOLERANCE:.0e} is allowed (one function run twice in float64 agrees to about 1e-13). "
+                f"{where}{hint}nothing was run")
+
+    def check_overflow(self, cfg: Config, params: Arrays, batch: Arrays, outs: Mapping[str, np.ndarray]) -> None:
+        """A float32 forward that gives NaN or infinity where the float64 one does not overflows
+        float32: named as overflow, on which side and at which layer, not as twins that differ."""
+        bad = [side for side, out in outs.items() if not np.all(np.isfinite(out))]
+        if not bad:
+            return
+        ref = self.reference(cfg, "forward", params, batch)["out"]
+        if not np.all(np.isfinite(ref)):
+            return  # float64 holds NaN too: every cell's parity says the reference holds NaN
+        where = []
+        for side in bad:
+            layers = (_torch_layers(self, cfg, params, batch, "float32") if side == "PyTorch"
+                      else _jax_layers(self, cfg, params, batch))
+            first = next((name for name, out in layers if not np.all(np.isfinite(out))), None)
+            where.append(f"{side}'s" + (f" first at layer {first}" if first else ""))
+        preset = next((k for k, v in self.presets.items() if v == cfg), "?")
+        raise SpecError(f"{self.origin}: model {self.name!r}: overflow in float32: the forward at preset {preset!r} "
+                        f"gives NaN or infinity in float32 ({'; '.join(where)}) where the float64 forward is finite: "
+                        f"the model's numbers leave float32's range at this size (scale its inputs or weights, or "
+                        f"normalise); the twins are not the problem; nothing was run")
 
 
 # ---- parameter names and layouts ----------------------------------------------------------
@@ -704,7 +769,7 @@ def _float64_loss(wl, twin, model, tb):
 
 # ---- JAX side -------------------------------------------------------------------------------
 
-def _jax_twin(wl: UserWorkload) -> types.SimpleNamespace:
+def _jax_twin(wl: UserWorkload, dropout: bool = True, widen: bool = False) -> types.SimpleNamespace:
     """The pure-function twin interface of the JAX backends. ``build`` gives (static, (params,
     rest)): the parameters in the JAX side's own layout, and the rest of an NNX module's state
     (BatchNorm's statistics); both are arguments of every step, never constants baked into
@@ -712,7 +777,11 @@ def _jax_twin(wl: UserWorkload) -> types.SimpleNamespace:
     how NNX runs under ``jax.jit``; the train step (``loss_and_state``) merges it in train
     mode, differentiates with respect to the parameters and returns the updated rest, at the
     trace level NNX requires; ``canonical`` takes the parameters back to PyTorch's names and
-    layouts for the parity check."""
+    layouts for the parity check. ``dropout`` False: dropout off in training mode too (the twin
+    check's one function). ``widen``: every module computes in its parameters' dtype (float64 under
+    x64), where a Flax module fixes its own (``nnx.Embed``'s ``attend`` computes in float32 unless
+    told otherwise): the float64 reference and the twin check run the function, not its float32
+    rounding."""
     import jax
     import jax.numpy as jnp
 
@@ -733,9 +802,9 @@ def _jax_twin(wl: UserWorkload) -> types.SimpleNamespace:
         model = nnx.merge(static[1], params, rest)
         # as PyTorch's side runs: eval() for the forward phase (BatchNorm's running statistics,
         # no dropout), train() for the train step
-        mode = getattr(model, "train" if training else "eval", None)
-        if callable(mode):
-            mode()
+        _nnx_mode(model, training, dropout)
+        if widen:
+            _nnx_widen(model)
         return model
 
     def run(model_or_apply, batch, custom):
@@ -754,7 +823,7 @@ def _jax_twin(wl: UserWorkload) -> types.SimpleNamespace:
     def forward(static, tree, batch):
         return call(static, tree[0], tree[1], batch, False)[0]
 
-    def loss_and_state(static, params, rest, batch):
+    def loss_and_state(static, params, rest, batch, precise=False):
         if wl.model.jax_loss is not None:
             if static[0] == "pure":
                 apply = static[1]
@@ -763,7 +832,8 @@ def _jax_twin(wl: UserWorkload) -> types.SimpleNamespace:
             value = wl.model.jax_loss(model, batch)
         else:
             out, model = call(static, params, rest, batch, True)
-            value = wl.model.loss(out, batch) if wl.model.loss is not None else default_loss(out, batch, "jax")
+            value = (wl.model.loss(out, batch) if wl.model.loss is not None
+                     else default_loss(out, batch, "jax", precise=precise))
         if model is None:
             return value, rest
         from flax import nnx
@@ -815,15 +885,18 @@ def _one_array(out: Any, side: str, wl: UserWorkload) -> Any:
                     f"{'torch' if side == 'PyTorch' else 'jax'}_forward=(model, batch) that picks it")
 
 
-def _torch_layers(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> list[tuple[str, np.ndarray]]:
+def _torch_layers(wl: UserWorkload, cfg, params: Arrays, batch: Arrays, dtype: str = "float64",
+                  training: bool = False) -> list[tuple[str, np.ndarray]]:
     """(module name, its first output) of every PyTorch submodule, in the order they
-    finished (a layer before the block that holds it), in float64."""
+    finished (a layer before the block that holds it), in ``dtype``, in eval mode or in
+    training mode with dropout off (``training``)."""
     import torch
 
+    npd = {"float64": np.float64, "float32": np.float32}[dtype]
     twin = _torch_twin(wl)
-    model = twin.build(cfg, {k: torch.from_numpy(np.asarray(v, dtype=np.float64)) for k, v in params.items()})
-    model.eval()
-    tb = {k: torch.from_numpy(v if np.issubdtype(v.dtype, np.integer) else np.asarray(v, dtype=np.float64))
+    model = twin.build(cfg, {k: torch.from_numpy(np.asarray(v, dtype=npd)) for k, v in params.items()})
+    _torch_mode(model, training)
+    tb = {k: torch.from_numpy(v if np.issubdtype(v.dtype, np.integer) else np.asarray(v, dtype=npd))
           for k, v in batch.items()}
     seen: dict[str, np.ndarray] = {}
 
@@ -843,20 +916,32 @@ def _torch_layers(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> list[
     return list(seen.items())
 
 
-def _jax_layers(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> list[tuple[str, np.ndarray]]:
+def _jax_layers(wl: UserWorkload, cfg, params: Arrays, batch: Arrays, dtype: str = "float32",
+                training: bool = False) -> list[tuple[str, np.ndarray]]:
     """(module path, its first output) of every NNX submodule of the JAX twin, in the order
-    they finished, in float32 as the cells run. Each submodule's class has its ``__call__``
-    wrapped for this one forward and restored after it; a pure-function twin has no layers."""
+    they finished, in ``dtype`` (float32 as the cells run; float64 under x64), in eval mode or
+    in training mode with dropout off. Each submodule's class has its ``__call__`` wrapped for
+    this one forward and restored after it; a pure-function twin has no layers."""
+    import jax
+
+    with jax.enable_x64(dtype == "float64"):
+        return _jax_layers_in(wl, cfg, params, batch, dtype, training)
+
+
+def _jax_layers_in(wl: UserWorkload, cfg, params: Arrays, batch: Arrays, dtype: str,
+                   training: bool) -> list[tuple[str, np.ndarray]]:
     import jax.numpy as jnp
     from flax import nnx
 
+    fdt = jnp.float64 if dtype == "float64" else jnp.float32
     twin = _jax_twin(wl)
-    static, (tree, rest) = twin.build(cfg, {k: jnp.asarray(v, dtype=jnp.float32) for k, v in params.items()})
+    static, (tree, rest) = twin.build(cfg, {k: jnp.asarray(v, dtype=fdt) for k, v in params.items()})
     if static[0] != "nnx":
         return []
-    model = nnx.merge(static[1], tree, rest)
-    if callable(getattr(model, "eval", None)):
-        model.eval()
+    model = nnx.merge(static[1], tree, _cast_rest(rest, fdt))
+    _nnx_mode(model, training)
+    if dtype == "float64":
+        _nnx_widen(model)
     names = {id(m): ".".join(str(p) for p in path) for path, m in nnx.iter_modules(model) if path}
     seen: dict[str, np.ndarray] = {}
     missing = object()
@@ -874,7 +959,7 @@ def _jax_layers(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> list[tu
 
         cls.__call__ = wrapped
     try:
-        jb = {k: jnp.asarray(v, dtype=jnp.int32 if np.issubdtype(v.dtype, np.integer) else jnp.float32)
+        jb = {k: jnp.asarray(v, dtype=jnp.int32 if np.issubdtype(v.dtype, np.integer) else fdt)
               for k, v in batch.items()}
         if wl.model.jax_forward is not None:
             wl.model.jax_forward(model, jb)
@@ -900,26 +985,33 @@ def _layer_pairs(wl: UserWorkload, cfg) -> dict[str, str]:
 
 def _compared(t: np.ndarray, j: np.ndarray) -> tuple[float | None, str]:
     """max|j - t| / max|t| where the layouts can be lined up (as they are, or PyTorch's
-    channels-first moved last as Flax's are), else None and both shapes."""
+    channels-first moved last as Flax's are: the closer of the two where both shapes fit, as
+    they do for a batch of 8 images of 8 channels of 8 x 8), else None and both shapes."""
+    found = []
     for a in (t, np.moveaxis(t, 1, -1) if t.ndim >= 3 else None):
         if a is not None and a.shape == j.shape:
             scale = float(np.max(np.abs(a))) if a.size else 0.0
             diff = float(np.max(np.abs(j - a))) if a.size else 0.0
             if not math.isfinite(diff):
-                return math.inf, ""
-            return (diff / scale if scale > 0 else (0.0 if diff == 0 else math.inf)), ""
+                found.append(math.inf)
+            else:
+                found.append(diff / scale if scale > 0 else (0.0 if diff == 0 else math.inf))
+    if found:
+        return min(found), ""
     return None, f"shape {tuple(t.shape)} in PyTorch, {tuple(j.shape)} in JAX"
 
 
-def _first_difference(wl: UserWorkload, cfg, params: Arrays, batch: Arrays, tol: float) -> str:
+def _first_difference(wl: UserWorkload, cfg, params: Arrays, batch: Arrays, tol: float,
+                      training: bool = False) -> str:
     """A sentence naming the first layer (in the order PyTorch's finished) whose output differs
-    between the twins beyond ``tol``, and the last before it that agrees; empty where the
-    layers cannot be paired (a pure-function JAX twin, no parameters in common by name) or
-    every paired layer agrees (the difference lies after the last of them)."""
+    between the twins beyond ``tol``, both in float64 (in eval mode, or in training mode with
+    dropout off), and the last before it that agrees; empty where the layers cannot be paired
+    (a pure-function JAX twin, no parameters in common by name) or every paired layer agrees
+    (the difference lies after the last of them)."""
     try:
         pairs = _layer_pairs(wl, cfg)
-        jax_out = dict(_jax_layers(wl, cfg, params, batch))
-        torch_out = _torch_layers(wl, cfg, params, batch)
+        jax_out = dict(_jax_layers(wl, cfg, params, batch, "float64", training))
+        torch_out = _torch_layers(wl, cfg, params, batch, "float64", training)
     except Exception:  # noqa: BLE001 - the location is a courtesy; the difference is already established
         return ""
     by_name = {_normal(k): k for k in jax_out}
@@ -944,6 +1036,277 @@ def _first_difference(wl: UserWorkload, cfg, params: Arrays, batch: Arrays, tol:
     return ""
 
 
+# ---- the twin check in float64 (UserWorkload.check_twins) ----------------------------------------
+
+# one function run twice in float64 agrees to about 1e-13 relative (the order of its sums, a few
+# hundred roundings of 1.1e-16 each); the smallest real difference the check must see is a
+# LayerNorm's epsilon of 1e-5 against 1e-6, which moves its output by about half the difference
+# over the variance (4.5e-6 at a variance of 1, 4.5e-8 at 100): 1e-8 is five orders above the
+# first and below the second
+TWIN_TOLERANCE = 1e-8
+CHECKED = {"eval": "the forward in eval mode", "train": "the forward in training mode (batch statistics, dropout off)",
+           "loss": "the train step's loss", "grad": "the gradient", "update": "the train step's update",
+           "start": "the starting value", "buffer": "after the train step, the value"}
+
+
+def _relative(a: np.ndarray, b: np.ndarray, floor: float = 0.0) -> float | None:
+    """max|a - b| / max(max|b|, floor) (max|a - b| where both are zero); inf where the shapes
+    differ. ``floor``: a gradient that is zero in exact arithmetic (a convolution's bias before a
+    BatchNorm, which takes the mean out) is rounding noise of 1e-17 on both sides, and relative to
+    itself it would differ by 1; against a millionth of the largest gradient it does not."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        return math.inf
+    if not a.size:
+        return None
+    diff = float(np.max(np.abs(a - b)))
+    if not math.isfinite(diff):
+        return math.inf if np.isfinite(a).all() or np.isfinite(b).all() or not np.array_equal(
+            np.isnan(a), np.isnan(b)) else None
+    scale = max(float(np.max(np.abs(b))), floor)
+    return diff / scale if scale > 0 else diff
+
+
+def _hint(key: str, name: str | None) -> str:
+    """Where to look, from what differs first."""
+    part = key.split(".")[0]
+    return {
+        "eval": "Look for an activation (jax.nn.gelu approximates with tanh unless approximate=False; PyTorch's "
+                "GELU is the exact one), a normalisation (missing on one side, another epsilon), a scale (attention's "
+                "1/sqrt(d)), a padding, a reshape where a transpose belongs (PyTorch's NCHW against Flax's NHWC), or a "
+                "missing or extra operation; ",
+        "train": "The forward in eval mode agrees and the one in training mode does not: a normalisation's batch "
+                 "statistics (a BatchNorm on one side only, or used otherwise); ",
+        "loss": "The forwards agree and the losses do not: the two loss functions differ; ",
+        "grad": "The forward and the loss agree and the gradients do not: a detach or stop_gradient on one side, or a "
+                "custom gradient; ",
+        "update": "The gradients agree and the updates do not: the two optimizer steps differ; ",
+        "start": f"The two sides start {name} at different values; ",
+        "buffer": "The running statistics differ after one step: a BatchNorm's momentum (PyTorch's momentum m is "
+                  "Flax's 1 - m: PyTorch's default 0.1 is Flax's 0.9); ",
+    }.get(part, "")
+
+
+def _torch_mode(model, training: bool) -> None:
+    """eval(), or train() with every dropout module left in eval mode (the check's one function)."""
+    import torch
+
+    model.train(training)
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.dropout._DropoutNd):
+            m.eval()
+
+
+def _nnx_mode(model, training: bool, dropout: bool = False) -> None:
+    """NNX's eval() or train() (BatchNorm's running or batch statistics), dropout off unless asked."""
+    from flax import nnx
+
+    mode = getattr(model, "train" if training else "eval", None)
+    if callable(mode):
+        mode()
+    if training and not dropout:
+        for _, m in nnx.iter_modules(model):
+            if isinstance(m, nnx.Dropout):
+                m.deterministic = True
+
+
+def _nnx_widen(model) -> None:
+    """Every NNX module's computation dtype set to float64 where it fixes a narrower float one."""
+    import jax.numpy as jnp
+    from flax import nnx
+
+    for _, m in nnx.iter_modules(model):
+        dt = getattr(m, "dtype", None)
+        if dt is not None and jnp.issubdtype(dt, jnp.floating) and jnp.dtype(dt) != jnp.float64:
+            m.dtype = jnp.float64
+
+
+def _cast_rest(rest, dtype):
+    """An NNX module's state beyond its parameters (BatchNorm's statistics) in ``dtype`` (floats only)."""
+    import jax
+    import jax.numpy as jnp
+
+    if rest is None:
+        return None
+    return jax.tree_util.tree_map(lambda x: x.astype(dtype) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating)
+                                  else x, rest)
+
+
+def _buffer_names(wl: UserWorkload, cfg) -> dict[str, str]:
+    """JAX state name -> PyTorch buffer name: a module's buffers by the parameters' pairing of
+    modules, PyTorch's running_mean and running_var Flax's mean and var."""
+    pairs = _layer_pairs(wl, cfg)
+    out = {}
+    for t_name in _torch_buffers(wl.torch_module(cfg, 0, device="meta")):
+        module, _, attr = t_name.rpartition(".")
+        j_module = pairs.get(module, module)
+        out[f"{j_module}.{ {'running_mean': 'mean', 'running_var': 'var'}.get(attr, attr)}".lstrip(".")] = t_name
+    return out
+
+
+def _torch_buffers(model) -> dict[str, Any]:
+    """A module's floating-point buffers by name (a BatchNorm's running statistics; not its counter)."""
+    return {n: b for n, b in model.named_buffers() if b.is_floating_point()}
+
+
+def _torch_check(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> dict[str, np.ndarray]:
+    """The PyTorch twin in float64: eval forward, training-mode forward and one train step
+    (loss, gradients, updates, buffers before and after), each from a fresh model."""
+    import torch
+
+    from stackwars.backends.torch_common import make_optimizer
+
+    twin = _torch_twin(wl)
+    p64 = {k: torch.from_numpy(np.asarray(v, dtype=np.float64)) for k, v in params.items()}
+    tb = {k: torch.from_numpy(v if np.issubdtype(v.dtype, np.integer) else np.asarray(v, dtype=np.float64))
+          for k, v in batch.items()}
+
+    def host(t):  # a copy: a float64 tensor's numpy() shares its memory, which the step then updates
+        return t.detach().cpu().double().numpy().copy()
+
+    out: dict[str, np.ndarray] = {}
+    try:
+        for key, training in (("eval", False), ("train", True)):
+            model = twin.build(cfg, p64)
+            _torch_mode(model, training)
+            with torch.no_grad():
+                out[key] = host(_one_array(twin.forward(model, tb), "PyTorch", wl))
+        model = twin.build(cfg, p64)
+        _torch_mode(model, True)
+        out.update({f"start.{n}": host(b) for n, b in _torch_buffers(model).items()})
+        before = {k: v.detach().clone() for k, v in model.named_parameters()}
+        opt = make_optimizer(wl.optimizer(cfg), model.parameters())
+        counts: dict[str, int] = {}  # each BatchNorm's elements a channel in the step's batch
+
+        def count(name):
+            def hook(mod, args, res):  # returns None: the output stays the module's
+                counts.setdefault(name, args[0].numel() // max(1, args[0].shape[1]))
+            return hook
+
+        hooks = [m.register_forward_hook(count(name)) for name, m in model.named_modules()
+                 if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+        loss = _float64_loss(wl, twin, model, tb)
+        for h in hooks:
+            h.remove()
+        loss.backward()
+        out["loss"] = host(loss)
+        out.update({f"grad.{n}": host(p.grad) if p.grad is not None else np.zeros(tuple(p.shape))
+                    for n, p in model.named_parameters()})
+        opt.step()
+    except SpecError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's forward or loss, named
+        raise SpecError(f"{wl.origin}: model {wl.name!r}: its PyTorch side in float64 raised {type(exc).__name__}: "
+                        f"{exc}{_call_hint(wl, batch, exc)}") from None
+    out.update({f"update.{n}": host(p - before[n]) for n, p in model.named_parameters()})
+    out.update({f"buffer.{n}": host(b) for n, b in _torch_buffers(model).items()})
+    # PyTorch's running variance takes the batch's unbiased variance (n / (n - 1)), Flax's the biased
+    # one: PyTorch's step is taken to Flax's definition before the two are compared (7e-5 apart at n = 512)
+    for name, m in model.named_modules():
+        n = counts.get(name)
+        key = f"buffer.{name}.running_var" if name else "buffer.running_var"
+        if n and n > 1 and key in out and m.momentum is not None:
+            kept = (1 - m.momentum) * out[key.replace("buffer.", "start.", 1)]
+            out[key] = kept + (out[key] - kept) * (n - 1) / n
+    return out
+
+
+def _jax_check(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> dict[str, np.ndarray]:
+    """The JAX twin in float64 (x64), as ``_torch_check``, in PyTorch's names and layouts."""
+    import jax
+
+    with jax.enable_x64(True):
+        try:
+            return _jax_check_in(wl, cfg, params, batch)
+        except SpecError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the user's forward or loss, named
+            raise SpecError(f"{wl.origin}: model {wl.name!r}: its JAX side in float64 (x64) raised "
+                            f"{type(exc).__name__}: {exc}{_call_hint(wl, batch, exc)}") from None
+
+
+def _jax_check_in(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> dict[str, np.ndarray]:
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from stackwars.backends.jax_common import make_optimizer
+
+    twin = _jax_twin(wl, dropout=False, widen=True)
+    p64 = {k: jnp.asarray(v, dtype=jnp.float64) for k, v in params.items()}
+
+    def fresh():  # each part from a fresh build: a training-mode forward updates an NNX module's statistics
+        static, (tree, rest) = twin.build(cfg, p64)
+        return static, tree, _cast_rest(rest, jnp.float64)
+
+    jb = {k: jnp.asarray(v, dtype=jnp.int64) if np.issubdtype(v.dtype, np.integer) else jnp.asarray(v)
+          for k, v in as_float64(batch).items()}
+    host = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
+    out: dict[str, np.ndarray] = {}
+    for key, training in (("eval", False), ("train", True)):
+        static, tree, rest = fresh()
+        out[key] = host(_one_array(twin.call(static, tree, rest, jb, training)[0], "JAX", wl))
+    static, tree, rest = fresh()
+    names = _buffer_names(wl, cfg) if rest is not None and wl.model.torch is not None else {}
+    state = lambda r: {names[k]: host(v) for k, v in flat(r).items() if k in names}  # noqa: E731
+    out.update({f"start.{k}": v for k, v in state(rest).items()})
+
+    # the rest (BatchNorm's statistics) an argument too: NNX updates it at the level it is traced at
+    (loss, new_rest), (grads, _) = jax.value_and_grad(
+        lambda p, r: twin.loss_and_state(static, p, r, jb, precise=True), argnums=(0, 1), has_aux=True)(tree, rest)
+    tx = make_optimizer(wl.optimizer(cfg))
+    updates, _ = tx.update(grads, tx.init(tree), tree)
+    new = optax.apply_updates(tree, updates)
+    plan = static[2]
+    canon = lambda t: {k: host(v) for k, v in plan.to_canonical(flat(t)).items()}  # noqa: E731
+    before, after = canon(tree), canon(new)
+    out["loss"] = host(loss)
+    out.update({f"grad.{k}": v for k, v in canon(grads).items()})
+    out.update({f"update.{k}": after[k] - before[k] for k in before})
+    out.update({f"buffer.{k}": v for k, v in state(new_rest).items()})
+    return out
+
+
+def check_settings(wl: UserWorkload, cfg) -> None:
+    """The settings a normalisation's numbers depend on, read from both twins' modules paired by
+    their parameters: a BatchNorm's momentum (PyTorch's m updates running = (1 - m) running + m
+    batch; Flax's momentum is 1 - m) and the epsilon of a BatchNorm, LayerNorm or GroupNorm. A
+    setting that differs is a different model, named with both values; float64's numbers would
+    show it too, this says which setting."""
+    import torch
+
+    if isinstance(wl.model.jax, tuple):
+        return
+    from flax import nnx
+
+    pairs = _layer_pairs(wl, cfg)
+    if not pairs:
+        return
+    t_model = wl.torch_module(cfg, 0, device="meta")
+    j_model = nnx.eval_shape(lambda: wl._call("the jax factory", wl.model.jax, cfg, nnx.Rngs(0)))
+    j_modules = {".".join(str(p) for p in path): m for path, m in nnx.iter_modules(j_model) if path}
+    found = []
+    for name, m in t_model.named_modules():
+        j = j_modules.get(pairs.get(name, ""))
+        if j is None:
+            continue
+        kind = type(m).__name__
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.momentum is not None \
+                and hasattr(j, "momentum") and abs((1.0 - float(j.momentum)) - float(m.momentum)) > 1e-12:
+            found.append(f"{name}: {kind} momentum {m.momentum:g} in PyTorch (running = {1 - m.momentum:g} running + "
+                         f"{m.momentum:g} batch) against Flax's {float(j.momentum):g} (running = {float(j.momentum):g} "
+                         f"running + {1 - float(j.momentum):g} batch); Flax's equivalent is momentum="
+                         f"{1 - m.momentum:g}")
+        eps = getattr(m, "eps", None)
+        j_eps = getattr(j, "epsilon", None)
+        if isinstance(m, (torch.nn.modules.batchnorm._BatchNorm, torch.nn.LayerNorm, torch.nn.GroupNorm)) \
+                and eps is not None and j_eps is not None and abs(float(eps) - float(j_eps)) > 1e-15:
+            found.append(f"{name}: {kind} epsilon {float(eps):g} in PyTorch against {float(j_eps):g} in Flax")
+    if found:
+        raise SpecError(f"{wl.origin}: model {wl.name!r}: the twins compute different functions: "
+                        + "; ".join(found) + "; make them the same; nothing was run")
+
+
 def _jax_step_x64(wl: UserWorkload, cfg, phase: str, params: Arrays, batch: Arrays) -> Arrays:
     """A JAX-only model's reference: its own step in float64."""
     import jax
@@ -953,7 +1316,7 @@ def _jax_step_x64(wl: UserWorkload, cfg, phase: str, params: Arrays, batch: Arra
     from stackwars.backends.jax_common import make_optimizer
 
     with jax.enable_x64(True):
-        twin = _jax_twin(wl)
+        twin = _jax_twin(wl, widen=True)
         static, tree = twin.build(cfg, {k: jnp.asarray(v, dtype=jnp.float64) for k, v in params.items()})
         jb = {k: jnp.asarray(v) for k, v in as_float64(batch).items()}
         if phase == "forward":
@@ -1035,14 +1398,36 @@ def _xla_flops(wl: UserWorkload, cfg, phase: str) -> int:
         return 0
 
 
-def verify_task(workload: str) -> dict[str, Any]:
-    """Worker target: ``UserWorkload.verify`` at the model's first preset, in a worker, so
-    the parent never imports a framework. A SpecError comes back as the message to show."""
+def verify_task(workload: str, sizes: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> dict[str, Any]:
+    """Worker target: ``UserWorkload.verify`` at the model's first preset, and the shapes the
+    command-line process needs at every size a run plans (``sizes``: (preset, overrides)), in a
+    worker, so that the parent runs none of the user's code and imports no framework (a factory
+    that starts a thread, changes directory or never returns does it here, under the check's
+    limit). A SpecError comes back as the message to show."""
+    from stackwars import registry
+
+    wl = registry.workload(workload)
+    started = time.perf_counter()
+    try:
+        wl.verify(next(iter(wl.presets.values())))
+        facts = []
+        for preset, overrides in sizes:
+            params, batch = wl.shapes(wl.config(preset, dict(overrides)))
+            facts.append({"preset": preset, "overrides": dict(overrides), "parameters": params, "batch": batch})
+    except SpecError as exc:
+        return {"status": "ok", "problem": str(exc)}
+    return {"status": "ok", "problem": None, "facts": facts, "check_s": time.perf_counter() - started}
+
+
+def describe_task(workload: str, preset: str, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Worker target: ``stackwars describe`` of a user's model, both sides, computed here."""
     from stackwars import registry
 
     wl = registry.workload(workload)
     try:
-        wl.verify(next(iter(wl.presets.values())))
+        return {"status": "ok", "problem": None, "describe": wl.describe(wl.config(preset, dict(overrides)))}
     except SpecError as exc:
         return {"status": "ok", "problem": str(exc)}
-    return {"status": "ok", "problem": None}
+    except Exception as exc:  # noqa: BLE001 - the user's factory, forward on meta tensors, FLOP counting
+        return {"status": "ok", "problem": f"{wl.origin}: model {wl.name!r}: describing it raised "
+                                           f"{type(exc).__name__}: {exc}"}

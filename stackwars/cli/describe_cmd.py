@@ -24,6 +24,10 @@ def describe_workload(name: str, preset: str, overrides: dict[str, str] | None =
     workload = registry.workload(resolved)
     cfg = workload.config(preset, overrides)
     origin = registry.origin("workload", resolved)
+    if hasattr(workload, "verify"):  # a user's model: described in a worker, where its factories run
+        from stackwars.runner.planning import describe_user_model
+
+        return {"preset": preset, **describe_user_model(resolved, preset, overrides or {})}
     try:
         return {"preset": preset, **workload.describe(cfg)}
     except SpecError:
@@ -51,6 +55,9 @@ def _render(d: dict[str, Any]) -> None:
                    + ")")
     t.add_row("parameters", params + f" in {d['parameter_tensors']} tensors")
     t.add_row("inputs", ", ".join(f"{k} {tuple(v)}" for k, v in d["inputs"].items()))
+    for side, part in (d.get("sides") or {}).items():  # a user's model: each side on its own
+        t.add_row(f"{side} side", f"{part['parameters']:,} parameters in {part['parameter_tensors']} tensors; "
+                  + ", ".join(f"{fmt.quantity(f, 'FLOP')} per {p}" for p, f in part["flops"].items()))
     for phase, flops in d["flops"].items():
         t.add_row(f"FLOPs per {phase}", fmt.quantity(flops, "FLOP"))
     t.add_row("FLOPs formula", d["flops_formula"])

@@ -30,6 +30,9 @@ import psutil
 from stackwars.harness import progress
 
 LOG_TAIL_CHARS = 4000
+# seconds a worker has, after writing its result, to end (an interpreter's shutdown takes well under
+# one); then it is ended: a thread that is not a daemon (a user's factory started one) would keep it
+ENDING_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,7 @@ def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | N
             ps = None
         peak = 0
         killed: tuple[str, str] | None = None
+        written: float | None = None  # when the result was first seen
         try:
             while True:
                 try:
@@ -171,6 +175,15 @@ def run_task(task: dict[str, Any], timeout_s: float, memory_limit_bytes: int | N
                     pass
                 relay()
                 elapsed = time.perf_counter() - start
+                if written is None and os.path.exists(result_path):
+                    written = elapsed
+                if written is not None and elapsed - written > ENDING_S:
+                    # the result is written, and the worker does not end: something it ran holds its
+                    # interpreter (a user's factory that started a thread that is not a daemon); what it
+                    # had to say is said, so it is ended with its group, not waited for to the timeout
+                    _kill_group(proc.pid)
+                    proc.wait()
+                    break
                 if memory_limit_bytes is not None and ps is not None:
                     rss = ps.read()
                     peak = max(peak, rss)

@@ -90,21 +90,25 @@ CHECK_TIMEOUT_S = 600.0  # a user model's check, where the command has no --time
 
 
 def verify_user_model(name: str, timeout_s: float = CHECK_TIMEOUT_S,
-                      on_note: Callable[[str], None] | None = None) -> None:
-    """A user's model, built on each side and run forward once at its first preset, in a
-    worker (the parent imports no framework) killed after ``timeout_s`` (the cell's): a
-    factory that raises, twins whose outputs differ in shape or in their numbers
-    (UserWorkload.check_numbers) or parameters that cannot be matched, a check that does not
-    finish, are bad input, named, before anything is stored."""
-    if name in _verified:
+                      on_note: Callable[[str], None] | None = None,
+                      sizes: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> None:
+    """A user's model, built on each side and checked at its first preset, in a worker (the
+    parent imports no framework) killed after ``timeout_s`` (the cell's): a factory that raises,
+    twins whose outputs differ in shape, whose normalisations' settings differ, or which compute
+    other numbers in float64 in eval mode, training mode or one train step
+    (UserWorkload.check_twins), parameters that cannot be matched, a float32 overflow, a check
+    that does not finish, are bad input, named, before anything is stored."""
+    wl = registry.workload(name)
+    sizes = [(p, dict(o)) for p, o in sizes if wl.config(p, dict(o)) not in wl.facts]
+    if name in _verified and not sizes:
         return
-    if on_note is not None:
-        on_note(f"checking model {name}: both sides built, run once at its first preset and their outputs "
-                f"compared, in a worker (up to {timeout_s:g} s)")
-    o = run_task({"target": "stackwars.model:verify_task", "kwargs": {"workload": name},
+    if on_note is not None and name not in _verified:
+        on_note(f"checking model {name}: both sides built at its first preset and compared in float64 (a forward "
+                f"in eval mode, one in training mode, one train step), in a worker (up to {timeout_s:g} s)")
+    o = run_task({"target": "stackwars.model:verify_task", "kwargs": {"workload": name, "sizes": sizes},
                   "process": {"device": "cpu"}}, timeout_s, default_memory_limit())
     if o.status == "timeout":
-        raise SpecError(f"model {name!r}: its check (each side built and run forward once) did not finish within "
+        raise SpecError(f"model {name!r}: its check (each side built, run and compared) did not finish within "
                         f"{timeout_s:g} s, and its worker was killed; nothing was run. A cell of it would take "
                         f"longer still: give a longer --timeout, or look at what its forward waits for")
     if o.status != "ok":
@@ -112,7 +116,26 @@ def verify_user_model(name: str, timeout_s: float = CHECK_TIMEOUT_S,
         raise SpecError(f"model {name!r} could not be checked ({o.status}: {first})")
     if o.result.get("problem"):
         raise SpecError(o.result["problem"])
+    wl.learn(o.result.get("facts") or ())
+    if on_note is not None and name not in _verified and o.result.get("check_s") is not None:
+        on_note(f"model {name}: the twins agree (checked in {o.result['check_s']:.1f} s)")
     _verified.add(name)
+
+
+def describe_user_model(name: str, preset: str, overrides: Mapping[str, Any],
+                        timeout_s: float = CHECK_TIMEOUT_S) -> dict[str, Any]:
+    """``stackwars describe`` of a user's model, computed in a worker (its factories run there)."""
+    o = run_task({"target": "stackwars.model:describe_task",
+                  "kwargs": {"workload": name, "preset": preset, "overrides": dict(overrides)},
+                  "process": {"device": "cpu"}}, timeout_s, default_memory_limit())
+    if o.status == "timeout":
+        raise SpecError(f"model {name!r}: describing it did not finish within {timeout_s:g} s; its worker was killed")
+    if o.status != "ok":
+        first = (o.error or o.status).strip().splitlines()[0]
+        raise SpecError(f"model {name!r} could not be described ({o.status}: {first})")
+    if o.result.get("problem"):
+        raise SpecError(o.result["problem"])
+    return o.result["describe"]
 
 
 
@@ -164,15 +187,18 @@ def plan_cells(workloads: Sequence[str], presets: Sequence[str], phases: Sequenc
         raise SpecError(f"this plan has {planned} cells x {repeats} processes = {planned * repeats} cell-processes, "
                         f"more than the {MAX_CELLS} a run may plan; split it, or measure fewer processes")
     specs = []
+    for w in workloads:
+        wl = registry.workload(w)
+        for over in sweep:
+            for preset in presets:
+                wl.config(preset, over)  # validates preset and overrides (heads | d_model, sizes > 0)
+        for phase in phases:
+            wl.check_phase(phase)
+        if hasattr(wl, "verify"):  # a user's model: checked, its shapes at every size learnt, in one worker
+            verify_user_model(w, check_timeout_s, on_note, [(p, over) for over in sweep for p in presets])
     for over in sweep:
         for w in workloads:
             wl = registry.workload(w)
-            for preset in presets:
-                wl.config(preset, over)  # validates preset and overrides (heads | d_model, sizes > 0)
-            for phase in phases:
-                wl.check_phase(phase)
-            if hasattr(wl, "verify"):  # a user's model: both sides built and run once, before anything is stored
-                verify_user_model(w, check_timeout_s, on_note)
             if over:
                 for preset, phase, device, dtype in itertools.product(presets, phases, devices, dtypes):
                     check_fits_machine(wl, wl.config(preset, over), preset, phase, device, dtype)
@@ -346,6 +372,10 @@ def preflight(spec: CellSpec, host_available: int | None = None, device_free: in
     if not hasattr(workload, "memory_estimate"):
         return None
     cfg = workload.config(spec.preset, dict(spec.overrides))
+    if hasattr(workload, "verify") and cfg not in workload.facts:
+        # a user's model whose shapes at this size this process has not learnt (a resumed run): from a
+        # worker, as the plan's were; its factories never run here
+        verify_user_model(spec.workload, sizes=[(spec.preset, dict(spec.overrides))])
     est = workload.memory_estimate(cfg, spec.phase, spec.dtype)
     running = est["parameters"] + est["optimizer"] + est["activations"]
     host_available = psutil.virtual_memory().available if host_available is None else host_available

@@ -432,9 +432,10 @@ def default_max_processes(processes: int, budgeted: bool = False) -> int:
 
 def fresh_levels(processes: int) -> list[float]:
     """The confidence each look of a fresh ``stackwars run ... --processes N`` (no
-    --max-processes, no --budget) reads its verdicts at: what a row's "again" command measures at."""
+    --max-processes, no --budget) reads its verdicts at, a row alone (Holm's step-down shares it
+    among a table's rows): what a row's "again" command measures at, Student's t over N rounds a look."""
     looks = looks_allowed(processes, default_max_processes(processes))
-    return [1.0 - look_alpha(k, looks) for k in range(looks)]
+    return [1.0 - look_alpha(k, looks, rounds=processes if processes >= 2 else 0) for k in range(looks)]
 
 
 def looks_allowed(processes: int, max_processes: int | None) -> int:

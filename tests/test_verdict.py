@@ -438,7 +438,7 @@ def test_a_run_measured_only_on_a_busy_machine_decides_nothing(tmp_path):
     assert "cannot say (busy machine)" in to_markdown(doc)
     assert vd.more_processes([v], max_processes=6) == {}
     assert "no more processes: PyTorch's side cannot get the clean ones it needs here" in v["reason"]
-    assert "torch-eager (look 1: 3 process(es), none clean)" in v["reason"] and v["no_top_up"]
+    assert "torch-eager (its last 3 process(es), none clean)" in v["reason"] and v["no_top_up"]
     assert "no more processes" in j["reason"]
     # the forest plot draws it apart: no point, its reason beside its name
     assert vd.forest_png([v]) is not None
@@ -455,7 +455,7 @@ def test_a_busy_candidate_that_might_be_faster_blocks_the_side(tmp_path):
     assert "it would read without it: PyTorch faster" in v["reason"]
     # its three processes were all busy: the machine stayed busy through the look, no top-up
     assert vd.more_processes([v], max_processes=6) == {}
-    assert "jax-jit (look 1: 3 process(es), none clean)" in v["no_top_up"]
+    assert "jax-jit (its last 3 process(es), none clean)" in v["no_top_up"]
     # one of them clean would have been a machine that is quiet at times: then the top-up is asked for
     cells = [*_three("torch-eager", 1.0), *_three("jax-eager", 2.0), _cell("jax-jit", 0.5, 0),
              _cell("jax-jit", 0.5, 1, contended=True), _cell("jax-jit", 0.5, 2, contended=True)]
@@ -747,7 +747,7 @@ def test_a_run_with_top_ups_prints_one_interval_at_its_looks_level_everywhere(tm
         assert text in (tmp_path / "report" / name).read_text(), name
     # the again command: what a fresh run of it reads at (its own looks, from the start)
     fresh = stats.fresh_levels(3)
-    assert fresh == pytest.approx([1 - stats.FIRST_LOOK_ALPHA, 1 - stats.look_alpha(1, 2)])
+    assert fresh == pytest.approx([1 - stats.FIRST_LOOK_ALPHA, 1 - stats.look_alpha(1, 2, rounds=3)])
     assert (f"{v['command']}  (a fresh run of it reads its verdict at 96% at look 1, {fmt.level(fresh[1])} at look 2"
             in table.output)
 

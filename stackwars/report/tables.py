@@ -210,11 +210,13 @@ def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = stat
                    busy_samples=[list(r["steady_samples"]) for r in busy],
                    processes_busy=len(busy), busy=bool(busy) and not clean,
                    busy_reasons=gate.reasons(busy) or None)
-        # the cell's latest look, and how many of its processes there came out clean: none means the
-        # machine stayed busy through it, and another look would likely fare no better (verdict.more_processes)
-        latest = max((r.get("look") or 0 for r in group), default=0)
-        row.update(latest_look=latest, latest_look_processes=sum((r.get("look") or 0) == latest for r in group),
-                   latest_look_clean=sum((r.get("look") or 0) == latest for r in clean))
+        # the cell's latest look (its last --processes processes: a look's worth, whatever chose or decided), and
+        # how many came out clean: none means the machine stayed busy through it, and another look would
+        # likely fare no better (verdict.more_processes)
+        size = max(1, int(group[0].get("processes_planned") or len(group)))
+        latest = sorted(group, key=lambda r: r.get("repeat") or 0)[-size:]
+        row.update(latest_look=max((r.get("look") or 0 for r in group), default=0), latest_look_processes=len(latest),
+                   latest_look_clean=sum(any(r is c for c in clean) for r in latest))
         if len(group) > 1:
             row.update(processes=len(group), processes_ok=sum(r["status"] == "ok" for r in group),
                        status="ok" if all(r["status"] == "ok" for r in group)

@@ -735,8 +735,8 @@ def no_top_up(v: Mapping[str, Any]) -> str | None:
         if need and all(c in stayed for c in need):
             return (f"no more processes: {name}'s side cannot get the clean ones it needs here, the machine having "
                     f"stayed busy through the latest look of "
-                    + ", ".join(f"{stayed[c]['backend']} (look {stayed[c]['look'] + 1}: {stayed[c]['processes']} "
-                                f"process(es), none clean)" for c in need)
+                    + ", ".join(f"{stayed[c]['backend']} (its last {stayed[c]['processes']} process(es), none clean)"
+                                for c in need)
                     + "; more would be measured on the same busy machine: run it again when the machine is quiet")
     return None
 

@@ -162,6 +162,9 @@ def load_file(path_text: str) -> types.ModuleType:
     path = os.path.abspath(os.path.expanduser(path_text))
     if path in _files:
         return _files[path]
+    from stackwars.outputs import check_name  # a leaf of the ground floor; discovery stays light to import
+
+    check_name(path, "the model file")
     _read_source(path, path_text)
     digest = hashlib.sha256(path.encode()).hexdigest()[:10]
     module_name = f"stackwars_user_{os.path.splitext(os.path.basename(path))[0]}_{digest}".replace("-", "_")

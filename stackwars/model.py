@@ -43,7 +43,12 @@ estimate derived from the model itself:
 * **FLOPs** from PyTorch's flop counter (forward; train-step: forward and backward) or XLA's
   cost analysis where only JAX is given; ``flops(size, phase)`` replaces it;
 * **the float64 reference** is the model itself run in float64 (the PyTorch side where there
-  is one; the JAX side under ``jax.enable_x64`` otherwise), with the same optimizer step.
+  is one; the JAX side under ``jax.enable_x64`` otherwise), with the same optimizer step;
+* **the twins are checked to be one function** before the first cell, in a worker: both in
+  float64, a forward in eval mode, one in training mode and one train step (loss, gradients,
+  updates, buffers), within ``TWIN_TOLERANCE``; the normalisations' momentum and epsilon read
+  from both; a float32 overflow named as such (``UserWorkload.verify``). The command-line
+  process runs none of the user's code: the shapes it needs come from that worker.
 
 A model given in one framework only runs on that framework's backends (a PyTorch-only model
 on torch-eager, torch-compile and torch-mlir-xla as well); the verdict says there is nothing

@@ -7,10 +7,11 @@ plain functions and one class a test can drive:
   machine's fingerprint; or a stored run's missing cells, its fingerprint checked, its
   pending cells stored;
 * ``Run.measure``: every planned cell through the executor (where the run screens, every
-  cell's first process, then the rest of ``--processes`` only for the cells that can still change
-  a verdict: report/verdict.screen), then the looks: while a verdict
-  cannot decide (a busy machine, a CI too wide), the next look measures more processes of
-  its two best cells (``verdict.more_processes``), up to ``--max-processes`` a cell, no more
+  cell's first process, which chooses each row's two bests, then ``--processes`` rounds of the two
+  chosen cells, one fresh process of each back to back in a drawn order: report/verdict.screen,
+  ``_complete_first_look``), then the looks: while a verdict cannot decide (a busy machine, a CI
+  too wide) or finds no difference it can bound, the next look measures more rounds of its two
+  chosen cells (``verdict.more_processes``), up to ``--max-processes`` rounds, no more
   looks than the run's error was shared over, never for a row more processes cannot decide
   (a faster candidate that failed parity, a machine that stayed busy through the cells'
   latest look: verdict.no_top_up, said once), and only while the run's ``--budget`` (from

@@ -18,6 +18,7 @@ One rule for ``run --json``, the studies' ``--json``, ``export -o``, ``report --
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import sys
@@ -48,12 +49,43 @@ def same_file(a: Path, b: Path) -> bool:
     return False
 
 
+NAME_MAX = 255  # bytes in one component of a path (Linux's, and most file systems')
+
+
+def check_name(path: Path, flag: str) -> Path:
+    """The one check every path the tool reads or writes goes through first: a name that cannot
+    be written as bytes (not valid UTF-8 where it came from the command line), a component over
+    NAME_MAX bytes, or a chain of links that loops, refused with exit 2 and one line naming the
+    option, never a traceback from the first system call that meets it."""
+    text = str(path)
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = text.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+        raise SpecError(f"{flag} {shown}: the name is not valid UTF-8; give a name in UTF-8") from None
+    long = [part for part in raw.split(b"/") if len(part) > NAME_MAX]
+    if long:
+        raise SpecError(f"{flag} {text[:80]}...: a part of the name is {len(long[0])} bytes long, more than the "
+                        f"{NAME_MAX} a file name may have; give a shorter name")
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SpecError(f"{flag} {text}: its links loop (a link that leads back to itself); give a path that "
+                            f"ends at a file or a folder") from None
+        if exc.errno == errno.ENAMETOOLONG:
+            raise SpecError(f"{flag} {text[:80]}...: the name is too long for this system; give a shorter "
+                            f"one") from None
+    return Path(path)
+
+
 def check(path: Path, flag: str, databases: Iterable[Path] = ()) -> Path:
     """Refuse, before any work, an output that would destroy something or could not be
     written; returns the path as given (``write`` follows its link when it writes)."""
     path = Path(path).expanduser()
     if str(path) in ("", "."):
         raise SpecError(f"{flag} is empty; give a file name")
+    check_name(path, flag)
     for db in databases:
         if db is not None and same_file(path, Path(db)):
             raise SpecError(f"{flag} {path} is the results database this command uses; writing there would "

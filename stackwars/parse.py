@@ -46,6 +46,9 @@ def comma_list(text: str, flag: str, cast: Callable[[str], T] = str, what: str =
             raise SpecError(f"{flag}: {p!r} is not allowed; give {what}") from None
         if v in out and not repeats:
             raise SpecError(f"{flag}: {p} is given twice; give each value once")
+        if repeats and out and out[-1] == v:  # the same value twice at once: the second call is the first's
+            raise SpecError(f"{flag}: {p} follows itself; a sequence may come back to a value (8,16,8 asks whether "
+                            f"returning to 8 compiles again), but the same value twice in a row measures nothing new")
         out.append(v)
     return out
 

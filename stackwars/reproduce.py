@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from stackwars.errors import SpecError
+
 
 FINISHED = (0, 1)  # exit codes of a command that ran to its end (1: some cell failed, and is recorded)
 
@@ -81,8 +83,11 @@ def plan(device: str, data_dir: str | None, executor: Sequence[str] = ()) -> lis
 def load_state(path: Path, on_warning: Callable[[str], None] = lambda text: None) -> dict[str, dict]:
     """The steps done so far. A state file that cannot be read is not silently taken for none:
     the warning names it, and it is kept aside (``.corrupt``) before a new one replaces it."""
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return {}
+    if not path.is_file():  # a FIFO would block the read forever, a link that leads nowhere would raise
+        raise SpecError(f"{path} is not a regular file (a FIFO, a device, a folder or a broken link): the state "
+                        f"of a reproduction is a JSON file the command writes; move it away and run again")
     try:
         state = json.loads(path.read_text())
         if not isinstance(state, dict) or not all(isinstance(v, dict) for v in state.values()):

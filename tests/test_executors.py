@@ -2,6 +2,7 @@
 worker its GPU and cores, returns every cell once, and refuses CPU cells; the serial executor
 records where each cell ran. The pool is tested with a fake device list (no GPU here)."""
 
+import dataclasses
 import socket
 import threading
 import time
@@ -169,3 +170,26 @@ def test_a_stopped_pool_kills_the_workers_of_the_cells_in_flight():
                                                        for o in outcomes)
     quick = isolation.run_task({"target": "os:getcwd", "kwargs": {}, "process": None}, timeout_s=60)
     assert "stopped" not in (quick.error or "")  # later workers run again
+
+
+def test_a_cell_on_the_runs_own_machine_keeps_the_machines_roofline(monkeypatch):
+    """Issue 65: the machine handed to each cell lacked the frameworks' versions and the CPU's kind, so
+    the test whether a cell ran on the run's kind of machine failed on the machine itself, and the
+    stored peaks never reached a cell: the roofline column was a dash on every row of the main job."""
+    from stackwars import runner
+    from stackwars.executors import here
+    from stackwars.harness import env as envmod
+    from stackwars.records import CellSpec, MeasureConfig
+
+    spec = CellSpec("gemm", "tiny", "forward", "torch-eager")
+    fingerprint = envmod.fingerprint(None, runner.probe_machine())
+    peak = {"flops_per_s": 1e11, "bytes_per_s": 1e10}
+    seen = []
+    monkeypatch.setattr(runner, "measure_one", lambda spec, config, probe, peak, *a, **k: seen.append(peak))
+    measure = runner.CellMeasure(MeasureConfig(), {}, {("cpu", "float32"): peak}, None, "r",
+                                 machine=runner.machine_of(fingerprint))
+    measure(spec, here(spec))
+    assert seen == [peak]
+    other = dict(here(spec).kind, cpu_model="Another CPU")  # a node of another kind: its peaks are not these
+    measure(spec, dataclasses.replace(here(spec), kind=other))
+    assert seen[-1] is None

@@ -61,6 +61,37 @@ def test_one_run_measured_in_two_places_comes_together_without_a_duplicate(tmp_p
     assert _counts(a)["sessions"] == 2
 
 
+def test_two_copies_of_a_run_that_measured_one_key_otherwise_keep_one_record_and_the_other_apart(tmp_path):
+    """Issue 64: a run copied and resumed in two places measured the same cells in both; merged, each
+    key keeps one record (the one already here), the other copy's is kept apart as a merge conflict
+    that no table or verdict reads, and the merge and `show` say so."""
+    import dataclasses
+
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    run_id = _db(a, "node 1", ["torch-eager", "jax-jit"])
+    run_row = Store(a, create=False).conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    with Store(b) as store:
+        store.conn.execute("INSERT INTO runs (run_id, created_at, kind, command, config_json) VALUES (?,?,?,?,?)",
+                           tuple(run_row))
+        session = store.start_session(run_id, {"cpu_model": "node 1", "cpu_count_logical": 2, "versions": {}})
+        for backend in ("torch-eager", "jax-jit"):  # the same keys, other numbers
+            m = measurement(backend)
+            store.add_cell(run_id, session, dataclasses.replace(m, samples=tuple(2 * x for x in m.samples)))
+    r = runner.invoke(app, ["merge", str(b), "--db", str(a)])
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    assert "added 0 runs, 1 sessions, 0 cells" in text and "2 cell(s) of a run here were measured otherwise" in text
+    found = rows(Store(a, create=False), run_id)
+    assert sorted(row["backend"] for row in found) == ["jax-jit", "torch-eager"]
+    assert all(row["steady_median_s"] < 1.5e-3 for row in found)  # the records already here, once each
+    shown = runner.invoke(app, ["show", run_id, "--db", str(a)], env={"COLUMNS": "250"})
+    assert "2 cell(s) a merge kept apart" in " ".join(shown.output.split()), shown.output
+    before = _counts(a)
+    again = runner.invoke(app, ["merge", str(b), "--db", str(a)])  # merging again adds nothing, kept apart or not
+    assert again.exit_code == 0 and "measured otherwise" not in " ".join(again.output.split())
+    assert _counts(a) == before
+
+
 def test_a_run_id_naming_two_different_runs_is_refused_and_nothing_is_written(tmp_path):
     a, b = tmp_path / "a.db", tmp_path / "b.db"
     run_id = _db(a, "node 1", ["torch-eager"])

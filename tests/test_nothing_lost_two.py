@@ -207,7 +207,7 @@ CASES = [
      _loops_at_import, "loops.py: importing it did not finish within 4 s (tried in a worker, killed then)"),
     (2, "a model whose forward sleeps, under --timeout", ["run", "{TMP}/sleepy.py:net", "gemm", "-p", "tiny",
                                                           "--timeout", "10", "--db", "{DB}"], {}, _sleeps_in_forward,
-     "model 'sleepy': its check (each side built and run forward once) did not finish within 10 s"),
+     "model 'sleepy': its check (each side built, run and compared) did not finish within 10 s"),
     (2, "a Ray address that is not Ray", ["run", "gemm", *MICRO, "--executor", "ray", "--ray-address", "{NOT_RAY}",
                                           "--db", "{DB}"], {}, _results_db,
      "accepts a connection but does not answer as a Ray cluster"),

@@ -8,7 +8,7 @@ import typer
 from typer.core import TyperGroup
 
 from stackwars import __version__
-from stackwars.cli.common import refuse_empty_values
+from stackwars.cli.common import OneValueCommand as _Command, refuse_empty_values
 from stackwars.cli import (compare_cmd, describe_cmd, export_cmd, fidelity_cmd, ir_cmd, list_cmd, merge_cmd,
                            peaks_cmd, report_cmd, reproduce_cmd, run_cmd, scaling_cmd, show_cmd, study_cmd, train_cmd, verdict_cmd)
 
@@ -36,22 +36,22 @@ def _main(version: Optional[bool] = typer.Option(None, "--version", callback=_ve
     """JAX or PyTorch, which execution mode, for this workload, and why: honest measurements."""
 
 
-app.command("list")(list_cmd.list_)
-app.command("run")(run_cmd.run)
-app.command("describe")(describe_cmd.describe)
-app.command("verdict")(verdict_cmd.verdict)
-app.command("show")(show_cmd.show)
-app.command("runs")(show_cmd.runs)
-app.command("export")(export_cmd.export)
-app.command("compare")(compare_cmd.compare)
-app.command("merge")(merge_cmd.merge)
-app.command("report")(report_cmd.report)
-app.command("reproduce")(reproduce_cmd.reproduce)
-app.command("peaks")(peaks_cmd.peaks)
-app.command("fidelity")(fidelity_cmd.fidelity)
-app.command("train")(train_cmd.train)
-app.command("ir")(ir_cmd.ir)
-study_cmd.app.command("scaling")(scaling_cmd.scaling)
+app.command("list", cls=_Command)(list_cmd.list_)
+app.command("run", cls=_Command)(run_cmd.run)
+app.command("describe", cls=_Command)(describe_cmd.describe)
+app.command("verdict", cls=_Command)(verdict_cmd.verdict)
+app.command("show", cls=_Command)(show_cmd.show)
+app.command("runs", cls=_Command)(show_cmd.runs)
+app.command("export", cls=_Command)(export_cmd.export)
+app.command("compare", cls=_Command)(compare_cmd.compare)
+app.command("merge", cls=_Command)(merge_cmd.merge)
+app.command("report", cls=_Command)(report_cmd.report)
+app.command("reproduce", cls=_Command)(reproduce_cmd.reproduce)
+app.command("peaks", cls=_Command)(peaks_cmd.peaks)
+app.command("fidelity", cls=_Command)(fidelity_cmd.fidelity)
+app.command("train", cls=_Command)(train_cmd.train)
+app.command("ir", cls=_Command)(ir_cmd.ir)
+study_cmd.app.command("scaling", cls=_Command)(scaling_cmd.scaling)
 app.add_typer(study_cmd.app, name="study")
 
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 from stackwars import discovery, executors, outputs, registry
 from stackwars.errors import SpecError, StackwarsError
@@ -25,6 +26,18 @@ from stackwars.records import DEVICES
 from stackwars.runner import machine_memory
 from stackwars.store.results import db_path, new_database
 
+MIN_COLUMNS = 40  # a $COLUMNS narrower than this (0, a typo) would print nothing or a column a line: not used
+
+
+def _usable_columns() -> None:
+    """$COLUMNS that is not a width any table fits (0, negative, words) is set aside before the
+    consoles read it (rich printed nothing at all at COLUMNS=0, and exited 0)."""
+    value = os.environ.get("COLUMNS")
+    if value is not None and not (value.strip().isdigit() and int(value) >= MIN_COLUMNS):
+        os.environ.pop("COLUMNS")
+
+
+_usable_columns()
 out = Console()  # tables and reports: stdout
 err = Console(stderr=True)  # progress, messages, errors: stderr
 
@@ -114,6 +127,29 @@ def refuse_empty_values(argv: list[str]) -> None:
             fail(f"{arg} is empty; give a value")
 
 
+def refuse_given_twice(params, argv: list[str]) -> None:
+    """An option of one value given more than once, under any of its names, refused by name."""
+    for p in params:
+        if p.param_type_name != "option" or p.multiple or getattr(p, "count", False):
+            continue
+        opts = [*p.opts, *p.secondary_opts]
+        given = [a.partition("=")[0] for a in argv if a.partition("=")[0] in opts]
+        if len(given) > 1:
+            names = list(dict.fromkeys(given))
+            fail(f"{' and '.join(names)} given {len(given)} times"
+                 + (f": {' and '.join(opts)} name one setting" if len(names) > 1 else "") + "; give it once")
+
+
+class OneValueCommand(TyperCommand):
+    """A subcommand: an option that takes one value, given twice under any of its names
+    (``--processes 2 --repeat 3``, ``--screen --no-screen``), is refused by name (click keeps the last
+    silently), as a choice given twice is everywhere else."""
+
+    def parse_args(self, ctx, args):
+        refuse_given_twice(self.params, args)
+        return super().parse_args(ctx, args)
+
+
 def check_device(device: str) -> None:
     """Before any work: a device this machine has. A GPU asked for where none is visible would
     otherwise run to the end and store a run of ``unsupported`` cells, exit 0."""
@@ -175,7 +211,7 @@ def exit_code(exc: BaseException) -> int:
 
 
 def _width(console: Console) -> int:
-    if os.environ.get("COLUMNS", "").isdigit():
+    if os.environ.get("COLUMNS", "").isdigit() and int(os.environ["COLUMNS"]) >= MIN_COLUMNS:
         return int(os.environ["COLUMNS"])
     if console.is_terminal:
         return console.size.width
@@ -211,6 +247,7 @@ def writable_dir(path: Path, flag: str, dirs: Sequence[str] = (), files: Sequenc
     where it exists already, so that a file where a folder belongs is refused before any work,
     not met half-way through the writing."""
     path = path.expanduser()
+    outputs.check_name(path, flag)
     if path.exists():
         if not path.is_dir():
             raise SpecError(f"{flag} {path} exists and is not a directory")

@@ -35,5 +35,11 @@ def merge(
         checked.append(path)
     with Store(target, on_wait=waiting) as store:  # a refused merge removes a target it created (command)
         for path, added in zip(checked, store.merge(checked)):
+            apart = added.pop("cells_kept_apart", 0)
             err.print(f"{path}: added " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in added.items())
                       + f" to {target}", highlight=False)
+            if apart:
+                err.print(f"[yellow]{path}: {apart} cell(s) of a run here were measured otherwise in it (two copies of "
+                          f"the run resumed apart): each key keeps the record already here, and the other is kept "
+                          f"apart as a merge conflict (`stackwars show RUN` names them), in no verdict[/]",
+                          highlight=False)

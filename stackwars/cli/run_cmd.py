@@ -32,7 +32,7 @@ def _progress_line(m: Measurement) -> str:
     row = m.to_row()
     colour = "green" if m.status == "ok" else "red"
     what = (f"median {fmt.seconds(row['steady_median_s'])}, first {fmt.seconds(row['first_call_s'])}"
-            if row["steady_median_s"] is not None else (m.error or "").splitlines()[0][:120] if m.error else "")
+            if row["steady_median_s"] is not None else fmt.error_line(m.error, 160))
     if row.get("contended"):
         what += f"  [yellow]contended: others took {row['contention']:.0%} of its CPUs[/]"
     return f"[{colour}]{m.status:>11}[/] {m.spec.key}  {what}"
@@ -78,14 +78,16 @@ def run(
                                              "spread over its processes"),
     max_samples: int = typer.Option(100_000, help="steady state: stop at this many samples"),
     processes: int = typer.Option(DEFAULT_PROCESSES, "--processes", "--repeat",
-                                  help="measure every cell in N fresh processes, interleaved across backends (A B C "
-                                       "A B C ...); --min-time is spread over them. The verdict needs 3 or more: "
-                                       "its confidence interval is bootstrapped over processes"),
+                                  help="every cell's first process chooses each side's best; then N rounds of each "
+                                       "row's two chosen cells (one fresh process of each, back to back, in a drawn "
+                                       "order) decide it; --min-time is spread over a cell's processes. The verdict "
+                                       "needs 3 rounds or more: its interval is Student's t over rounds"),
     max_processes: Optional[int] = typer.Option(None, "--max-processes",
                                                 help="a verdict that cannot decide (a process measured while the "
-                                                     "machine was busy, a CI too wide) measures its two best cells "
-                                                     "in more processes, once, up to N a cell (default: twice "
-                                                     "--processes; equal to --processes: never)"),
+                                                     "machine was busy, a CI too wide) or finds no difference it can "
+                                                     "bound takes more rounds of its two chosen cells, up to N rounds "
+                                                     "after the choice (default: twice --processes; equal to "
+                                                     "--processes: never)"),
     budget: Optional[float] = typer.Option(None, "--budget",
                                            help="seconds the run may take: while a verdict cannot decide, a look of "
                                                 "more processes starts only if its estimate fits what is left (the "
@@ -125,9 +127,10 @@ def run(
                                      "(NVML's total energy on CUDA, RAPL where readable on a CPU): joules per call "
                                      "and the verdict's energy ratio"),
     screen: bool = typer.Option(True, "--screen/--no-screen",
-                                help="with --processes N > 1: every cell's first process first, then the rest of N "
-                                     "only for the cells that can still change a verdict (not clearly slower than "
-                                     "their framework's best); --no-screen: every cell in N processes"),
+                                help="with --processes N > 1: every cell's first process first, then more only "
+                                     "for the cells that can still change a verdict (each row's two chosen cells; in "
+                                     "a table of one framework, the modes not clearly slower than its best); "
+                                     "--no-screen: every cell in N processes, then the chosen pair's missing rounds"),
     aa: bool = typer.Option(False, "--aa",
                             help="an A/A check of the deciding design: each chosen cell measured in twice as many "
                                  "processes after the choice, in back-to-back pairs; `stackwars verdict --aa` reads "
@@ -151,7 +154,8 @@ def run(
     """Measure workloads on backends; print the seed-style tables.
 
     Exit status: 0 when every cell is ok, oom or unsupported (out of memory and "cannot run
-    here" are results); 1 when any cell of the run ended error, timeout or parity_fail; 2 for
+    here" are results); 1 when any cell of the run ended error, timeout or parity_fail (an analysis
+    path's, torch-mlir-xla's, is shown and said, and fails nothing: it decides no verdict); 2 for
     bad input (nothing run, nothing written); 128+N when stopped by signal N (SIGINT, SIGTERM
     or SIGHUP: finished cells are kept and the resume command is printed).
     """
@@ -298,7 +302,14 @@ def _show(result_rows, run_env, profiles, anatomy, run_id: str, db_option, json_
     mixed = vd.mixed_machines(result_rows)
     if mixed:
         err.print(f"[yellow]{mixed}[/]", highlight=False)
-    failed = [r for r in result_rows if r["status"] in FAILED]
+    # an analysis path (PyTorch's program on XLA) decides no verdict: its failure is shown, not the run's
+    failed_all = [r for r in result_rows if r["status"] in FAILED]
+    failed = [r for r in failed_all if not vd.analysis(r["backend"])]
+    if len(failed) < len(failed_all):
+        aside = sorted({r["backend"] for r in failed_all if vd.analysis(r["backend"])})
+        err.print(f"{len(failed_all) - len(failed)} cell(s) of an analysis path ({', '.join(aside)}) ended "
+                  f"{', '.join(sorted({r['status'] for r in failed_all if vd.analysis(r['backend'])}))}: shown in "
+                  f"the tables; an analysis path decides no verdict, so it does not fail the run", highlight=False)
     lost = [r for r in result_rows if r.get("lost")]
     if lost:
         err.print(f"{len(lost)} cell(s) lost with their {lost[0]['lost']} worker (killed, pre-empted or its node "

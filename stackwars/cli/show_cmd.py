@@ -15,7 +15,7 @@ from stackwars.cli.common import DB_HELP, command, out, table_width
 from stackwars.errors import SpecError
 from stackwars.records import Env
 from stackwars.report.tables import markdown, render
-from stackwars.store.results import CELL_KINDS, Store, check_db, rows, study_rows
+from stackwars.store.results import CELL_KINDS, Store, check_db, merge_conflicts, rows, study_rows
 
 FORMATS = ("table", "markdown", "csv", "json")
 
@@ -41,10 +41,12 @@ def show(
         if run_id is None:
             raise SpecError(f"no runs stored in {store.path}")
         info = store.run(run_id)
+        conflicts: list = []
         if info.kind in CELL_KINDS:
             result = rows(store, run_id)
             missing = len(store.missing(run_id))
             measured = [m for _, m in store.cells(run_id)]
+            conflicts = merge_conflicts(store, run_id)
         elif profile:
             measured = [m for _, m in store.cells(run_id)]
         else:
@@ -71,6 +73,9 @@ def show(
         out.print(render(result, Env(info.env).summary(), width=table_width()), width=table_width())
     if missing:
         out.print(f"{missing} planned cell(s) not measured yet: `stackwars run --resume {run_id}`")
+    if conflicts:
+        out.print(f"{len(conflicts)} cell(s) a merge kept apart (another copy of this run measured their key "
+                  f"otherwise; in no table or verdict): " + ", ".join(sorted({c['item_key'] for c in conflicts})))
 
 
 def _plain(body) -> str:

@@ -12,9 +12,9 @@ import typer
 from stackwars import outputs, runner
 from stackwars.outputs import REPLACES
 from stackwars.cli.common import (EXECUTOR_OPTION, GPUS_OPTION, MAX_JOBS_OPTION, RAY_ADDRESS_OPTION, SHARED_DIR_OPTION,
-                                  SLURM_PARTITION_OPTION, waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP, backend_names,
-                                  command, command_line, err, exit_code, interruptible, interruption, make_executor,
-                                  number, out, profile_settings, writable_dir)
+                                  SLURM_PARTITION_OPTION, OneValueCommand, waiting, DB_HELP, PROFILE_DIR_HELP,
+                                  PROFILE_HELP, backend_names, command, command_line, err, exit_code, interruptible,
+                                  interruption, make_executor, number, out, profile_settings, writable_dir)
 from stackwars.errors import SpecError, Unsupported
 from stackwars.harness import env as envmod
 from stackwars.harness.isolation import run_inline, run_task
@@ -69,7 +69,7 @@ def _store(name: str, items, rows, config: dict, env: dict, db: Optional[Path]) 
     return run_id
 
 
-@app.command("recompile")
+@app.command("recompile", cls=OneValueCommand)
 @command
 def recompile(
     workload: str = typer.Argument(..., help="workload (see `stackwars list`)"),
@@ -128,7 +128,7 @@ def recompile(
     err.print(f"run {run_id}")
 
 
-@app.command("cache")
+@app.command("cache", cls=OneValueCommand)
 @command
 def cache(
     workload: str = typer.Argument(..., help="workload (see `stackwars list`)"),
@@ -172,7 +172,7 @@ def cache(
     err.print(f"run {run_id}")
 
 
-@app.command("autotune")
+@app.command("autotune", cls=OneValueCommand)
 @command
 def autotune(
     workload: str = typer.Argument(..., help="workload (see `stackwars list`)"),
@@ -228,7 +228,7 @@ def autotune(
     err.print(f"run {run_id}")
 
 
-@app.command("control-flow")
+@app.command("control-flow", cls=OneValueCommand)
 @command
 def control_flow(
     workloads: Optional[list[str]] = typer.Argument(None, help="rnn, ode, newton, branch (default: all four)"),
@@ -309,7 +309,7 @@ def control_flow(
     err.print(f"run {run_id}; wrote {', '.join(str(p) for p in pngs)} and {rows_file}")
 
 
-@app.command("vmap")
+@app.command("vmap", cls=OneValueCommand)
 @command
 def vmap(
     op: Optional[list[str]] = typer.Option(None, "--op", help="dot and/or attention (default: both)"),
@@ -387,7 +387,7 @@ def vmap(
     err.print(f"run {run_id}; wrote {', '.join(str(p) for p in pngs)} and {rows_file}")
 
 
-@app.command("stream")
+@app.command("stream", cls=OneValueCommand)
 @command
 def stream(
     workload: str = typer.Argument(..., help="mha or gpt2"),

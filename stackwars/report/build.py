@@ -393,8 +393,10 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
     groups = tables.group_rows(cells)
     points, evens = speedups(groups), break_even(groups)
     doc.sections.append(verdict_section(cells, data.get("profiles") or [], data.get("anatomy") or []))
-    doc.sections += [_runs_section(data), _environment_section(data), _published_section(data),
-                     _guide_section(points, evens, cells)]
+    doc.sections += [_runs_section(data), _environment_section(data)]
+    if _answers_published(data):  # a report of a user's models alone has nothing of the published studies' to set by it
+        doc.sections.append(_published_section(data))
+    doc.sections.append(_guide_section(points, evens, cells))
     doc.sections += _measured_sections(groups, points, evens)
     doc.sections += _study_sections(data)
     why = why_section(data.get("profiles") or [], data.get("anatomy") or [])
@@ -483,12 +485,26 @@ def _measured_sections(groups, points, evens) -> list[Section]:
         s.blocks.append(TableBlock(tables.COLUMNS, tuple(tuple(str(x[c].plain if hasattr(x[c], "plain")
                                                                    else x[c]) for c in tables.COLUMNS)
                                                          for x in f)))
-        errors = [f"{tables.backend_variant(r)}: {(r.get('error') or '').strip().splitlines()[0][:300]}"
+        errors = [f"{tables.backend_variant(r)}: {fmt.error_line(r.get('error'))}"
                   for r in rows if r["status"] != "ok" and r.get("error")]
         if errors:
             s.blocks.append(Bullets(tuple(errors)))
         out.append(s)
     return out
+
+
+def _answers_published(data: Mapping[str, Any]) -> bool:
+    """Whether these runs hold anything the published studies asked about: a built-in workload's
+    cells, or a study's or training's run (a user's own models alone do not)."""
+    from stackwars import registry
+
+    def built_in(name: str) -> bool:
+        try:
+            return registry.origin("workload", name).startswith("built-in")
+        except Exception:  # noqa: BLE001 - a stored workload this process does not know: not a built-in here
+            return False
+
+    return bool(data.get("studies")) or any(built_in(r.get("workload", "")) for r in data["cells"])
 
 
 def _published_section(data: Mapping[str, Any]) -> Section:

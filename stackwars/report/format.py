@@ -84,3 +84,17 @@ def fraction(f: float | None) -> str:
 
 def sci(x: float | None) -> str:
     return DASH if x is None else f"{x:.1e}"
+
+
+def error_line(error: str | None, limit: int = 300) -> str:
+    """An error's one line for a table or a progress line: its first line that says something (not a
+    traceback's header), and where that line only announces what follows ("... failed with the
+    following diagnostics:"), the lines after it until one names the problem."""
+    lines = [ln.strip() for ln in (error or "").splitlines() if ln.strip()
+             and not ln.strip().startswith("Traceback (most recent call last)")]
+    if not lines:
+        return ""
+    text, rest = lines[0], lines[1:]
+    while text.endswith(":") and rest:
+        text += " " + rest.pop(0)
+    return text[:limit]

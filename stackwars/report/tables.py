@@ -444,8 +444,7 @@ def failures(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     out = []
     for r in rows:
         if r["status"] != "ok" and r.get("error"):
-            first = next((line for line in r["error"].splitlines() if line.strip()), "")
-            out.append(f"{r['cell_key']}: {r['status']}: {first[:300]}")
+            out.append(f"{r['cell_key']}: {r['status']}: {fmt.error_line(r['error'])}")
     return out
 
 

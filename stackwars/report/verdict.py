@@ -724,6 +724,7 @@ def no_top_up(v: Mapping[str, Any]) -> str | None:
                 f"processes would not change")
     if v.get("reason_tag") != "busy machine":
         return None
+    stuck = []
     for fw, name in FRAMEWORKS:
         # what the side needs clean processes of to decide: its best, where it has too few; every
         # candidate measured only while busy (it has no best, or they might beat it)
@@ -733,12 +734,15 @@ def no_top_up(v: Mapping[str, Any]) -> str | None:
             need.append(best)
         stayed = v.get(f"{fw}_stayed_busy") or {}
         if need and all(c in stayed for c in need):
-            return (f"no more processes: {name}'s side cannot get the clean ones it needs here, the machine having "
-                    f"stayed busy through the latest look of "
-                    + ", ".join(f"{stayed[c]['backend']} (its last {stayed[c]['processes']} process(es), none clean)"
-                                for c in need)
-                    + "; more would be measured on the same busy machine: run it again when the machine is quiet")
-    return None
+            stuck.append((name, ", ".join(f"{stayed[c]['backend']} (its last {stayed[c]['processes']} process(es), "
+                                          f"none clean)" for c in need)))
+    if not stuck:
+        return None
+    sides = " and ".join(f"{name}'s" for name, _ in stuck)  # every side that is stuck, not the first found
+    return (f"no more processes: {sides} side{'s' if len(stuck) > 1 else ''} cannot get the clean ones "
+            f"{'they need' if len(stuck) > 1 else 'it needs'} here, the machine having stayed busy through the latest "
+            f"look of " + ", ".join(what for _, what in stuck)
+            + "; more would be measured on the same busy machine: run it again when the machine is quiet")
 
 
 def screen(rows: Iterable[Mapping[str, Any]], processes: int, factor: float = stats.SCREEN_FACTOR
@@ -1107,7 +1111,7 @@ def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshol
             for r in group:
                 c = cells(r)
                 line = Text(f"  {c[0]}: ")
-                line.append(r["verdict"], style=STYLE[r["verdict"]])
+                line.append(c[4], style=STYLE[r["verdict"]])  # with its reason's tag, as the table and Markdown
                 parts.append(line)
                 parts.append(Text(f"      PyTorch {c[1]} | JAX {c[2]} | JAX/PyTorch {c[3]} | procs {c[5]}"))
                 parts.append(Text(f"      {r.get('reason') or ''}", style="dim"))
@@ -1191,7 +1195,8 @@ def forest_png(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_T
         ax.text(1.0, len(shown) + j, f"not drawn: {r['verdict']} ({r.get('reason_tag') or 'no ratio'})",
                 ha="center", va="center", fontsize=7, color="tab:gray")
     labels = [f"{title(r)} ({r['best_torch']} vs {r['best_jax']}, {fmt.level(r['confidence'])} CI)" for r in shown]
-    labels += [f"{title(r)} ({r.get('best_torch') or '—'} vs {r.get('best_jax') or '—'})" for r in apart]
+    labels += [title(r) + (f" ({r.get('best_torch') or 'no PyTorch best'} vs {r.get('best_jax') or 'no JAX best'})"
+                           if r.get("best_torch") or r.get("best_jax") else "") for r in apart]
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.set_xscale("log")
@@ -1202,8 +1207,9 @@ def forest_png(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_T
     pad = math.exp(0.08 * (math.log(hi) - math.log(lo)) + 0.02)
     ax.set_xlim(lo / pad, hi * pad)
     levels = ", ".join(dict.fromkeys(fmt.level(r["confidence"]) for r in shown))
-    ax.set_xlabel(f"JAX time / PyTorch time, best backend of each (log; < 1: JAX faster); CI over processes at "
-                  f"{levels}, the level each row's look spent")
+    ax.set_xlabel("JAX time / PyTorch time, best backend of each (log; < 1: JAX faster); "
+                  + (f"CI over rounds at {levels}, the level each row was read at" if shown
+                     else "no row has a ratio to draw: each says why"))
     for v, c in colour.items():
         ax.plot([], [], "o", color=c, label=v)
     ax.plot([], [], "o", color="tab:gray", mfc="white",

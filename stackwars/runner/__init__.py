@@ -79,6 +79,12 @@ def probe_machine(inline: bool = False, meanwhile: Callable[[], Any] | None = No
     for part, outcome in outcomes.items():
         if outcome.result is None:
             names = {"probe": ("torch", "jax"), "probe_torch": ("torch",), "probe_jax": ("jax",)}[part]
+            flags = next((ln.split("] ", 1)[-1].strip() for ln in (outcome.error or "").splitlines()
+                          if "XLA_FLAGS" in ln), None)
+            if flags:  # XLA aborts its process on a flag it does not know: bad input, not a missing framework
+                raise SpecError(f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}: {flags}; JAX cannot start with it. "
+                                f"Allowed: the flags XLA documents (openxla's debug_options_flags.cc); fix or unset "
+                                f"XLA_FLAGS; nothing was run or written")
             found.update({name: {"importable": False, "error": f"probe failed: {outcome.error}"} for name in names})
         else:
             found.update({k: v for k, v in outcome.result.items() if k != "status"})  # both: the same process_settings
@@ -228,6 +234,15 @@ def profile_folder(config: MeasureConfig, run_id: str | None) -> str | None:
     return os.path.join(config.profile_dir, run_id or "no-run")
 
 
+def machine_of(env: Mapping[str, Any]) -> dict[str, Any]:
+    """What of a run's fingerprint a cell's placement kind (harness/env.device_kind) is judged
+    against: the CPU, its kind and count, the GPUs, and the versions of the two frameworks."""
+    versions = env.get("versions") or {}
+    return {"cpu_model": env.get("cpu_model"), "cpu_kind": env.get("cpu_kind"),
+            "cpu_count_logical": env.get("cpu_count_logical"), "gpus": env.get("gpus"),
+            "versions": {k: versions.get(k) for k in ("torch", "jax")}}
+
+
 @dataclass(frozen=True)
 class CellMeasure:
     """What an executor calls for each cell: ``measure_one`` with the run's settings bound.
@@ -296,7 +311,10 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
                                                         config.matmul_precision) for s in specs}
         measure = CellMeasure(config, dict(env.get("probe", {})), peaks, references, run_id, inline,
                               os.environ.get("STACKWARS_PLUGINS"),
-                              {k: env.get(k) for k in ("cpu_model", "cpu_count_logical", "gpus")}, caches)
+                              # the run's machine as a placement's kind describes one (CPU, its kind, GPUs, the
+                              # frameworks' versions): without the versions and the kind, the test whether a cell
+                              # ran on the run's kind failed on the machine itself, and every roofline was dropped
+                              machine_of(env), caches)
         for m in executor.run(specs, measure, on_start):
             stored = True
             try:

@@ -11,6 +11,7 @@ Results tables are append-only: triggers reject UPDATE and DELETE.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from datetime import datetime, timezone
@@ -127,6 +128,29 @@ def retry_busy(fn: Callable[[], T], timeout_s: float = BUSY_RETRY_S) -> T:
             delay = min(delay * 2, 0.2)
 
 
+def _tables_of(migrations: list[str]) -> set[str]:
+    return {m.group(1) for script in migrations
+            for m in re.finditer(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", script, flags=re.I)}
+
+
+def damage(conn: sqlite3.Connection) -> str | None:
+    """What is wrong with a stackwars database's schema, or None: a version no stackwars wrote
+    (below 0), or a table its version holds missing (dropped by hand). One check, for every
+    command that opens a database, so that none meets it as a traceback half-way through."""
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "schema_version" not in names:
+        return None
+    rows = conn.execute("SELECT version FROM schema_version").fetchall()
+    bad = [v for (v,) in rows if not isinstance(v, int) or v < 1]
+    if bad:
+        return f"its schema_version table holds version {bad[0]!r}, which no stackwars writes"
+    current = max((v for (v,) in rows), default=0)
+    missing = sorted(_tables_of(MIGRATIONS[:min(current, LATEST)]) - names)
+    if missing:
+        return f"its schema (version {current}) lacks the table(s) {', '.join(missing)}"
+    return None
+
+
 def foreign_tables(conn: sqlite3.Connection) -> list[str]:
     """Tables of another application in a database without stackwars' schema_version."""
     names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
@@ -149,6 +173,10 @@ def migrate(conn: sqlite3.Connection) -> None:
     """Bring the schema to LATEST in one immediate transaction; idempotent and safe when
     several processes open the same new database at once."""
     if version(conn) == LATEST:  # the common case: nothing to write, no write lock taken
+        broken = damage(conn)
+        if broken:
+            raise StackwarsError(f"this results database is damaged: {broken}; nothing was changed in it (give "
+                                 f"another --db, or restore it from a copy)")
         return
     retry_busy(lambda: _migrate_locked(conn))
 
@@ -160,6 +188,10 @@ def _migrate_locked(conn: sqlite3.Connection) -> None:
         if foreign:
             raise StackwarsError(f"this SQLite file is not a stackwars results database (it holds other "
                                  f"tables: {', '.join(sorted(foreign)[:5])}); give another --db")
+        broken = damage(conn)
+        if broken:
+            raise StackwarsError(f"this results database is damaged: {broken}; nothing was changed in it (give "
+                                 f"another --db, or restore it from a copy)")
         current = version(conn)
         if current > LATEST:
             raise StackwarsError(f"results database schema version {current} is newer than this stackwars "

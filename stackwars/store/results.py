@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from stackwars import canary, stats
+from stackwars import outputs
 from stackwars.outputs import try_write_in
 from stackwars.errors import SpecError, StackwarsError
 from stackwars.records import CellSpec, Env, Measurement, MeasureConfig, _json_default
@@ -50,6 +51,7 @@ def check_db(option: str | os.PathLike | None = None, create: bool = True, flag:
     if option is not None and not str(option).strip():
         raise SpecError(f"{flag} is empty; give a database file name")
     path = db_path(option)
+    outputs.check_name(path, _where(option, flag))
     what = f"{_where(option, flag)} {path}"
     if path.exists():
         why = not_a_database_file(path)
@@ -61,6 +63,7 @@ def check_db(option: str | os.PathLike | None = None, create: bool = True, flag:
                 tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
                 foreign = db.foreign_tables(conn)
                 current = db.version(conn)
+                broken = db.damage(conn)
             finally:
                 conn.close()
         except sqlite3.DatabaseError as exc:
@@ -71,6 +74,9 @@ def check_db(option: str | os.PathLike | None = None, create: bool = True, flag:
         if not create and "runs" not in tables:
             raise SpecError(f"{what} holds no stackwars results (an empty file); point {flag} / STACKWARS_DB at a "
                             f"database `stackwars run` wrote")
+        if broken:
+            raise SpecError(f"{what} is damaged: {broken}; nothing was changed in it: give another {flag}, or "
+                            f"restore it from a copy")
         if current > db.LATEST:
             raise SpecError(f"{what} has schema version {current}, newer than this stackwars understands "
                             f"({db.LATEST}); upgrade stackwars to use it")
@@ -503,7 +509,7 @@ class Store:
         """Inside ``merge``'s transaction: what ``src`` adds."""
         tables = {r[0] for r in src.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         src_runs = src.execute("SELECT run_id, created_at, kind, command, config_json FROM runs").fetchall()
-        added = dict.fromkeys(("runs", "sessions", "cells", "study_rows", "peaks"), 0)
+        added = dict.fromkeys(("runs", "sessions", "cells", "study_rows", "peaks", "cells_kept_apart"), 0)
         c = self.conn
         for run in src_runs:
             run_id = run[0]
@@ -532,6 +538,22 @@ class Store:
                     "ORDER BY id", (run_id,)):
                 if c.execute("SELECT 1 FROM cells WHERE run_id = ? AND cell_key = ? AND created_at = ? AND "
                              "record_json = ?", (run_id, row[1], row[2], row[-1])).fetchone():
+                    continue
+                # the same key measured otherwise in another copy of the run (two copies resumed apart): one
+                # key, one record in the run, so the other is kept apart, as a merge conflict the verdict never
+                # reads (``merge_conflicts``), and counted, never both in one verdict
+                held = [rec for status, rec in c.execute(
+                    "SELECT status, record_json FROM cells WHERE run_id = ? AND cell_key = ?", (run_id, row[1]))
+                    if not (status == "error" and _lost_record(rec))]
+                if held and not (row[10] == "error" and _lost_record(row[-1])):
+                    kept = json.dumps({"cell_key": row[1], "status": row[10], "record": json.loads(row[-1])})
+                    if not c.execute("SELECT 1 FROM study_rows WHERE run_id = ? AND study = ? AND item_key = ? AND "
+                                     "created_at = ? AND row_json = ?",
+                                     (run_id, MERGE_CONFLICT, row[1], row[2], kept)).fetchone():
+                        c.execute("INSERT INTO study_rows (run_id, session_id, study, item_key, created_at, row_json) "
+                                  "VALUES (?,?,?,?,?,?)", (run_id, sessions[row[0]], MERGE_CONFLICT, row[1], row[2],
+                                                           kept))
+                        added["cells_kept_apart"] += 1
                     continue
                 c.execute("INSERT INTO cells (run_id, session_id, cell_key, created_at, workload, preset, "
                           "phase, backend, framework, device, dtype, status, first_call_s, second_call_s, "
@@ -806,6 +828,8 @@ def cell_row(run_id: str, m: Measurement, info: RunInfo | Mapping[str, Any] | No
         row["machine"] = Env(env).machine(((m.settings or {}).get("placement") or {}).get("kind"))
     if isinstance(info, RunInfo):
         cfg = info.measure_config
+        if row.get("matmul_precision") is None:  # a cell that failed before it set one ran under its run's
+            row["matmul_precision"] = cfg.matmul_precision
         row["look"] = stats.look_of(m.spec.repeat, cfg.processes)
         row["looks"] = stats.looks_allowed(cfg.processes, cfg.max_processes)
         row["processes_planned"] = cfg.processes  # the rounds a look of its verdict adds (report/verdict)
@@ -830,6 +854,15 @@ def rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
 
     # each process judged against its run's canary (stackwars/canary.py): a slowed one decides nothing
     return canary.judge(row(rid, m) for rid, m in store.cells(run_id))
+
+
+MERGE_CONFLICT = "merge-conflict"  # a cell key another copy of its run measured otherwise, kept apart (Store.merge)
+
+
+def merge_conflicts(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """The cells of ``run_id`` a merge kept apart: each a key that a copy of the run had measured
+    otherwise (``Store.merge``), with the record it brought."""
+    return store.study_rows(run_id, MERGE_CONFLICT)
 
 
 def screened_out(store: Store, run_id: str) -> dict[str, str]:

@@ -1,0 +1,237 @@
+"""Nothing lost, round four (issue 64): each class the hostile sweep found, refused or kept in one
+place, a case a class. Every case asserts its exit status, one `error:` line (or the data kept),
+no traceback, and the files it must not touch byte for byte. The rounds a verdict reads are cells
+of their run (report/verdict.py), so a stopped run's rounds are kept and resumed like any cell:
+test_a_run_stopped_during_its_rounds_resumes_them_once_and_reads_the_same_verdict."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sqlite3
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from stackwars.cli import app
+from stackwars.report import format as fmt
+from stackwars.report import verdict as vd
+from stackwars.store.results import Store, rows
+from tests.factories import measurement
+from tests.test_bad_input import _snapshot
+
+runner = CliRunner()
+
+
+def _damaged(version=None, drop=None):
+    def make(work):
+        with Store(work / "d.db"):
+            pass
+        conn = sqlite3.connect(work / "d.db")
+        if version is not None:
+            conn.execute("DELETE FROM schema_version")
+            conn.execute("INSERT INTO schema_version VALUES (?, 'by hand')", (version,))
+        if drop:
+            conn.execute(f"DROP TABLE {drop}")
+        conn.commit()
+        conn.close()
+        return {"DB": str(work / "d.db")}
+    return make
+
+
+def _loop(work):
+    os.symlink(work / "b.db", work / "a.db")
+    os.symlink(work / "a.db", work / "b.db")
+    return {"DB": str(work / "a.db")}
+
+
+def _fifo_state(work):
+    (work / "out").mkdir()
+    os.mkfifo(work / "out" / "reproduce-state.json")
+    return {"OUT": str(work / "out")}
+
+
+LONG = "x" * 300
+CASES = [
+    # (id, arguments, environment, setup, message): exit 2, the message, nothing written
+    ("a database that links to itself", ["runs", "--db", "{DB}"], {}, _loop, "its links loop"),
+    ("a --json name over 255 bytes", ["run", "gemm", "--json", f"{{TMP}}/{LONG}.json"], {}, None,
+     "more than the 255 a file name may have"),
+    ("an --out name over 255 bytes", ["report", "--out", f"{{TMP}}/{LONG}"], {}, None,
+     "more than the 255 a file name may have"),
+    ("a --profile-dir that is not UTF-8", ["run", "gemm", "--profile", "1", "--profile-dir", "{TMP}/\udcff"], {},
+     None, "the name is not valid UTF-8"),
+    ("a schema version no stackwars writes", ["runs", "--db", "{DB}"], {}, _damaged(version=-7),
+     "is damaged: its schema_version table holds version -7"),
+    ("a dropped cells table", ["run", "gemm", "--db", "{DB}"], {}, _damaged(drop="cells"),
+     "lacks the table(s) cells"),
+    ("--repeat and --processes together", ["run", "gemm", "--repeat", "2", "--processes", "1"], {}, None,
+     "--repeat and --processes given 2 times: --processes and --repeat name one setting; give it once"),
+    ("--screen and --no-screen together", ["run", "gemm", "--screen", "--no-screen"], {}, None,
+     "--screen and --no-screen given 2 times"),
+    ("a sweep value that follows itself", ["study", "recompile", "gemm", "--vary", "m=16,16", "-p", "tiny"], {}, None,
+     "16 follows itself"),
+    ("a FIFO where the reproduction's state is", ["reproduce", "--out", "{OUT}", "--dry-run"], {}, _fifo_state,
+     "is not a regular file"),
+    ("--min-block-time past the cell's limit", ["run", "gemm", "--min-block-time", "30", "--timeout", "100"], {},
+     None, "not shorter than the per-cell timeout (100 s)"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_a_class_of_bad_input_is_refused_in_one_place(case, tmp_path, monkeypatch):
+    name, args, env, setup, message = case
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("STACKWARS_DB", str(work / "default.db"))
+    values = {"TMP": str(work), **(setup(work) if setup else {})}
+    before = _snapshot(work) if not any(p.is_fifo() or p.is_symlink() for p in work.rglob("*")) else None
+    t0 = time.monotonic()
+    result = runner.invoke(app, [a.format(**values) for a in args], env=env)
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2, (name, result.exit_code, result.output)
+    assert message in text and text.count("error:") == 1, (name, text)
+    assert "Traceback" not in result.output
+    if before is not None:
+        assert _snapshot(work) == before, name
+    assert time.monotonic() - t0 < 60
+
+
+def test_columns_0_prints_the_tables_all_the_same(tmp_path):
+    """COLUMNS=0 printed nothing and exited 0: a width no table fits is set aside."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "stackwars", "list"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "0"})
+    assert done.returncode == 0 and "gemm" in done.stdout and "presets" in done.stdout, done
+
+
+def test_a_bad_xla_flags_is_bad_input_not_a_missing_jax(tmp_path):
+    """XLA aborts its process on a flag it does not know: that was stored as "unsupported: jax is not
+    installed"; it is refused, naming the flag, before anything is written."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "x.db"
+    done = subprocess.run([sys.executable, "-m", "stackwars", "run", "gemm", "-p", "tiny", "-b", "jax-jit",
+                           "--processes", "1", "--db", str(db)], capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "XLA_FLAGS": "--xla_no_such_flag=1", "STACKWARS_PROBE_CACHE": "0"})
+    stderr = " ".join(done.stderr.split())
+    assert done.returncode == 2 and "Unknown flag in XLA_FLAGS: --xla_no_such_flag=1" in stderr, done.stderr
+    assert not db.exists() and "Traceback" not in done.stderr
+
+
+def test_a_failed_analysis_path_makes_no_phantom_row_keeps_its_diagnostic_and_fails_nothing(tmp_path):
+    """An errored torch-mlir-xla cell records no matmul precision: it made a third verdict row that
+    claimed "no JAX backend: none measured". Its run's precision is its own; its message keeps the
+    line naming the operator; and an analysis path's failure is said, not the run's exit status."""
+    error = ("RuntimeError: torch-mlir lowering failed with the following diagnostics:\n"
+             "error: failed to legalize operation 'torch.aten.fancy_op'\n  at model.py:3\n")
+    cells = []
+    for r in range(3):
+        for backend in ("torch-eager", "jax-jit"):
+            m = measurement(backend)
+            cells.append(dataclasses.replace(m, spec=dataclasses.replace(m.spec, repeat=r)))
+    cells.append(measurement("torch-mlir-xla", status="error", samples=(), error=error, framework="torch"))
+    with Store(tmp_path / "p.db") as store:
+        run_id = store.create_run([m.spec for m in cells], {"measure": {"matmul_precision": "float32"}},
+                                  command="stackwars run gemm")
+        session = store.start_session(run_id, {"cpu_model": "Test CPU", "cpu_count_logical": 2})
+        for m in cells:
+            store.add_cell(run_id, session, m)
+        found = rows(store, run_id)
+    assert len(vd.verdicts(found)) == 1  # one table, one row: the failed cell is in it, shown as failed
+    assert fmt.error_line(error) == ("RuntimeError: torch-mlir lowering failed with the following diagnostics: "
+                                     "error: failed to legalize operation 'torch.aten.fancy_op'")
+    from stackwars.cli.run_cmd import _show
+
+    with pytest.raises(SystemExit) as code:
+        _show(found, {"cpu_model": "Test CPU"}, [], [], run_id, None, None, "resume")
+        raise SystemExit(0)
+    assert code.value.code == 0  # the analysis path's error fails nothing
+
+
+def test_a_run_stopped_during_its_rounds_resumes_them_once_and_reads_the_same_verdict(tmp_path):
+    """The rounds that decide are cells of their run: a run stopped after some of them (Ctrl-C in the
+    executor) keeps what it measured, and `--resume` (Run.resume + measure) measures the rest of the
+    plan, its looks included, each key once, ending with the verdict rows an unstopped run reads."""
+    import numpy as np
+
+    from stackwars import orchestrate
+    from stackwars.records import CellSpec, MeasureConfig, Parity
+    from tests.test_verdict import MACHINE, _processes
+
+    speed = {"torch-eager": 1.0, "torch-compile": 1.05, "jax-jit": 1.0}
+
+    class Synthetic:  # each process its own draws (seed, backend, process number): a resume redraws none
+        name, local, shared_dir = "synthetic", True, None
+
+        def __init__(self, after=None):
+            self.after, self.done = after, 0
+
+        def check(self, specs):
+            pass
+
+        def scratch(self, kind):
+            return None
+
+        def run(self, specs, measure, on_start=None):
+            for spec in specs:
+                if self.after is not None and self.done >= self.after:
+                    raise KeyboardInterrupt
+                rng = np.random.default_rng([3, list(speed).index(spec.backend), spec.repeat])
+                samples = _processes(rng, 1e-3 * speed[spec.backend], 1, samples=20, between=0.2)[0]
+                self.done += 1
+                m = measurement(spec.backend, samples=tuple(samples))
+                yield dataclasses.replace(m, spec=spec, parity=Parity(max_rel_err=1e-7, tolerance=2e-4), wall_s=1.0)
+
+    config = MeasureConfig(processes=3, max_processes=6)
+    first = [CellSpec("gemm", "small", "forward", b) for b in ("torch-eager", "torch-compile", "jax-jit")]
+    found = {}
+    for name, after in (("whole", None), ("stopped", 5)):
+        with Store(tmp_path / f"{name}.db") as store:
+            run_id = store.create_run(first, {"measure": config.to_dict()}, command="rounds")
+            run = orchestrate.Run(store, run_id, first, config, MACHINE, Synthetic(after))
+            try:
+                run.measure()
+            except KeyboardInterrupt:
+                assert name == "stopped"
+                kept = len(rows(store, run_id))
+                assert kept == 5 and store.missing(run_id)  # what it measured is stored; the plan says what is left
+                run = orchestrate.Run(store, run_id, store.missing(run_id), config, MACHINE, Synthetic())
+                run.measure()
+            got = rows(store, run_id)
+            keys = [r["cell_key"] for r in got]
+            assert len(keys) == len(set(keys)), keys  # each key once
+            found[name] = vd.verdicts(got)
+    strip = lambda v: {k: v[k] for k in ("best_torch", "best_jax", "verdict", "processes", "ratio")}  # noqa: E731
+    assert [strip(v) for v in found["stopped"]] == [strip(v) for v in found["whole"]]
+
+
+def test_a_row_that_cannot_say_reads_alike_everywhere_and_names_every_stuck_side(tmp_path):
+    """Issue 65: the narrow terminal said "cannot say" where the table and Markdown said "cannot say
+    (busy machine)", and a row stuck on both sides blamed PyTorch's alone; the forest plot of rows
+    with nothing to draw said "CI ... at , the level"."""
+    from tests.test_verdict import _cell, _store
+
+    cells = [_cell(b, 1.0, p, contended=True) for p in range(3) for b in ("torch-eager", "jax-jit")]
+    _, found = _store(tmp_path / "busy.db", cells)
+    (v,) = vd.verdicts(found)
+    assert v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine"
+    narrow, wide = vd.to_text([v], width=100), vd.to_text([v], width=250)
+    assert "cannot say (busy machine)" in " ".join(narrow.split()) and "cannot say (busy machine)" in wide
+    assert "no more processes: PyTorch's and JAX's sides cannot get the clean ones they need" in v["reason"]
+    png = vd.forest_png([v])
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_report_of_a_users_models_alone_has_no_published_studies_section(tmp_path):
+    """Issue 65: a user-model report carried the published studies' section, about nothing it holds."""
+    from stackwars.report import build
+
+    data = {"cells": [{"workload": "my-own-net"}], "studies": {}}
+    assert not build._answers_published(data)
+    assert build._answers_published({"cells": [{"workload": "gemm"}], "studies": {}})

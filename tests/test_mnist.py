@@ -249,8 +249,8 @@ def test_cli_bad_input_exits_2(tmp_path, monkeypatch, args, message, data_dir):
 
     from stackwars.cli import app
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, ["train", "mnist", "--data-dir", str(data_dir), *args, "--db",
-                                      str(tmp_path / "x.db")])
+    data = [] if "--data-dir" in args else ["--data-dir", str(data_dir)]  # an option is given once
+    result = CliRunner().invoke(app, ["train", "mnist", *data, *args, "--db", str(tmp_path / "x.db")])
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split())
     assert list(tmp_path.iterdir()) == []

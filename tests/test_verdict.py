@@ -437,7 +437,7 @@ def test_a_run_measured_only_on_a_busy_machine_decides_nothing(tmp_path):
     from stackwars.report.page import to_markdown
     assert "cannot say (busy machine)" in to_markdown(doc)
     assert vd.more_processes([v], max_processes=6) == {}
-    assert "no more processes: PyTorch's side cannot get the clean ones it needs here" in v["reason"]
+    assert "no more processes: PyTorch's and JAX's sides cannot get the clean ones they need here" in v["reason"], v["reason"]
     assert "torch-eager (its last 3 process(es), none clean)" in v["reason"] and v["no_top_up"]
     assert "no more processes" in j["reason"]
     # the forest plot draws it apart: no point, its reason beside its name

@@ -1250,18 +1250,22 @@ def _jax_check_in(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> dict[
     out: dict[str, np.ndarray] = {}
     for key, training in (("eval", False), ("train", True)):
         static, tree, rest = fresh()
-        out[key] = host(_one_array(twin.call(static, tree, rest, jb, training)[0], "JAX", wl))
+        forward = lambda t, r, b, static=static, training=training: twin.call(static, t, r, b, training)[0]  # noqa: E731
+        out[key] = host(_one_array(_compiled_or_not(forward, tree, rest, jb), "JAX", wl))
     static, tree, rest = fresh()
     names = _buffer_names(wl, cfg) if rest is not None and wl.model.torch is not None else {}
     state = lambda r: {names[k]: host(v) for k, v in flat(r).items() if k in names}  # noqa: E731
     out.update({f"start.{k}": v for k, v in state(rest).items()})
-
-    # the rest (BatchNorm's statistics) an argument too: NNX updates it at the level it is traced at
-    (loss, new_rest), (grads, _) = jax.value_and_grad(
-        lambda p, r: twin.loss_and_state(static, p, r, jb, precise=True), argnums=(0, 1), has_aux=True)(tree, rest)
     tx = make_optimizer(wl.optimizer(cfg))
-    updates, _ = tx.update(grads, tx.init(tree), tree)
-    new = optax.apply_updates(tree, updates)
+
+    def step(tree, rest, jb):
+        # the rest (BatchNorm's statistics) an argument too: NNX updates it at the level it is traced at
+        (loss, new_rest), (grads, _) = jax.value_and_grad(
+            lambda p, r: twin.loss_and_state(static, p, r, jb, precise=True), argnums=(0, 1), has_aux=True)(tree, rest)
+        updates, _ = tx.update(grads, tx.init(tree), tree)
+        return loss, new_rest, grads, optax.apply_updates(tree, updates)
+
+    loss, new_rest, grads, new = _compiled_or_not(step, tree, rest, jb)
     plan = static[2]
     canon = lambda t: {k: host(v) for k, v in plan.to_canonical(flat(t)).items()}  # noqa: E731
     before, after = canon(tree), canon(new)
@@ -1270,6 +1274,20 @@ def _jax_check_in(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> dict[
     out.update({f"update.{k}": after[k] - before[k] for k in before})
     out.update({f"buffer.{k}": v for k, v in state(new_rest).items()})
     return out
+
+
+def _compiled_or_not(fn, *args):
+    """``fn(*args)`` under ``jax.jit``: one XLA program in float64, not one a primitive (op by op the
+    check compiled about 150 of them, 5 of its 7 s on the 2-core Xeon VM). Where the user's code cannot
+    be traced (Python control flow on a value, an output that is not arrays), op by op, as jax-eager
+    runs it, so the check's word is the one it would have said."""
+    import jax
+
+    try:
+        return jax.jit(fn)(*args)
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+            jax.errors.TracerIntegerConversionError, jax.errors.TracerBoolConversionError, TypeError):
+        return fn(*args)
 
 
 def check_settings(wl: UserWorkload, cfg) -> None:

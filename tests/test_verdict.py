@@ -335,6 +335,44 @@ def test_cli_verdict_json_and_refusals(tmp_path):
     assert done.exit_code == 2 and "train:mnist run" in done.output
 
 
+def test_the_verdict_at_a_glance_is_a_line_a_row_within_100_columns_and_explain_holds_the_rest(tmp_path):
+    """Issue 65: the verdict a run ends with, and `verdict`'s table, is one line a row (workload,
+    each side's best and its time, JAX/PyTorch with its CI, the verdict), short notes marked below,
+    a legend of at most five lines naming the page that explains every word, no line over 100
+    columns on a wide terminal or past the width of a narrow one; `--explain` prints everything
+    the full table says (every row's reason and its command again)."""
+    cells = [*_three("torch-eager", 1.0, 4), *_three("jax-jit", 0.5, 4),  # decided: JAX faster
+             *_three("torch-eager", 1.0, 4, workload="ffn", contended=True),  # busy: cannot say
+             *_three("jax-jit", 0.5, 4, workload="ffn", contended=True)]
+    path = tmp_path / "glance.db"
+    run_id, found = _store(path, cells, config=MeasureConfig(processes=4))
+    result = vd.verdicts(found)
+    assert {v["workload"]: v["verdict"] for v in result} == {"gemm": "JAX faster", "ffn": "cannot say"}
+    for columns in ("250", "100", "72"):
+        done = runner.invoke(app, ["verdict", "--db", str(path)], env={"COLUMNS": columns})
+        assert done.exit_code == 0, done.output
+        lines = done.output.rstrip("\n").splitlines()
+        assert max(map(len, lines)) <= min(100, int(columns)), (columns, done.output)
+        rows_ = [line for line in lines if re.match(r"  (gemm|ffn) ", line)]
+        assert len(rows_) == 2, done.output  # one line a row
+        gemm = next(line for line in rows_ if "gemm" in line)
+        assert "eager " in gemm and "jit " in gemm and gemm.rstrip().endswith("JAX faster"), gemm
+        ffn = next(line for line in rows_ if "ffn" in line)
+        assert ffn.rstrip().endswith("cannot say (a)"), ffn
+        note = lines.index(next(line for line in lines if line.startswith("  (a) cannot say (busy machine)")))
+        legend = lines[next(i for i in range(note + 1, len(lines)) if not lines[i].startswith("      ")):]
+        assert 1 <= len(legend) <= 5 and "docs/getting-started/verdict.md" in " ".join(legend), legend
+        assert f"stackwars verdict {run_id} --explain" in " ".join(" ".join(legend).split()), legend
+    explained = runner.invoke(app, ["verdict", "--db", str(path), "--explain"], env={"COLUMNS": "400"}).output
+    flat = " ".join(explained.split())
+    for v in result:
+        assert " ".join(v["reason"].split()) in flat or v["verdict"] != "cannot say", v["reason"]
+        assert v["command"] in flat
+    assert " ".join(vd.legend(result).split()) in flat
+    refused = runner.invoke(app, ["verdict", "--db", str(path), "--explain", "-f", "json"])
+    assert refused.exit_code == 2 and "--explain details the verdict's table" in refused.output
+
+
 def test_a_verdict_that_cannot_decide_asks_for_more_processes_once(tmp_path):
     """Busy machine: as many more processes as were left out, on the side that lost them; a
     CI too wide: as many again on both sides; never past the cap. The runner numbers them
@@ -734,9 +772,11 @@ def test_a_run_with_top_ups_prints_one_interval_at_its_looks_level_everywhere(tm
     text = fmt.interval(v["ratio"], v["ci_low"], v["ci_high"], v["confidence"])
     assert not text.endswith("95%)")
     env = {"COLUMNS": "300"}
-    table = runner.invoke(app, ["verdict", "--db", str(db)], env=env)
+    table = runner.invoke(app, ["verdict", "--db", str(db), "--explain"], env=env)
     assert table.exit_code == 0, table.output
     assert text in table.output, (text, table.output)
+    brief = runner.invoke(app, ["verdict", "--db", str(db)], env=env).output  # the glance: its level, 2 places
+    assert f"{v['ratio']:.2f} ({v['ci_low']:.2f}-{v['ci_high']:.2f}, {fmt.level(v['confidence'])})" in brief
     data = json.loads(runner.invoke(app, ["verdict", "--db", str(db), "-f", "json"]).output)
     (j,) = data["verdicts"]
     assert fmt.interval(j["ratio"], j["ci_low"], j["ci_high"], j["confidence"]) == text

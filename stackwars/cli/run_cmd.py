@@ -33,8 +33,8 @@ def _progress_line(m: Measurement) -> str:
     colour = "green" if m.status == "ok" else "red"
     what = (f"median {fmt.seconds(row['steady_median_s'])}, first {fmt.seconds(row['first_call_s'])}"
             if row["steady_median_s"] is not None else fmt.error_line(m.error, 160))
-    if row.get("contended"):
-        what += f"  [yellow]contended: others took {row['contention']:.0%} of its CPUs[/]"
+    if row.get("contended"):  # short: a progress line is cut at the terminal's edge, never wrapped mid-phrase
+        what += f"  [yellow]contended ({row['contention']:.0%} of its CPUs to others)[/]"
     return f"[{colour}]{m.status:>11}[/] {m.spec.key}  {what}"
 
 
@@ -274,7 +274,7 @@ def _hooks(progress: Progress, total: int, executor: str) -> orchestrate.Hooks:
                              total=total)
 
     def on_done(m):
-        progress.console.print(_progress_line(m), highlight=False)
+        progress.console.print(_progress_line(m), highlight=False, no_wrap=True, overflow="ellipsis")
         progress.advance(task)
 
     def on_unsaved(m, where, exc):
@@ -293,8 +293,11 @@ def _show(result_rows, run_env, profiles, anatomy, run_id: str, db_option, json_
     out.print(render(result_rows, Env(run_env).summary(), width=table_width()))
     decided = vd.verdicts(result_rows, profiles, anatomy)
     if decided:
-        out.print(vd.render(decided, table_width()), width=table_width())
-        err.print(f"the verdict as JSON: `stackwars verdict {run_id} -f json{f' --db {db_option}' if db_option else ''}`")
+        out.print("\n".join(vd.brief(decided, [run_id], table_width())), highlight=False, markup=False,
+                  width=max(table_width(), vd.BRIEF_WIDTH))
+        where = f" --db {db_option}" if db_option else ""
+        err.print(f"every row's details: `stackwars verdict {run_id} --explain{where}`; as JSON: "
+                  f"`stackwars verdict {run_id} -f json{where}`", highlight=False)
     if json_out is not None:
         outputs.write(json_out, json.dumps(result_rows, indent=1, default=str), "--json")
         err.print(f"wrote {len(result_rows)} cells to {json_out}")

@@ -69,6 +69,11 @@ def verdict(
                                            help="with --sensitivity: seconds the knobs may take; a knob whose cells "
                                                 "would not fit in what is left, from the wall times of the same "
                                                 "cells so far, is not measured and its rows say so"),
+    explain: bool = typer.Option(False, "--explain", help="every row's details: each side's best with what was "
+                                                         "kept out, processes and timing, compile pays, memory, "
+                                                         "parity, why, energy, the whole reason, its command again "
+                                                         "and the full legend (the table format only; the JSON and "
+                                                         "Markdown always hold them)"),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """JAX or PyTorch: per workload x preset x phase x dtype x device and machine, the best
@@ -76,6 +81,9 @@ def verdict(
     the level its look spent where the run added processes while undecided), and a verdict (JAX faster, PyTorch faster, same speed, no difference found, cannot say) with its reason."""
     if format not in FORMATS:
         raise SpecError(f"unknown format {format!r}; allowed: {', '.join(FORMATS)}")
+    if explain and (format != "table" or aa or sensitivity):
+        raise SpecError("--explain details the verdict's table; the JSON and Markdown hold every detail already, "
+                        "and --aa and --sensitivity print their own tables")
     number(threshold, "--threshold", low=0, high=0.5, low_inclusive=True)
     if knob and not sensitivity:
         raise SpecError("--knob chooses the knobs of --sensitivity; give --sensitivity too")
@@ -107,7 +115,11 @@ def verdict(
         if not result:
             out.print(f"runs {', '.join(ids)} hold no cells to decide on", highlight=False)
             return
-        out.print(vd.render(result, table_width(), threshold), width=table_width())
+        if explain:
+            out.print(vd.render(result, table_width(), threshold), width=table_width())
+        else:
+            out.print("\n".join(vd.brief(result, ids, table_width(), threshold)), highlight=False, markup=False,
+                      width=max(table_width(), vd.BRIEF_WIDTH))
 
 
 def sensitivity_knobs(names: list[str]) -> list[str]:

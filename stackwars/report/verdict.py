@@ -34,6 +34,7 @@ framework's two modes against each other. Each row is read in three rooms:
 from __future__ import annotations
 
 import io
+import re
 import math
 import statistics
 from collections import OrderedDict
@@ -1095,6 +1096,102 @@ def summary(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 NARROW = 160  # below this many columns, a block of lines per verdict instead of the table
+BRIEF_WIDTH = 100  # the brief verdict's lines are at most this wide, whatever the terminal
+BRIEF_HEADER = ("workload", "best PyTorch", "best JAX", "JAX/PyTorch (CI)", "verdict")
+
+
+def _brief_workload(r: Mapping[str, Any]) -> str:
+    """The row's workload in words, without what the machine heading says (device)."""
+    extra = [r["dtype"]] if r.get("dtype") not in (None, "float32") else []
+    extra += [str(r["overrides"])] if r.get("overrides") else []
+    extra += [f"{r['matmul_precision']} matmuls"] if r.get("matmul_precision") not in (None, "float32") else []
+    extra += [str(r["replay"])] if r.get("replay") else []
+    return " ".join([str(r["workload"]), str(r["preset"]), str(r["phase"]), *extra])
+
+
+def _brief_side(r: Mapping[str, Any], fw: str) -> str:
+    """'compile 22.84 ms': the side's best mode (its column names the framework) and its time."""
+    best = r.get(f"best_{fw}")
+    if best is None:
+        return fmt.DASH
+    mode = best.split("-", 1)[1] if best.startswith(("torch-", "jax-")) else best
+    return f"{mode} {fmt.seconds(r[f'{fw}_s'])}"
+
+
+def _brief_note(r: Mapping[str, Any]) -> str | None:
+    """A row's short note: why it cannot decide, what a tie allows, a faster mode kept out; None
+    where the verdict's words say it all."""
+    parts = []
+    if r["verdict"] == "cannot say" or r.get("reason_tag"):
+        first = str(r.get("reason") or "").split("; ")[0].rstrip(".")
+        # the glance states no rule's bound: --explain and the docs do (words the tag repeats, cut)
+        first = re.sub(r" \(more than [^)]*\)| \((noisy|busy machine)\)$", "", first)
+        first = first.replace(" holds 1 but allows a difference of ", " spans 1 and a difference of ")
+        parts.append(r["verdict"] + (f" ({r['reason_tag']})" if r.get("reason_tag") else "") + f": {first}")
+    elif tie_text(r):
+        parts.append(r["verdict"] + tie_text(r))
+    out = [f"{x['backend']} ({x['why']})" for fw, _ in FRAMEWORKS for x in r.get(f"{fw}_excluded") or ()]
+    if out:
+        parts.append("faster but out: " + ", ".join(out))
+    return "; ".join(parts) or None
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
+
+
+def brief(rows: Sequence[Mapping[str, Any]], run_ids: Sequence[str] = (), width: int = BRIEF_WIDTH,
+          threshold: float = stats.TIE_THRESHOLD) -> list[str]:
+    """The verdict at a glance, as hyperfine or pyperf's compare_to end: for each machine a heading,
+    one line a row (its workload, each side's best with its time, JAX/PyTorch with its CI, the
+    verdict in words), short notes marked a, b, ... below, and a legend of at most five lines that
+    names the page explaining every word. No line is wider than ``width`` (at most 100). Every row's
+    details (compile pays, memory, parity, why, its command again) are ``verdict --explain``'s."""
+    import textwrap
+
+    width = max(40, min(width, BRIEF_WIDTH))
+    out: list[str] = []
+    marks = iter("abcdefghijklmnopqrstuvwxyz")
+    for machine, group in by_machine(rows).items():
+        out.append(_fit(f"Verdict · {machine}", width))
+        out.append(_fit(f"  {summary(group)}", width))
+        table = [BRIEF_HEADER]
+        noted = []
+        for r in group:
+            note = _brief_note(r)
+            mark = next(marks, "+") if note else ""
+            if note:
+                noted.append((mark, note))
+            if r.get("ratio") is None or r.get("ci_low") is None:
+                ratio = fmt.DASH
+            elif r["ci_low"] == r["ci_high"]:  # one round: a ratio, no spread to make an interval of
+                ratio = f"{r['ratio']:.2f} (one round)"
+            else:
+                ratio = f"{r['ratio']:.2f} ({r['ci_low']:.2f}-{r['ci_high']:.2f}, {fmt.level(r['confidence'])})"
+            table.append((_brief_workload(r), _brief_side(r, "torch"), _brief_side(r, "jax"), ratio,
+                          r["verdict"] + (f" ({mark})" if mark else "")))
+        widths = [max(len(row[i]) for row in table) for i in range(5)]
+        # the workload and the sides give way, widest first; the CI and the verdict's words never
+        while 2 + sum(widths) + 4 > width and max(widths[:3]) > 8:
+            widest = max(range(3), key=lambda i: widths[i])
+            widths[widest] -= 1
+        sep = "  " if 2 + sum(widths) + 8 <= width else " "
+        for row in table:
+            line = "  " + sep.join(_fit(c, w).ljust(w) for c, w in zip(row, widths))
+            out.append(_fit(line.rstrip(), width))
+        for mark, note in noted:
+            out += textwrap.wrap(f"  ({mark}) {note}", width, subsequent_indent="      ", max_lines=2,
+                                 placeholder=" …")
+    if rows:
+        levels = ", ".join(dict.fromkeys(fmt.level(r["confidence"]) for r in rows if r.get("confidence")))
+        explain = f"stackwars verdict {' '.join(run_ids)} --explain".replace("  ", " ") if run_ids else \
+            "stackwars verdict --explain"
+        legend_text = (f"JAX/PyTorch < 1: JAX faster; best mode of each side, rounds of fresh processes, CI at the "
+                       f"row's level ({levels or 'none'}; {stats.VERDICT_ALPHA:.0%} shared by a machine's rows). same "
+                       f"speed: CI within ±{threshold:.0%}; no difference found: CI holds 1; busy processes decide "
+                       f"nothing. Words: docs/getting-started/verdict.md; details: {explain}")
+        out += textwrap.wrap(legend_text, width, max_lines=5, placeholder=" …")
+    return out
 
 
 def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshold: float = stats.TIE_THRESHOLD):

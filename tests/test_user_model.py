@@ -366,7 +366,8 @@ def test_a_model_whose_forward_returns_nan_fails_parity_and_the_run_exits_1(tmp_
     assert r.exit_code == 1, r.output
     # the table says it failed; the verdict shows no JAX side at all for a PyTorch-only model
     assert "inf ✗" in r.output and "parity_fail" in r.output
-    assert "eager only / —" in r.output and "not measured" not in r.output
+    explained = runner.invoke(app, ["verdict", "--db", str(tmp_path / "n.db"), "--explain"]).output
+    assert "eager only / —" in explained and "not measured" not in explained
 
 
 def test_a_model_file_imports_the_modules_beside_it(tmp_path):

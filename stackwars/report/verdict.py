@@ -1122,8 +1122,12 @@ def _brief_note(r: Mapping[str, Any]) -> str | None:
     """A row's short note: why it cannot decide, what a tie allows, a faster mode kept out; None
     where the verdict's words say it all."""
     parts = []
-    if r["verdict"] == "cannot say" or r.get("reason_tag"):
-        first = str(r.get("reason") or "").split("; ")[0].rstrip(".")
+    reason = str(r.get("reason") or "")
+    by_design = re.search(r"\S+ is written in \w+ only: there is no other side to compare", reason)
+    if by_design and (r.get("torch_one_sided") or r.get("jax_one_sided")):  # the structural reason first
+        parts.append(f"{r['verdict']} (one side missing): {by_design.group(0)}")
+    elif r["verdict"] == "cannot say" or r.get("reason_tag"):
+        first = reason.split("; ")[0].rstrip(".")
         # the glance states no rule's bound: --explain and the docs do (words the tag repeats, cut)
         first = re.sub(r" \(more than [^)]*\)| \((noisy|busy machine)\)$", "", first)
         first = first.replace(" holds 1 but allows a difference of ", " spans 1 and a difference of ")
@@ -1187,7 +1191,7 @@ def brief(rows: Sequence[Mapping[str, Any]], run_ids: Sequence[str] = (), width:
         explain = f"stackwars verdict {' '.join(run_ids)} --explain".replace("  ", " ") if run_ids else \
             "stackwars verdict --explain"
         legend_text = (f"JAX/PyTorch < 1: JAX faster; best mode of each side, rounds of fresh processes, CI at the "
-                       f"row's level ({levels or 'none'}; {stats.VERDICT_ALPHA:.0%} shared by a machine's rows). same "
+                       f"row's level ({levels + '; ' if levels else ''}{stats.VERDICT_ALPHA:.0%} shared by a machine's rows). same "
                        f"speed: CI within ±{threshold:.0%}; no difference found: CI holds 1; busy processes decide "
                        f"nothing. Words: docs/getting-started/verdict.md; details: {explain}")
         out += textwrap.wrap(legend_text, width, max_lines=5, placeholder=" …")

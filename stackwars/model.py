@@ -870,7 +870,8 @@ def _jax_forward_numpy(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> 
     jb = {k: jnp.asarray(v, dtype=jnp.int32 if np.issubdtype(v.dtype, np.integer) else jnp.float32)
           for k, v in batch.items()}
     try:
-        return np.asarray(_one_array(twin.forward(static, tree, jb), "JAX", wl))
+        forward = lambda t, b: twin.forward(static, t, b)  # noqa: E731
+        return np.asarray(_one_array(_compiled_or_not(forward, tree, jb), "JAX", wl))
     except SpecError:
         raise
     except Exception as exc:  # noqa: BLE001

@@ -29,9 +29,17 @@ PUBLISHED = {"resnet50": 25_557_032, "bert-base": 109_482_240, "gpt2": 124_439_8
              "gpt-neo-1.3b": 1_315_575_808, "llama3-8b": 8_030_261_248}
 
 
-def _cell(workload, phase, backend, dtype="float32", options=(), **over):
+@pytest.fixture(scope="module")
+def reference_dir(tmp_path_factory):
+    """One float64 reference a model, phase and dtype for the module's cells, as a run shares one
+    between its backends (runner.Executor's reference_dir): each cell still compares its outputs
+    with it; the reference itself is checked against transformers in tests/test_external.py."""
+    return str(tmp_path_factory.mktemp("references"))
+
+
+def _cell(workload, phase, backend, dtype="float32", options=(), reference_dir=None, **over):
     spec = CellSpec(workload, "tiny", phase, backend, dtype=dtype, overrides=tuple(over.items()), options=options)
-    return Measurement.from_dict(measure_cell(spec.to_dict(), FAST.to_dict()))
+    return Measurement.from_dict(measure_cell(spec.to_dict(), FAST.to_dict(), reference_dir=reference_dir))
 
 
 def _assert_parity(m: Measurement):
@@ -49,10 +57,10 @@ def _assert_parity(m: Measurement):
 @pytest.mark.parametrize("phase", PHASES)
 @pytest.mark.parametrize("backend", ("torch-eager", "jax-jit"))
 @pytest.mark.parametrize("workload", MODELS)
-def test_model_parity_float32(workload, backend, phase):
+def test_model_parity_float32(workload, backend, phase, reference_dir):
     from stackwars.harness.reference import derived_tolerance
 
-    m = _cell(workload, phase, backend)
+    m = _cell(workload, phase, backend, reference_dir=reference_dir)
     _assert_parity(m)
     # float32's fixed 1e-3, or 4 x the PyTorch twin's own float32 error where that is larger
     assert (m.parity.tolerance, m.parity.rule) == derived_tolerance(1e-3, m.settings["reference"]["float32_error"])
@@ -64,8 +72,8 @@ def test_model_parity_float32(workload, backend, phase):
 @pytest.mark.parametrize("phase", PHASES)
 @pytest.mark.parametrize("backend", ("torch-eager", "jax-jit"))
 @pytest.mark.parametrize("workload", ("resnet50", "gpt2", "llama3-8b"))
-def test_model_parity_bfloat16(workload, backend, phase):
-    m = _cell(workload, phase, backend, dtype="bfloat16")
+def test_model_parity_bfloat16(workload, backend, phase, reference_dir):
+    m = _cell(workload, phase, backend, dtype="bfloat16", reference_dir=reference_dir)
     _assert_parity(m)
     assert m.parity.tolerance == 1e-1
     assert m.settings["backend"]["param_dtype"] == ("float32" if phase == "train-step" else "bfloat16")
@@ -82,8 +90,8 @@ OTHER_BACKENDS = [
 
 
 @pytest.mark.parametrize("workload,phase,backend,options", OTHER_BACKENDS, ids=["-".join(c[:3]) for c in OTHER_BACKENDS])
-def test_model_parity_other_backends(workload, phase, backend, options):
-    m = _cell(workload, phase, backend, options=options)
+def test_model_parity_other_backends(workload, phase, backend, options, reference_dir):
+    m = _cell(workload, phase, backend, options=options, reference_dir=reference_dir)
     _assert_parity(m)
     if workload == "resnet50" and phase == "train-step":  # the running statistics were compared too
         assert any(k.startswith("update.") and k.endswith("running_mean") for k in m.parity.per_output)
@@ -92,10 +100,10 @@ def test_model_parity_other_backends(workload, phase, backend, options):
 @needs_mlir
 @pytest.mark.parametrize("phase", PHASES)
 @pytest.mark.parametrize("workload", MODELS)
-def test_model_parity_torch_xla(workload, phase):
+def test_model_parity_torch_xla(workload, phase, reference_dir):
     """PyTorch's program exported to StableHLO (BatchNorm statistics and AdamW moments as
     state threaded through the step) and run by XLA."""
-    _assert_parity(_cell(workload, phase, "torch-mlir-xla"))
+    _assert_parity(_cell(workload, phase, "torch-mlir-xla", reference_dir=reference_dir))
 
 
 def test_naive_attention_option_matches_too():

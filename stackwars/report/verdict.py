@@ -1190,8 +1190,9 @@ def brief(rows: Sequence[Mapping[str, Any]], run_ids: Sequence[str] = (), width:
         levels = ", ".join(dict.fromkeys(fmt.level(r["confidence"]) for r in rows if r.get("confidence")))
         explain = f"stackwars verdict {' '.join(run_ids)} --explain".replace("  ", " ") if run_ids else \
             "stackwars verdict --explain"
+        at = levels + "; " if levels else ""
         legend_text = (f"JAX/PyTorch < 1: JAX faster; best mode of each side, rounds of fresh processes, CI at the "
-                       f"row's level ({levels + '; ' if levels else ''}{stats.VERDICT_ALPHA:.0%} shared by a machine's rows). same "
+                       f"row's level ({at}{stats.VERDICT_ALPHA:.0%} shared by a machine's rows). same "
                        f"speed: CI within ±{threshold:.0%}; no difference found: CI holds 1; busy processes decide "
                        f"nothing. Words: docs/getting-started/verdict.md; details: {explain}")
         out += textwrap.wrap(legend_text, width, max_lines=5, placeholder=" …")

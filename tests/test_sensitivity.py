@@ -259,6 +259,7 @@ def test_a_budget_leaves_out_the_knobs_that_no_longer_fit_and_says_so(tmp_path, 
 @pytest.mark.parametrize("args, message", [
     (["--budget", "10"], "--budget limits the knobs of --sensitivity; give --sensitivity too"),
     (["--sensitivity", "--budget", "-1"], "--budget (seconds)"),
+    (["--sensitivity", "--threshold", "0.1"], "--threshold does not apply to --sensitivity"),  # was ignored
 ])
 def test_a_bad_sensitivity_budget_exits_2_and_measures_nothing(tmp_path, args, message):
     db = tmp_path / "s.db"
@@ -268,6 +269,18 @@ def test_a_bad_sensitivity_budget_exits_2_and_measures_nothing(tmp_path, args, m
     r = CliRunner().invoke(app, ["verdict", run_id, *args, "--db", str(db)])
     assert r.exit_code == 2 and message in " ".join(r.output.split()), r.output
     assert db.read_bytes() == before
+
+
+def test_a_sensitivity_with_nothing_measured_says_so(tmp_path):
+    """--budget 0: every knob named, none measured; the line that names the knobs' runs says none
+    was measured, not "runs" and nothing after it (issue 64)."""
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        run_id = _base_run(store)
+    r = CliRunner().invoke(app, ["verdict", run_id, "--sensitivity", "-k", "dtype", "--budget", "0", "--db", str(db)])
+    text = " ".join(r.output.split())
+    assert r.exit_code == 0, r.output
+    assert "the knobs' cells: none measured (each row says why)" in text and "cells: runs" not in text, text
 
 
 def test_the_markdown_has_a_column_a_knob_and_the_sentences():

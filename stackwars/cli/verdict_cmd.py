@@ -90,6 +90,10 @@ def verdict(
     if aa and sensitivity:
         raise SpecError("--aa (the same program against itself) and --sensitivity (each row with a knob changed) are "
                         "two checks of their own; give one of them")
+    if sensitivity and threshold != stats.TIE_THRESHOLD:
+        raise SpecError(f"--threshold does not apply to --sensitivity: a knob's verdict is read with the tie band the "
+                        f"stored verdict was read with (±{stats.TIE_THRESHOLD:.0%}), so that a flip is the knob's and "
+                        f"not the band's; give one of them")
     if budget is not None:
         if not sensitivity:
             raise SpecError("--budget limits the knobs of --sensitivity; give --sensitivity too")
@@ -170,8 +174,8 @@ def _sensitivity(run_ids: list[str] | None, knobs: list[str], format: str, db: O
             err.print(f"\n{interruption(exc)}: the knobs' finished cells are stored in their runs")
             raise typer.Exit(exit_code(exc))
         study = sens.save(store, ids[0], knobs, results, measured, envmod.fingerprint(None, probe), command_line())
-    err.print(f"stored as run {study} (`stackwars show {study}`); the knobs' cells: runs {', '.join(measured)}",
-              highlight=False)
+    err.print(f"stored as run {study} (`stackwars show {study}`); the knobs' cells: "
+              + (f"runs {', '.join(measured)}" if measured else "none measured (each row says why)"), highlight=False)
     if format == "json":
         outputs.emit(json.dumps({"run": ids[0], "knobs": knobs, "study": study, "runs": measured,
                                  "rows": results}, indent=1, default=str) + "\n")

@@ -1278,7 +1278,7 @@ def _jax_check_in(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> dict[
 
 
 def _compiled_or_not(fn, *args):
-    """``fn(*args)`` under ``jax.jit``: one XLA program in float64, not one a primitive (op by op the
+    """``fn(*args)`` under ``jax.jit``: one XLA program, not one a primitive (op by op the
     check compiled about 150 of them, 5 of its 7 s on the 2-core Xeon VM). Where the user's code cannot
     be traced (Python control flow on a value, an output that is not arrays), op by op, as jax-eager
     runs it, so the check's word is the one it would have said."""

@@ -215,6 +215,11 @@ class UserWorkload(Workload):
         except Exception as exc:  # noqa: BLE001 - any failure in the user's code is theirs to see, named
             raise SpecError(f"{self.origin}: model {self.name!r}: {what} raised {type(exc).__name__}: {exc}") from None
 
+    def init_batch(self, cfg: Config, seed: int) -> Arrays:
+        """Another batch for the same weights (the reference draws more to estimate float32's
+        error of each tensor: harness/reference.float32_errors)."""
+        return self.make_batch(cfg, seed)
+
     def make_batch(self, cfg: Config, seed: int) -> Arrays:
         out = self._call("batch(size, rng)", self.model.batch, cfg, np.random.default_rng(seed + 1))
         if not isinstance(out, Mapping) or not out:
@@ -730,7 +735,7 @@ def _torch_step(wl: UserWorkload, cfg, phase: str, params: Arrays, batch: Arrays
 
     npd = {"float64": np.float64, "float32": np.float32}[dtype]
     twin = _torch_twin(wl)
-    model = twin.build(cfg, {k: torch.from_numpy(np.asarray(v, dtype=npd)) for k, v in params.items()})
+    model = twin.build(cfg, {k: torch.from_numpy(np.array(v, dtype=npd)) for k, v in params.items()})
     tb = {k: torch.from_numpy(v if np.issubdtype(v.dtype, np.integer) else np.asarray(v, dtype=npd))
           for k, v in batch.items()}
 
@@ -900,7 +905,7 @@ def _torch_layers(wl: UserWorkload, cfg, params: Arrays, batch: Arrays, dtype: s
 
     npd = {"float64": np.float64, "float32": np.float32}[dtype]
     twin = _torch_twin(wl)
-    model = twin.build(cfg, {k: torch.from_numpy(np.asarray(v, dtype=npd)) for k, v in params.items()})
+    model = twin.build(cfg, {k: torch.from_numpy(np.array(v, dtype=npd)) for k, v in params.items()})
     _torch_mode(model, training)
     tb = {k: torch.from_numpy(v if np.issubdtype(v.dtype, np.integer) else np.asarray(v, dtype=npd))
           for k, v in batch.items()}

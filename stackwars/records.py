@@ -219,6 +219,10 @@ class Parity:
     excluded: Mapping[str, float] = field(default_factory=dict)  # fraction of each output left out
     rule: str = ""  # how the tolerance was set (fixed for the dtype, or from the reference's own float32 error)
     failure: str = ""  # what failed outright: NaN or infinity in an output or the reference, a shape, a name
+    # each output's own tolerance, where the rule gives one a tensor (harness/reference.tensor_tolerances);
+    # then max_rel_err and tolerance are those of ``binding``, the output nearest its own tolerance
+    tolerances: Mapping[str, float] = field(default_factory=dict)
+    binding: str = ""
 
     @property
     def ok(self) -> bool:

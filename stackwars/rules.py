@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from stackwars import canary, registry, stats
-from stackwars.harness.reference import FLOAT32_ERROR_FACTOR, PEER_TOLERANCE_FACTOR
+from stackwars.harness.reference import FLOAT32_BATCHES, FLOAT32_ERROR_FACTOR, PEER_TOLERANCE_FACTOR, TENSOR_FLOOR, \
+    UPDATE_FLOOR
 
 
 @dataclass(frozen=True)
@@ -73,9 +74,17 @@ def _rules() -> dict[str, Rule]:
                              "a process whose canary is off its run's by more than the canary's own noise, and never "
                              "less than this, is busy (slowed)"),
         "reference_error_factor": Rule(FLOAT32_ERROR_FACTOR, f"{FLOAT32_ERROR_FACTOR:g}",
-                                       "a float32 cell may be this many times further from float64 than the "
-                                       "reference implementation's own float32 run, where that is above the fixed "
-                                       "tolerance"),
+                                       "each tensor of a float32 cell may be this many times further from float64 "
+                                       "than the reference implementation's own float32 run of that tensor"),
+        "float32_batches": Rule(FLOAT32_BATCHES, f"{FLOAT32_BATCHES}",
+                                "batches over which the reference implementation's float32 error of each tensor "
+                                "is taken (the largest)"),
+        "tensor_floor": Rule(TENSOR_FLOOR, _sci(TENSOR_FLOOR),
+                             "the least tolerance an output or a loss gets from the per-tensor rule (about 8 float32 "
+                             "ulps of its largest value); with TF32 matmuls the dtype's fixed tolerance is the least"),
+        "update_floor": Rule(UPDATE_FLOOR, _sci(UPDATE_FLOOR),
+                             "the least tolerance a train step's update gets from the per-tensor rule (compilers "
+                             "reduce over the batch in orders of their own)"),
         "peer_factor": Rule(PEER_TOLERANCE_FACTOR, f"{PEER_TOLERANCE_FACTOR:g}",
                             "a comparison with another backend's outputs allows this many times the dtype's tolerance"),
     }

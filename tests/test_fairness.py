@@ -55,7 +55,7 @@ def test_the_tolerance_rule():
 def test_a_float32_model_cell_records_its_rule_and_a_micro_op_its_fixed_one():
     m = _cell("gpt-neo-1.3b", "torch-eager")
     ref = m.settings["reference"]
-    assert ref["float32_error"] > 0 and m.parity.rule
-    assert m.parity.tolerance == derived_tolerance(1e-3, ref["float32_error"])[0]
+    assert ref["float32_error"] == max(ref["float32_errors"].values()) > 0
+    assert m.parity.rule.startswith("per tensor:") and m.parity.tolerance == m.parity.tolerances[m.parity.binding]
     g = _cell("gemm", "jax-jit")
     assert "float32_error" not in g.settings["reference"] and g.parity.rule == "fixed for the dtype: 2.0e-04"

@@ -295,3 +295,42 @@ def test_a_narrow_output_is_compared_as_its_float32_widening_is(dtype):
         broken = out.copy()
         broken[1, parity_mod.CHUNK + 7] = bad
         assert compare({"out": broken}, {"out": ref}, 1e-2).per_output["out"] == float("inf")
+
+
+def test_each_output_is_judged_by_its_own_tolerance():
+    """Issue 63, point 3: a tensor whose float32 rounding is large (an update of 3e-5 to a scale near
+    1.0) sets its own tolerance, not the step's: the figure is the output nearest its tolerance,
+    and one rule (error <= tolerance) still judges the cell and a stored row."""
+    from stackwars.harness import reference as refmod
+    from stackwars.harness.parity import compare
+
+    ref = {"loss": np.array(2.0), "update.scale": np.full(8, 3e-5), "update.w": np.full((4, 4), 1e-3)}
+    out = {"loss": np.array(2.0 * (1 + 5e-6)), "update.scale": ref["update.scale"] * (1 + 1e-3),
+           "update.w": ref["update.w"] * (1 + 2e-7)}
+    # the PyTorch twin's own float32 error of each tensor: the scale's update rounds badly everywhere
+    errors = {"loss": 1e-6, "update.scale": 1.1e-3, "update.w": 1e-7}
+    tols, rule = refmod.tensor_tolerances(1e-3, errors, exact=True)
+    assert tols == {"loss": 4e-6, "update.scale": pytest.approx(4.4e-3), "update.w": refmod.UPDATE_FLOOR}
+    assert rule.startswith("per tensor: 4 x") and "3 batches" in rule
+    p = compare(out, ref, 1e-3, tolerances=tols)
+    # the loss (5e-6 against 4e-6) binds, though the scale's error (1e-3) is larger
+    assert p.binding == "loss" and p.max_rel_err == pytest.approx(5e-6) and p.tolerance == 4e-6 and not p.ok
+    assert p.tolerances == tols and "nearest its tolerance (loss)" in p.metric
+    out["loss"] = np.array(2.0 * (1 + 1e-6))
+    p = compare(out, ref, 1e-3, tolerances=tols)
+    # within every tolerance; the scale's update, furthest off (6e-4 of its group's scale), is not the figure
+    assert p.ok and p.per_output["update.scale"] == pytest.approx(6e-4) and p.max_rel_err < 1e-5
+    # one scalar tolerance of 4.4e-3 (the old rule: the worst tensor's) would pass a loss 1000 x off
+    assert compare({**out, "loss": np.array(2.0 * (1 + 1e-3))}, ref, 4.4e-3).ok
+    assert not compare({**out, "loss": np.array(2.0 * (1 + 1e-3))}, ref, 1e-3, tolerances=tols).ok
+    # TF32 matmuls: the dtype's fixed tolerance is a floor too
+    tf32, why = refmod.tensor_tolerances(1e-2, errors, exact=False)
+    assert min(tf32.values()) == 1e-2 and "not float32" in why
+    # a float32 run with NaN or infinity gives no per-tensor rule (the scalar one says why it fails)
+    assert refmod.tensor_tolerances(1e-3, {**errors, "loss": float("nan")}, exact=True)[0] is None
+    assert refmod.tensor_tolerances(1e-3, None, exact=True)[0] is None
+    # an output that is NaN binds and fails, whatever the others' ratios; so does a tolerance not finite
+    p = compare({**out, "update.w": np.full((4, 4), np.nan)}, ref, 1e-3, tolerances=tols)
+    assert p.binding == "update.w" and not p.ok
+    p = compare(out, ref, 1e-3, tolerances={**tols, "update.w": float("inf")})
+    assert p.binding == "update.w" and not p.ok

@@ -457,7 +457,7 @@ def parity_phase(pc: PreparedCell, held: Held, ref_cache: refmod.ReferenceCache,
     else:
         parity, ref_info = refmod.reference_parity(
             workload, cfg, cell.phase, pc.params, pc.batch, held.outputs, tolerance, ref_cache, ref_key, cell.device,
-            cell.dtype, cfg_m.parity_mode, backend.spec.framework, backend.spec.name)
+            cell.dtype, cfg_m.parity_mode, backend.spec.framework, backend.spec.name, cfg_m.matmul_precision)
         if held.digest and parity.checked and ref_info.get("source") != "peer":
             ref_cache.keep_verified(ref_key, held.digest, tolerance, parity,
                                     f"{backend.spec.name} process #{cell.repeat}")

@@ -114,10 +114,16 @@ def _max_error(out: np.ndarray, ref: np.ndarray, g: np.ndarray | None, threshold
 
 
 def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarray],
-            tolerance: float, floor: float = FLOOR, reference_name: str = "float64 numpy") -> Parity:
+            tolerance: float, floor: float = FLOOR, reference_name: str = "float64 numpy",
+            tolerances: Mapping[str, float] | None = None) -> Parity:
     """One tensor at a time and a slice of it at a time, in float64 (``out - ref`` promotes;
     neither side is copied whole): a model's train step compares hundreds of millions of
-    elements."""
+    elements.
+
+    ``tolerances``: each output's own (an output not in it has ``tolerance``); the cell's figure
+    is then the output nearest its own tolerance (largest error / tolerance), whose error and
+    tolerance the Parity carries, so that one rule (error <= tolerance) still judges it and a
+    stored row. ``tolerance`` also sets AdamW's masking threshold (above)."""
     grads = {k[len("grad."):]: v for k, v in reference.items() if k.startswith("grad.")}
     abs_floor = float(reference.get("grad_floor", 0.0))
     gmaxes = {k: _absmax(g) for k, g in grads.items()}
@@ -166,9 +172,20 @@ def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarra
         per[k] = diff / scale if scale > 0 else (0.0 if diff == 0 else float("inf"))
     worst = max(per.values()) if per else None
     metric = f"max|out-ref| / max(max|ref|, {floor:g} x group max|ref|), max over outputs"
+    binding, own = "", {}
+    if tolerances is not None and per:
+        own = {k: float(tolerances.get(k, tolerance)) for k in per}
+        # the output nearest its own tolerance; an error or a tolerance that is not finite, or a
+        # tolerance of zero, binds first (each is a failure)
+        binding = max(sorted(per), key=lambda k: per[k] / own[k] if math.isfinite(per[k]) and math.isfinite(own[k])
+                      and own[k] > 0 else math.inf)
+        worst, tolerance = per[binding], own[binding]
+        metric = (f"max|out-ref| / max(max|ref|, {floor:g} x group max|ref|), each output against its own "
+                  f"tolerance; the figure is the output nearest its tolerance ({binding})")
     if excluded:
         metric += "; AdamW updates compared where |reference gradient| > tolerance x its max"
     if not math.isfinite(tolerance):
         why.append(f"the tolerance is not finite ({tolerance})")
     return Parity(max_rel_err=worst, tolerance=tolerance, per_output=per, metric=metric,
-                  reference=reference_name, excluded=excluded, failure="; ".join(why))
+                  reference=reference_name, excluded=excluded, failure="; ".join(why), tolerances=own,
+                  binding=binding)

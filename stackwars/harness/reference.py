@@ -52,6 +52,27 @@ HEADROOM = 0.9
 # number allows, and every framework's float32 pays it alike
 FLOAT32_ERROR_FACTOR = 4.0
 PEER_TOLERANCE_FACTOR = 2.0  # each side may be off by the tolerance: together by twice it
+# Where the reference implementation has a float32 mode, each output (tensor) of a float32 cell gets a
+# tolerance of its own: FLOAT32_ERROR_FACTOR x that tensor's error in the reference implementation's
+# float32 run, the largest over FLOAT32_BATCHES batches (the cell's and others drawn for the estimate),
+# never below a floor. One tensor's rounding then no longer sets the whole step's tolerance: a BatchNorm
+# scale near 1.0 takes an AdamW update of about 3e-5, which float32 stores with about 1e-3 of relative
+# error in every backend, while the loss and the other updates are good to 1e-5 or better.
+# The floors, from every backend of the six built-in models at tests/test_models.py's size on the 2-core
+# VM (each backend's error of each tensor over PyTorch float32's, the largest over 3 batches):
+# - TENSOR_FLOOR, outputs and the loss (about 8 float32 ulps of the tensor's largest value): the worst
+#   ratio was 1.7 (jax-eager, BERT's loss; 1.55 GPT-Neo's logits). tanh-approximate GELU against
+#   exact GELU differs by 2.7e-5 in a forward whose float32 error is 1.5e-7: 27 x this floor.
+# - UPDATE_FLOOR, a train step's updates: they come from reductions over the batch (weight gradients,
+#   BatchNorm's running statistics) whose order each compiler chooses, so one implementation's float32
+#   error says less of another's: Inductor's running means in ResNet-50 were 2.7e-6 off, 13 x PyTorch
+#   eager's 2.1e-7; the bias updates of the transformers up to 2.1 x. The wrong twins' updates are off
+#   by far more (tanh GELU's 2.1e-4: 21 x this floor).
+# Where the cell's matmuls are not float32 (TF32), the dtype's fixed tolerance is the floor as well: the
+# reference implementation's float32 run does not round like them.
+FLOAT32_BATCHES = 3
+TENSOR_FLOOR = 1e-6
+UPDATE_FLOOR = 1e-5
 
 
 def derived_tolerance(fixed: float, float32_error: float | None) -> tuple[float, str]:
@@ -67,6 +88,28 @@ def derived_tolerance(fixed: float, float32_error: float | None) -> tuple[float,
                        f"the reference implementation's own float32 error)")
     return derived, (f"{FLOAT32_ERROR_FACTOR:g} x {float32_error:.1e}, the reference implementation's own float32 "
                      f"error (above the dtype's fixed {fixed:.1e})")
+
+
+def tensor_tolerances(fixed: float, errors: Mapping[str, float] | None, exact: bool
+                      ) -> tuple[dict[str, float] | None, str]:
+    """Each output's tolerance from the reference implementation's float32 error of that output
+    (``errors``, the largest over FLOAT32_BATCHES batches), and the rule that set them; (None, why)
+    where no such errors exist (the scalar rule, ``derived_tolerance``, applies). ``exact``: the
+    cell's matmuls are float32 (not TF32), so no fixed floor above TENSOR_FLOOR is needed."""
+    if not errors:
+        return None, "no float32 run of the reference implementation"
+    if not all(math.isfinite(e) for e in errors.values()):
+        return None, "the reference implementation's float32 run holds NaN or infinity"
+    def floor(k: str) -> float:
+        own = UPDATE_FLOOR if k.startswith("update.") else TENSOR_FLOOR
+        return own if exact else max(own, fixed)
+
+    tols = {k: max(floor(k), FLOAT32_ERROR_FACTOR * e) for k, e in errors.items()}
+    rule = (f"per tensor: {FLOAT32_ERROR_FACTOR:g} x the reference implementation's own float32 error of that "
+            f"tensor (the largest over {FLOAT32_BATCHES} batches), at least "
+            + (f"{TENSOR_FLOOR:.0e} ({UPDATE_FLOOR:.0e} an update)" if exact else
+               f"the dtype's fixed {fixed:.1e} (the cell's matmuls are not float32)"))
+    return tols, rule
 
 
 def key(workload: Any, cfg: Any, phase: str, seed: int, dtype: str, param_dtype: str) -> str:
@@ -260,9 +303,11 @@ def compute(workload: Any, cfg: Any, phase: str, params: Mapping[str, np.ndarray
     run32 = getattr(workload, "reference_float32", None)  # Workload's default: None
     if dtype == "float32" and run32 is not None:  # how far float32 alone takes the reference
         t = time.perf_counter()
-        ref32 = run32(cfg, phase, params, batch, device=where)
-        if ref32 is not None:
-            meta["float32_error"] = compare(ref32, ref, tolerance).max_rel_err
+        errors = float32_errors(workload, cfg, phase, params, batch, ref, tolerance, where, ref_key)
+        if errors is not None:
+            per, batches = errors
+            meta["float32_error"] = max(per.values(), default=0.0)
+            meta["float32_errors"], meta["float32_batches"] = per, batches
         stages["float32_run_s"] = time.perf_counter() - t
     t = time.perf_counter()
     kept = stored(ref)
@@ -278,6 +323,37 @@ def compute(workload: Any, cfg: Any, phase: str, params: Mapping[str, np.ndarray
     # same reference as theirs (against the float64 arrays, GPT-2 small's error read 7.13e-07
     # here and 7.17e-07 in every later process, whose outputs had the same bits)
     return kept
+
+
+def float32_errors(workload: Any, cfg: Any, phase: str, params: Mapping[str, np.ndarray],
+                   batch: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray], tolerance: float, where: str,
+                   ref_key: str) -> tuple[dict[str, float], int] | None:
+    """Each output's error in the reference implementation's float32 run, the largest over the
+    cell's batch and FLOAT32_BATCHES - 1 more drawn for the estimate (each with its own float64
+    run), and how many batches it took; None where the workload has no float32 run. One batch is
+    not enough: with another seed, one convolution's update error moved tenfold (issue 63). A
+    workload that cannot draw another batch (no ``init_batch``) gives its one batch's errors."""
+    from stackwars.workloads.base import round_all
+
+    def errors(b: Mapping[str, np.ndarray], r: Mapping[str, np.ndarray]) -> dict[str, float] | None:
+        ref32 = workload.reference_float32(cfg, phase, params, b, device=where)
+        return None if ref32 is None else dict(compare(ref32, r, tolerance).per_output)
+
+    worst = errors(batch, ref)
+    if worst is None:
+        return None
+    draw = getattr(workload, "init_batch", None)
+    batches = 1
+    if draw is not None:
+        base = int(hashlib.sha256(ref_key.encode()).hexdigest()[:8], 16)  # batches of their own, fixed by the key
+        for i in range(1, FLOAT32_BATCHES):
+            b = round_all(draw(cfg, base + i), "float32")  # as the cell's batch was
+            more = errors(b, workload.reference(cfg, phase, params, b, **({"device": where} if where != "cpu"
+                                                                              else {})))
+            for k, e in (more or {}).items():
+                worst[k] = max(worst.get(k, 0.0), e) if math.isfinite(e) else e
+            batches += 1
+    return worst, batches
 
 
 def cell_key(cell: Any, seed: int) -> str:
@@ -330,7 +406,7 @@ def compute_in_worker(spec: Mapping[str, Any], config: Mapping[str, Any], refere
 def reference_parity(workload: Any, cfg: Any, phase: str, params: Mapping[str, np.ndarray],
                      batch: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray], tolerance: float,
                      cache: ReferenceCache, ref_key: str, device: str, dtype: str, mode: str,
-                     framework: str, backend: str) -> tuple[Parity, dict[str, Any]]:
+                     framework: str, backend: str, matmul_precision: str = "float32") -> tuple[Parity, dict[str, Any]]:
     """The cell's parity and how it was obtained (``info``: source, where, seconds,
     computed_s = time spent computing a reference in this cell, 0 when reused)."""
     if mode not in PARITY_MODES:
@@ -350,7 +426,10 @@ def reference_parity(workload: Any, cfg: Any, phase: str, params: Mapping[str, n
             name = workload.reference_name(cfg) + (f", on {'the GPU' if where == 'cuda' else 'the host'}" if where
                                                    else "")
             tol, rule = derived_tolerance(tolerance, info.get("float32_error"))
-            parity = dataclasses.replace(compare(outputs, ref, tol, reference_name=name), rule=rule)
+            own, why = tensor_tolerances(tolerance, info.get("float32_errors"), matmul_precision == "float32")
+            if own is not None:  # each tensor against its own tolerance; ``tol`` sets AdamW's masking only
+                rule = why
+            parity = dataclasses.replace(compare(outputs, ref, tol, reference_name=name, tolerances=own), rule=rule)
             info["seconds"] = time.perf_counter() - t0
             return parity, info
     info["source"] = "peer"

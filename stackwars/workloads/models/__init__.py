@@ -203,7 +203,7 @@ class ModelWorkload(Workload):
             return out
 
         npd = {"float64": np.float64, "float32": np.float32}[dtype]
-        model = torch_nets.build(cfg, {k: torch.from_numpy(np.asarray(v, dtype=npd)).to(device)
+        model = torch_nets.build(cfg, {k: torch.from_numpy(np.array(v, dtype=npd)).to(device)
                                        for k, v in params.items()})
         tb = {k: torch.from_numpy(v if np.issubdtype(v.dtype, np.integer) else np.asarray(v, dtype=npd))
               .to(device) for k, v in batch.items()}

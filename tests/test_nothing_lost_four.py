@@ -154,67 +154,127 @@ def test_a_failed_analysis_path_makes_no_phantom_row_keeps_its_diagnostic_and_fa
     assert code.value.code == 0  # the analysis path's error fails nothing
 
 
-def test_a_run_stopped_during_its_rounds_resumes_them_once_and_reads_the_same_verdict(tmp_path):
-    """The rounds that decide are cells of their run: a run stopped after some of them (Ctrl-C in the
-    executor) keeps what it measured, and `--resume` (Run.resume + measure) measures the rest of the
-    plan, its looks included, each key once, ending with the verdict rows an unstopped run reads."""
-    import numpy as np
+SPEED = {"torch-eager": 1.0, "torch-compile": 1.05, "jax-jit": 1.0}
 
+
+class Synthetic:
+    """An executor whose every process draws its own samples (seed, backend, process number): a
+    resume redraws none. ``after``: how many processes it measures before Ctrl-C."""
+    name, local, shared_dir = "synthetic", True, None
+
+    def __init__(self, after=None):
+        self.after, self.done = after, 0
+
+    def check(self, specs):
+        pass
+
+    def scratch(self, kind):
+        return None
+
+    def run(self, specs, measure, on_start=None):
+        import numpy as np
+
+        from stackwars.records import Parity
+        from tests.test_verdict import _processes
+
+        for spec in specs:
+            if self.after is not None and self.done >= self.after:
+                raise KeyboardInterrupt
+            rng = np.random.default_rng([3, list(SPEED).index(spec.backend), spec.repeat])
+            samples = _processes(rng, 1e-3 * SPEED[spec.backend], 1, samples=20, between=0.2)[0]
+            self.done += 1
+            m = measurement(spec.backend, samples=tuple(samples))
+            yield dataclasses.replace(m, spec=spec, parity=Parity(max_rel_err=1e-7, tolerance=2e-4), wall_s=1.0)
+
+
+def _rounds_run(db, stops=(), full_from=None):
+    """The run of tests below through orchestrate.Run: each of ``stops`` is a session stopped by
+    Ctrl-C after that many processes, then resumed as ``--resume`` resumes (the pending file
+    stored, the plan's missing cells measured, then the looks); ``full_from``: the disk is full
+    for every process of a round (repeat >= 1) from that many stored on, in the first session.
+    Returns the stored rows and what each session left (stored, missing, pending)."""
     from stackwars import orchestrate
-    from stackwars.records import CellSpec, MeasureConfig, Parity
-    from tests.test_verdict import MACHINE, _processes
-
-    speed = {"torch-eager": 1.0, "torch-compile": 1.05, "jax-jit": 1.0}
-
-    class Synthetic:  # each process its own draws (seed, backend, process number): a resume redraws none
-        name, local, shared_dir = "synthetic", True, None
-
-        def __init__(self, after=None):
-            self.after, self.done = after, 0
-
-        def check(self, specs):
-            pass
-
-        def scratch(self, kind):
-            return None
-
-        def run(self, specs, measure, on_start=None):
-            for spec in specs:
-                if self.after is not None and self.done >= self.after:
-                    raise KeyboardInterrupt
-                rng = np.random.default_rng([3, list(speed).index(spec.backend), spec.repeat])
-                samples = _processes(rng, 1e-3 * speed[spec.backend], 1, samples=20, between=0.2)[0]
-                self.done += 1
-                m = measurement(spec.backend, samples=tuple(samples))
-                yield dataclasses.replace(m, spec=spec, parity=Parity(max_rel_err=1e-7, tolerance=2e-4), wall_s=1.0)
+    from stackwars.records import CellSpec, MeasureConfig
+    from stackwars.store.results import StoreWriteError, pending_paths, store_pending
+    from tests.test_verdict import MACHINE
 
     config = MeasureConfig(processes=3, max_processes=6)
     first = [CellSpec("gemm", "small", "forward", b) for b in ("torch-eager", "torch-compile", "jax-jit")]
-    found = {}
-    for name, after in (("whole", None), ("stopped", 5)):
-        with Store(tmp_path / f"{name}.db") as store:
-            run_id = store.create_run(first, {"measure": config.to_dict()}, command="rounds")
-            run = orchestrate.Run(store, run_id, first, config, MACHINE, Synthetic(after))
+    add_cell, left = Store.add_cell, []
+    stored_rounds = [0]
+
+    def full(self, run_id, session, m):
+        if m.spec.repeat >= 1:
+            if stored_rounds[0] >= full_from:
+                raise StoreWriteError(self.path, "a cell", sqlite3.OperationalError("database or disk is full"))
+            stored_rounds[0] += 1
+        return add_cell(self, run_id, session, m)
+
+    with Store(db) as store:
+        run_id = store.create_run(first, {"measure": config.to_dict()}, command="rounds")
+        specs = first
+        for i in range(len(stops) + 1 + (full_from is not None)):
+            if i:  # as Run._resume: the pending cells first, then what the plan still lacks
+                store_pending(store, run_id, store.start_session(run_id, MACHINE))
+                specs = store.missing(run_id)
+            after = stops[i] if i < len(stops) else None
+            if full_from is not None and i == 0:
+                Store.add_cell = full
             try:
-                run.measure()
+                unsaved = orchestrate.Run(store, run_id, specs, config, MACHINE, Synthetic(after)).measure()
             except KeyboardInterrupt:
-                assert name == "stopped"
-                kept = len(rows(store, run_id))
-                assert kept == 5 and store.missing(run_id)  # what it measured is stored; the plan says what is left
-                run = orchestrate.Run(store, run_id, store.missing(run_id), config, MACHINE, Synthetic())
-                run.measure()
-            got = rows(store, run_id)
-            keys = [r["cell_key"] for r in got]
-            assert len(keys) == len(set(keys)), keys  # each key once
-            found[name] = vd.verdicts(got)
+                unsaved = None
+            finally:
+                Store.add_cell = add_cell
+            pending = sum(1 for p in pending_paths(db, run_id) if p.is_file() for _ in p.open())
+            left.append((len(rows(store, run_id)), len(store.missing(run_id)), pending, unsaved))
+        return rows(store, run_id), left
+
+
+def _same_verdicts(got, whole):
     strip = lambda v: {k: v[k] for k in ("best_torch", "best_jax", "verdict", "processes", "ratio")}  # noqa: E731
-    assert [strip(v) for v in found["stopped"]] == [strip(v) for v in found["whole"]]
+    keys = [r["cell_key"] for r in got]
+    assert len(keys) == len(set(keys)), keys  # each key once
+    assert sorted(keys) == sorted(r["cell_key"] for r in whole)  # every planned process, none more
+    assert [strip(v) for v in vd.verdicts(got)] == [strip(v) for v in vd.verdicts(whole)]
+
+
+def test_a_run_stopped_during_its_rounds_at_any_point_resumes_them_once_and_reads_the_same_verdict(tmp_path):
+    """Issue 64: the rounds that decide are cells of their run. A run stopped by Ctrl-C after any
+    number of its processes (first processes, the screening, the rounds, the top-ups), and one
+    stopped twice, keeps what it measured, and the resume measures the rest of the plan, its looks
+    included, each key once, ending with every process and the verdict rows an unstopped run has."""
+    whole, _ = _rounds_run(tmp_path / "whole.db")
+    n = len(whole)
+    assert n > 9 and any(r["repeat"] >= 3 for r in whole)  # a screening, the rounds and a top-up were run
+    for after in range(1, n):
+        got, left = _rounds_run(tmp_path / f"stopped-{after}.db", stops=(after,))
+        assert left[0][0] == after and left[0][3] is None, (after, left)  # what it measured is kept
+        _same_verdicts(got, whole)
+    for stops in ((2, 1), (4, 3), (n - 4, 1)):  # stopped again while resuming
+        got, _ = _rounds_run(tmp_path / f"twice-{stops[0]}-{stops[1]}.db", stops=stops)
+        _same_verdicts(got, whole)
+
+
+@pytest.mark.parametrize("full_from", [0, 2, 5])
+def test_a_disk_that_fills_during_the_rounds_keeps_what_they_measured_and_the_resume_stores_it(full_from, tmp_path):
+    """Issue 64: the disk fills during the pairing phase (every round's process refused by the database
+    from the ``full_from``-th on): the run stops with those processes kept in its pending file, and the
+    resume stores them, measures the rest and reads the verdict an unstopped run reads."""
+    whole, _ = _rounds_run(tmp_path / "whole.db")
+    got, left = _rounds_run(tmp_path / "full.db", full_from=full_from)
+    stored, missing, pending, unsaved = left[0]
+    assert unsaved and pending == len(unsaved) and missing >= pending  # kept beside the database, not lost
+    assert all(m.spec.repeat >= 1 for m, _, _ in unsaved)
+    assert left[1][2] == 0  # the resume stored the pending file's processes and removed it
+    _same_verdicts(got, whole)
 
 
 def test_a_row_that_cannot_say_reads_alike_everywhere_and_names_every_stuck_side(tmp_path):
     """Issue 65: the narrow terminal said "cannot say" where the table and Markdown said "cannot say
-    (busy machine)", and a row stuck on both sides blamed PyTorch's alone; the forest plot of rows
-    with nothing to draw said "CI ... at , the level"."""
+    (busy machine)", and a row stuck on both sides blamed PyTorch's alone, its parity "unchecked"
+    though every cell passed it; the forest plot of rows with nothing to draw said "CI ... at , the
+    level"."""
     from tests.test_verdict import _cell, _store
 
     cells = [_cell(b, 1.0, p, contended=True) for p in range(3) for b in ("torch-eager", "jax-jit")]
@@ -224,6 +284,10 @@ def test_a_row_that_cannot_say_reads_alike_everywhere_and_names_every_stuck_side
     narrow, wide = vd.to_text([v], width=100), vd.to_text([v], width=250)
     assert "cannot say (busy machine)" in " ".join(narrow.split()) and "cannot say (busy machine)" in wide
     assert "no more processes: PyTorch's and JAX's sides cannot get the clean ones they need" in v["reason"]
+    # its cells ran and passed parity while busy: the row says so, not "unchecked" (issue 65)
+    parity = vd.cells(v)[vd.COLUMNS.index("parity (PyTorch / JAX)")]
+    assert "unchecked" not in parity and parity.startswith("torch-eager ") and " / jax-jit " in parity, parity
+    assert parity.count("✓") == 2
     png = vd.forest_png([v])
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -235,3 +299,58 @@ def test_a_report_of_a_users_models_alone_has_no_published_studies_section(tmp_p
     data = {"cells": [{"workload": "my-own-net"}], "studies": {}}
     assert not build._answers_published(data)
     assert build._answers_published({"cells": [{"workload": "gemm"}], "studies": {}})
+
+
+def test_export_gives_every_screening_decision_and_the_cells_say_which_were_set_aside(tmp_path):
+    """Issue 64, point 8: a run's screening decisions are not cells. `show` and the cells' rows (export,
+    report) say which were set aside and why (``screened_out``); `export --screening` writes every
+    decision, the cells that went on included, with why."""
+    import json
+
+    db = tmp_path / "r.db"
+    _rounds_run(db)
+    run_id = Store(db).run_ids()[0]
+    with Store(db) as store:
+        decided = store.study_rows(run_id, "screening")
+    aside = [d for d in decided if not d["keep"]]
+    assert len(decided) == 3 and len(aside) == 1  # torch-eager, not chosen after its first process
+    r = CliRunner().invoke(app, ["show", run_id, "--db", str(db)], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "Screened out after one process" in r.output and "not chosen:" in r.output, r.output
+    r = CliRunner().invoke(app, ["export", "--run", run_id, "-f", "json", "--db", str(db)])
+    cells = json.loads(r.stdout)
+    assert {c["screened_out"] for c in cells if c["cell_key"].startswith(aside[0]["cell"])} == {aside[0]["why"]}
+    assert all(c["screened_out"] is None for c in cells if not c["cell_key"].startswith(aside[0]["cell"]))
+    r = CliRunner().invoke(app, ["export", "--run", run_id, "--screening", "-f", "json", "--db", str(db)])
+    got = json.loads(r.stdout)
+    assert [(d["cell"], d["keep"], d["why"]) for d in got] == [(d["cell"], d["keep"], d["why"]) for d in decided]
+    assert any("best" in d["why"] for d in got if d["keep"])  # why each cell went on, which no cell row says
+    r = CliRunner().invoke(app, ["export", "--screening", "--db", str(db)])
+    assert r.exit_code == 2 and "give it with --run RUN" in " ".join(r.output.split())
+
+
+def test_the_progress_total_grows_with_the_plan_and_ends_at_what_was_measured(tmp_path):
+    """Issue 65: the live line read "19/12": the screening took the planned rounds off a total that
+    held the first processes alone. The total starts at the session's cell-processes and grows by
+    what each look plans (Hooks.on_more); it ends where the count of those measured does."""
+    from stackwars import orchestrate
+    from stackwars.records import CellSpec, MeasureConfig
+    from tests.test_verdict import MACHINE
+
+    config = MeasureConfig(processes=3, max_processes=6)
+    first = [CellSpec("gemm", "small", "forward", b) for b in ("torch-eager", "torch-compile", "jax-jit")]
+    seen = {"total": len(first), "done": 0, "worst": 0}
+
+    def done(m):
+        seen["done"] += 1
+        seen["worst"] = max(seen["worst"], seen["done"] - seen["total"])
+
+    def more(n):
+        assert n > 0
+        seen["total"] += n
+
+    with Store(tmp_path / "r.db") as store:
+        run_id = store.create_run(first, {"measure": config.to_dict()}, command="rounds")
+        orchestrate.Run(store, run_id, first, config, MACHINE, Synthetic()).measure(
+            orchestrate.Hooks(on_done=done, on_more=more))
+        measured = len(rows(store, run_id))
+    assert seen["done"] == seen["total"] == measured > len(first) and seen["worst"] <= 0, seen

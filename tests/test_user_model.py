@@ -650,13 +650,14 @@ WRONG = {  # issue 63: each of these passed the float32 check of the last wave
 }
 
 
-@pytest.mark.parametrize("phase", ["forward", "train-step"])
-def test_tanh_against_exact_gelu_fails_cell_parity_in_float32_too(phase, tmp_path):
+def test_tanh_against_exact_gelu_fails_cell_parity_in_float32_too(tmp_path):
     """Issue 63, point 3: past the float64 check (a cell measured directly, as if it had not run), a
     float32 jax-jit cell of the LM whose JAX side uses tanh-approximate GELU fails parity against
     the PyTorch side's float64 run, and the right twin passes: each tensor is judged by its own
     tolerance, 4 x the PyTorch side's float32 error of that tensor over 3 batches (at least 1e-6,
-    1e-5 an update), not by a fixed 1e-3 that tanh's 2.7e-5 falls under."""
+    1e-5 an update), not by a fixed 1e-3 that tanh's 2.7e-5 falls under. The forward, which passed at
+    the fixed tolerance (the train step, 2.1e-4 off against 1e-5, failed before too; right twins'
+    train steps under the per-tensor rule are the examples' and the built-in models' tests)."""
     from stackwars.harness.measure import measure_cell
     from stackwars.harness.reference import FLOAT32_BATCHES, FLOAT32_ERROR_FACTOR, TENSOR_FLOOR, UPDATE_FLOOR
     from stackwars.records import CellSpec, MeasureConfig, Measurement
@@ -669,7 +670,7 @@ def test_tanh_against_exact_gelu_fails_cell_parity_in_float32_too(phase, tmp_pat
         path.write_text(twin_models.LM.format(**{**twin_models.LM_RIGHT, "approximate": approximate},
                                               name=f"lm-{int(approximate)}"))
         name = registry.resolve_workload(f"{path}:lm")
-        spec = CellSpec(name, "tiny", phase, "jax-jit").to_dict()
+        spec = CellSpec(name, "tiny", "forward", "jax-jit").to_dict()
         got[approximate] = Measurement.from_dict(measure_cell(spec, config, reference_dir=str(tmp_path / "refs")))
     right, tanh = got[False], got[True]
     assert right.status == "ok" and right.parity.ok, right.parity

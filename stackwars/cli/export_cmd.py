@@ -39,6 +39,8 @@ def export(
     format: str = typer.Option("csv", "--format", "-f", help="csv or json"),
     run_id: Optional[str] = typer.Option(None, "--run", help="only this run (default: every run)"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="write here instead of stdout"+REPLACES),
+    screening: bool = typer.Option(False, "--screening", help="a run's screening decisions (which cells went on "
+                                                              "after one process each, and why) instead of its cells"),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Export stored cells (raw samples included), or one run's rows, as CSV or JSON."""
@@ -47,11 +49,19 @@ def export(
     path = check_db(db, create=False)
     if output is not None:
         outputs.check(output, "--output", [path])
+    from stackwars.orchestrate import SCREENING
+
     with Store(path, create=False) as store:
         kind = store.run(run_id).kind if run_id is not None else "cells"  # unknown run -> clear error
-        result_rows = rows(store, run_id) if kind in CELL_KINDS else study_rows(store, run_id)
+        if screening:  # every decision, kept or not (a cell's row says only why it was set aside: screened_out)
+            if run_id is None or kind not in CELL_KINDS:
+                raise SpecError("--screening exports one run of cells' screening decisions: give it with --run RUN")
+            result_rows = [{"run_id": run_id, **d} for d in store.study_rows(run_id, SCREENING)]
+        else:
+            result_rows = rows(store, run_id) if kind in CELL_KINDS else study_rows(store, run_id)
     text = to_csv(result_rows) if format == "csv" else json.dumps(result_rows, indent=1, default=str) + "\n"
     if output is None:
         outputs.emit(text)
     else:
         outputs.write(output, text, "--output")
+

@@ -290,12 +290,13 @@ def verdict_section(cells: Sequence[Mapping[str, Any]], profiles: Sequence[Mappi
     if mixed:  # an executor placed some cells on nodes of another kind: their verdicts are apart, and said to be
         s.blocks.append(Para(mixed + "."))
     for i, (machine, rows) in enumerate(verdict.by_machine(found).items()):
-        s.blocks.append(TableBlock((*verdict.COLUMNS, "command"),
-                                   tuple((*verdict.cells(r), verdict.command_cell(r)) for r in rows),
+        keep, absent = verdict.shown(rows)
+        s.blocks.append(TableBlock((*(verdict.COLUMNS[i] for i in keep), "command"),
+                                   tuple((*(verdict.cells(r)[i] for i in keep), verdict.command_cell(r)) for r in rows),
                                    f"{machine}: {verdict.summary(rows)}. {verdict.legend(rows)} command: measures the "
                                    f"row again on this machine (its backends, options and processes)"))
-        if verdict.notes(rows):
-            s.blocks.append(Bullets(tuple(verdict.notes(rows))))
+        if verdict.notes(rows) or absent:
+            s.blocks.append(Bullets(tuple(absent) + tuple(verdict.notes(rows))))
         png = verdict.forest_png(rows)
         if png:
             s.blocks.append(Figure(f"verdict-forest-{i + 1}", png, f"JAX / PyTorch per workload on {machine}: point "

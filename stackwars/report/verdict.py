@@ -453,6 +453,9 @@ def _framework_side(row: dict[str, Any], fw: str, name: str, combined: Sequence[
         if errs:
             err, r = min(errs, key=lambda x: x[0])
             row[f"{fw}_parity"] = {**_parity(r), "backend": tables.backend_variant(r)}
+        elif shadow:  # measured while busy, in parity: the fastest one's, named, not "unchecked"
+            r = min(shadow, key=_fastest_busy)
+            row[f"{fw}_parity"] = {**_parity(r), "backend": tables.backend_variant(r)}
         row.update({f"best_{fw}": None, f"{fw}_s": None, f"{fw}_processes": 0,
                     f"{fw}_processes_busy": sum(x["processes_busy"] for x in row[f"{fw}_busy_candidates"]),
                     f"{fw}_one_sided": bool(not side and _one_sided(workload, fw))})
@@ -631,8 +634,10 @@ def memory(torch_best: Mapping[str, Any] | None, jax_best: Mapping[str, Any] | N
     mt, mj = torch_best.get("memory_added_bytes"), jax_best.get("memory_added_bytes")
     d = stats.memory_difference(torch_best.get("process_memory_bytes") or ([mt] if mt is not None else []),
                                 jax_best.get("process_memory_bytes") or ([mj] if mj is not None else []))
+    # the bytes too: a side that added nothing measurable (a tiny cell within the host's page-level
+    # RSS) has no ratio, but its figures are measured and shown (cells), never a bare dash
     return {"memory_ratio": mj / mt if mt and mj is not None else None, "memory_differs": d["differs"],
-            "memory_why": d.get("why")}
+            "memory_why": d.get("why"), "torch_memory_added_bytes": mt, "jax_memory_added_bytes": mj}
 
 
 def energy(torch_best: Mapping[str, Any], jax_best: Mapping[str, Any], confidence: float,
@@ -891,6 +896,28 @@ def _reason(decision: str, c: stats.Comparison, threshold: float, confidence: fl
 # ---- presentation ----------------------------------------------------------------------------
 COLUMNS = ("workload", "best PyTorch", "best JAX", "JAX/PyTorch (CI)", "verdict", "procs · timing", "compile pays "
            "(PyTorch / JAX)", "memory JAX/PyTorch", "parity (PyTorch / JAX)", "why", "energy JAX/PyTorch (CI)")
+OPTIONAL = {  # columns that only some runs fill: where every row of a table is a dash, left out with why
+    "why": lambda rows: "why: no profile or memory anatomy of the best cells (`stackwars run ... --profile N` adds "
+                        "them)",
+    "energy JAX/PyTorch (CI)": lambda rows: "energy: not measured (" + (next(
+        (str(r["energy_why"]) for r in rows if r.get("energy_why")), "no energy figure in the records")) + ")",
+}
+
+
+def shown(rows: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[str]]:
+    """The columns (indices into COLUMNS, as ``cells`` gives them) a table of ``rows`` shows, and a
+    line for each optional column left out because it is a dash on every row: a column empty on
+    every row says nothing, and its absence is said once instead."""
+    keep, absent = [], []
+    texts = [cells(r) for r in rows]
+    for i, col in enumerate(COLUMNS):
+        if col in OPTIONAL and texts and all(t[i] == fmt.DASH for t in texts):
+            absent.append(OPTIONAL[col](rows))
+        else:
+            keep.append(i)
+    return keep, absent
+
+
 STYLE = {"JAX faster": "bold cyan", "PyTorch faster": "bold magenta", SAME: "green", NO_DIFFERENCE: "green",
          "cannot say": "yellow"}
 LEGEND = ("every figure from clean processes only: a process is busy, and decides nothing, when others took over "
@@ -955,8 +982,15 @@ def _pays_text(p: Mapping[str, Any]) -> str:
 def cells(r: Mapping[str, Any]) -> list[str]:
     """The row's table cells as text (terminal, Markdown and the report page show these)."""
     ratio = fmt.interval(r.get("ratio"), r.get("ci_low"), r.get("ci_high"), r.get("confidence"))
-    mem = fmt.DASH if r.get("memory_ratio") is None else f"{r['memory_ratio']:.2f}x" + (
-        "" if r.get("memory_differs") else " (no difference here)" if r.get("memory_differs") is False else " (?)")
+    differs = ("" if r.get("memory_differs") else " (no difference here)" if r.get("memory_differs") is False
+               else " (?)")
+    mt, mj = r.get("torch_memory_added_bytes"), r.get("jax_memory_added_bytes")
+    if r.get("memory_ratio") is not None:
+        mem = f"{r['memory_ratio']:.2f}x" + differs
+    elif mt is not None and mj is not None:  # no ratio (PyTorch's side added 0 B): the two figures, JAX's first
+        mem = f"+{fmt.nbytes(mj)} / +{fmt.nbytes(mt)}" + differs
+    else:
+        mem = fmt.DASH
     parity = " / ".join(fmt.DASH if r.get(f"{fw}_one_sided") else _parity_text(r.get(f"{fw}_parity"))
                         for fw, _ in FRAMEWORKS)
     verdict = r["verdict"] + (f" ({r['reason_tag']})" if r.get("reason_tag") else tie_text(r))
@@ -1227,13 +1261,15 @@ def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshol
                                       style="dim"))
             continue
         table = Table(title=heading, title_justify="left")
-        for col in COLUMNS:
-            table.add_column(col, overflow="fold", justify="right" if col in ("procs · timing",) else "left")
+        keep, absent = shown(group)
+        for i in keep:
+            table.add_column(COLUMNS[i], overflow="fold", justify="right" if COLUMNS[i] == "procs · timing" else "left")
         for r in group:
             c = cells(r)
             c[4] = Text(c[4], style=STYLE[r["verdict"]])
-            table.add_row(*[x if isinstance(x, Text) else Text(x) for x in c])
+            table.add_row(*[c[i] if isinstance(c[i], Text) else Text(c[i]) for i in keep])
         parts.append(table)
+        parts += [Text(f"  {n}", style="dim") for n in absent]
         parts += [Text(f"  {n}", style="yellow") for n in notes(group)]
         parts += [Text(f"  again: {line}", style="dim") for line in again(group)]
     if rows:
@@ -1244,11 +1280,13 @@ def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshol
 def markdown(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_THRESHOLD) -> str:
     lines = []
     for machine, group in by_machine(rows).items():
-        lines += [f"**Verdict · {machine}** ({summary(group)})", "", "| " + " | ".join(COLUMNS) + " | command |",
-                  "|" + "---|" * (len(COLUMNS) + 1)]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in [*cells(r), command_cell(r)]) + " |"
-                  for r in group]
+        keep, absent = shown(group)
+        lines += [f"**Verdict · {machine}** ({summary(group)})", "",
+                  "| " + " | ".join(COLUMNS[i] for i in keep) + " | command |", "|" + "---|" * (len(keep) + 1)]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in [*(cells(r)[i] for i in keep), command_cell(r)])
+                  + " |" for r in group]
         lines.append("")
+        lines += [f"- {n}" for n in absent] + ([""] if absent else [])
         lines += [f"- {n}" for n in notes(group)] + ([""] if notes(group) else [])
     if rows:
         lines.append(legend(rows, threshold))

@@ -201,7 +201,8 @@ class Request:
 
 
 # the options --resume accepts (a request's where and its cell timeout); the rest are the stored run's
-RESUME_MAY_CHANGE = ("resume", "db", "json_out", "timeout", "inline", *(f.name for f in dataclasses.fields(Choice)))
+RESUME_MAY_CHANGE = ("resume", "db", "json_out", "timeout", "inline", "verbose",
+                     *(f.name for f in dataclasses.fields(Choice)))
 
 
 @dataclass
@@ -362,7 +363,7 @@ class Run:
                           f"(each row's two bests, and what is still unjudged); {len(extra)} more process(es)")
         if extra:
             self.store.extend_plan(self.run_id, extra)
-            hooks.on_more(len(extra) - (len(plan) * (self.config.processes - 1)))
+            hooks.on_more(len(extra))  # the progress counts the session's cell-processes as planned so far
         return extra
 
     def _complete_first_look(self, hooks: Hooks, unsaved: list) -> list[Measurement]:

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 from typing import Any, Mapping, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 
 from stackwars import orchestrate, outputs, registry, runner, stats
 from stackwars.commands import OPTION_FLAGS
@@ -144,6 +145,9 @@ def run(
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     resume: Optional[str] = typer.Option(None, "--resume", help="measure only the cells run RUN_ID still lacks"),
     inline: bool = typer.Option(False, "--inline", help="debug: run cells in this process (no isolation)"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="a line per cell-process as it ends, and every "
+                                 "mode's table before the verdict (so where the output is not a terminal: a log); "
+                                 "in a terminal, by default, a live progress line, then the verdict"),
     executor: str = EXECUTOR_OPTION,
     gpus: Optional[str] = GPUS_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
@@ -159,7 +163,7 @@ def run(
     bad input (nothing run, nothing written); 128+N when stopped by signal N (SIGINT, SIGTERM
     or SIGHUP: finished cells are kept and the resume command is printed).
     """
-    measure(parse(ctx, SimpleNamespace(**{k: v for k, v in locals().items() if k != "ctx"})), db)
+    measure(parse(ctx, SimpleNamespace(**{k: v for k, v in locals().items() if k != "ctx"})), db, verbose)
 
 
 def parse(ctx: typer.Context, o: SimpleNamespace) -> orchestrate.Request:
@@ -225,8 +229,12 @@ def _executor(o: SimpleNamespace):
     return executor_choice(o.executor, o.gpus, o.ray_address, o.shared_dir, o.slurm_partition, o.max_jobs, o.inline)
 
 
-def measure(request: orchestrate.Request, db_option: Optional[Path] = None) -> None:
-    """Measure the request with a progress bar, then print its tables and verdict."""
+def measure(request: orchestrate.Request, db_option: Optional[Path] = None, verbose: bool = False) -> None:
+    """Measure the request with a progress bar, then print its tables and verdict. In a terminal
+    (and not ``verbose``): a live line (the cell, cells done of those planned, elapsed, an estimate
+    of the rest) and then the verdict alone, on one screen; every mode's table is `stackwars show
+    RUN`'s. Elsewhere (a file, a pipe, CI's log) or ``verbose``: a line per cell-process and the
+    tables before the verdict."""
     ready = orchestrate.prepare(request)
     if ready.estimate_s > orchestrate.LONG_PLAN_S:  # said before it starts: a typo costs a Ctrl-C, not an afternoon
         err.print(f"[yellow]{len(ready.specs)} cell-processes: at least {fmt.duration(ready.estimate_s)} at "
@@ -244,10 +252,12 @@ def measure(request: orchestrate.Request, db_option: Optional[Path] = None) -> N
         resume_hint = f"`stackwars run --resume {run_id}{f' --db {db_option}' if db_option else ''}{again}`"
         unsaved: list = []
         try:
-            with interruptible(), Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                           MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+            with interruptible(), Progress(SpinnerColumn(), TextColumn("{task.description}", style="bold"),
+                                           BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(),
+                                           TextColumn("left"), TimeRemainingColumn(), console=err,
                                            transient=True) as progress:
-                unsaved = the_run.measure(_hooks(progress, len(specs), placer.name))
+                unsaved = the_run.measure(_hooks(progress, len(specs), placer.name,
+                                                 verbose or not err.is_terminal))
                 if unsaved:
                     raise _Unsaved()
         except KeyboardInterrupt as exc:
@@ -265,16 +275,19 @@ def measure(request: orchestrate.Request, db_option: Optional[Path] = None) -> N
         result_rows = rows(store, run_id)
         run_env = store.run(run_id).env
         _, _, profiles, anatomy = verdict_cmd.load(store, [run_id])
-    _show(result_rows, run_env, profiles, anatomy, run_id, db_option, request.json_out, resume_hint)
+    _show(result_rows, run_env, profiles, anatomy, run_id, db_option, request.json_out, resume_hint,
+          verbose or not out.is_terminal)
 
 
-def _hooks(progress: Progress, total: int, executor: str) -> orchestrate.Hooks:
-    """The run's progress: a line a cell, a bar of cell-processes, the notes in yellow."""
+def _hooks(progress: Progress, total: int, executor: str, lines: bool = True) -> orchestrate.Hooks:
+    """The run's progress: a bar of cell-processes (the current cell, done of planned, elapsed, an
+    estimate of the rest), the notes in yellow, and with ``lines`` a line a cell as it ends."""
     task = progress.add_task("starting" if executor in ("serial", "gpu-pool") else f"cells in flight on {executor}",
                              total=total)
 
     def on_done(m):
-        progress.console.print(_progress_line(m), highlight=False, no_wrap=True, overflow="ellipsis")
+        if lines:
+            progress.console.print(_progress_line(m), highlight=False, no_wrap=True, overflow="ellipsis")
         progress.advance(task)
 
     def on_unsaved(m, where, exc):
@@ -287,17 +300,24 @@ def _hooks(progress: Progress, total: int, executor: str) -> orchestrate.Hooks:
         on_more=lambda n: progress.update(task, total=progress.tasks[task].total + n))
 
 
-def _show(result_rows, run_env, profiles, anatomy, run_id: str, db_option, json_out, resume_hint: str) -> None:
-    """The run's tables, then its verdict (the answer last, where the eye lands), what it spent,
-    and its exit status."""
-    out.print(render(result_rows, Env(run_env).summary(), width=table_width()))
+def _show(result_rows, run_env, profiles, anatomy, run_id: str, db_option, json_out, resume_hint: str,
+          tables: bool = True) -> None:
+    """The run's tables (``tables``), then its verdict (the answer last, where the eye lands), what
+    it spent, and its exit status."""
+    where = f" --db {db_option}" if db_option else ""
+    if tables:
+        out.print(render(result_rows, Env(run_env).summary(), width=table_width()))
     decided = vd.verdicts(result_rows, profiles, anatomy)
     if decided:
         out.print("\n".join(vd.brief(decided, [run_id], table_width())), highlight=False, markup=False,
                   width=max(table_width(), vd.BRIEF_WIDTH))
-        where = f" --db {db_option}" if db_option else ""
-        err.print(f"every row's details: `stackwars verdict {run_id} --explain{where}`; as JSON: "
-                  f"`stackwars verdict {run_id} -f json{where}`", highlight=False)
+        # a command a line, never broken by the console (soft_wrap): it is copied whole
+        err.print(f"every row's details: stackwars verdict {run_id} --explain{where}", highlight=False,
+                  soft_wrap=True)
+        err.print(f"as JSON: stackwars verdict {run_id} -f json{where}", highlight=False, soft_wrap=True)
+    if not tables:  # a terminal: the verdict on one screen; every mode's table one command away
+        err.print(f"every mode's table (or run with -v): stackwars show {run_id}{where}", highlight=False,
+                  soft_wrap=True)
     if json_out is not None:
         outputs.write(json_out, json.dumps(result_rows, indent=1, default=str), "--json")
         err.print(f"wrote {len(result_rows)} cells to {json_out}")
@@ -318,7 +338,8 @@ def _show(result_rows, run_env, profiles, anatomy, run_id: str, db_option, json_
         err.print(f"{len(lost)} cell(s) lost with their {lost[0]['lost']} worker (killed, pre-empted or its node "
                   f"gone): {resume_hint} measures them again", highlight=False)
     if failed:
-        err.print(f"{len(failed)} cell(s) ended {', '.join(sorted({r['status'] for r in failed}))}: exit status 1")
+        err.print(f"{len(failed)} cell(s) ended {', '.join(sorted({r['status'] for r in failed}))}: exit status 1"
+                  + ("" if tables else f" (their errors: `stackwars show {run_id}{where}`)"), highlight=False)
         raise typer.Exit(1)
 
 

@@ -44,7 +44,7 @@ from stackwars.harness.settings import available_cpus
 from stackwars.report import verdict as vd
 from stackwars.records import CellSpec, MeasureConfig, Measurement
 from stackwars.store.lock import RunLock
-from stackwars.store.results import Store, StoreWriteError, pending_paths, rows, store_pending
+from stackwars.store.results import SCREENING, Store, StoreWriteError, pending_paths, rows, store_pending
 
 
 @dataclass
@@ -59,7 +59,6 @@ class Hooks:
 
 
 _now = time.monotonic  # the budget's clock (a test's synthetic machine advances its own)
-SCREENING = "screening"  # the study rows of a run's screening decisions (report/verdict.screen)
 
 
 @dataclass

@@ -43,3 +43,24 @@ def test_a_device_peak_reached_before_the_first_call_is_no_memory_figure():
     row = {"peak_device_bytes": mem.peak_device_bytes, "peak_rss_bytes": 5 * 2**30, "baseline_rss_bytes": 2**30}
     assert added_memory(row) == mem.peak_device_bytes
     assert added_memory({**row, "device_peak_before_first_call": True}) is None  # not the host's RSS instead
+
+
+def test_a_compiled_cells_memory_is_its_warm_processes_compile_left_out():
+    """Issue 65: the cold process (its compile cache empty) held what compiling left behind, 25-57 MiB
+    more than the warm ones of every compiled cell, against the promise "compile left out". The
+    figure is the warm processes'; an eager cell's processes (all "cold": nothing to cache) all count."""
+    from stackwars.report import tables
+
+    mib = 2**20
+
+    def proc(cache, added_mib):
+        return {"status": "ok", "cache": cache, "baseline_rss_bytes": 500 * mib,
+                "peak_rss_bytes": (500 + added_mib) * mib}
+
+    compiled = tables._figures([proc("cold", 155), proc("warm", 98), proc("warm", 97)], 0.1)
+    assert compiled["memory_added_bytes"] == 97.5 * mib and compiled["memory_cache"] == "warm"
+    assert sorted(compiled["process_memory_bytes"]) == [97 * mib, 98 * mib]
+    assert compiled["first_call_cache"] == "cold"  # the first call is still the cold process's
+    eager = tables._figures([proc("cold", 40), proc("cold", 42), proc("cold", 41)], 0.1)
+    assert eager["memory_added_bytes"] == 41 * mib and eager["memory_cache"] == "cold"
+    assert len(eager["process_memory_bytes"]) == 3

@@ -354,3 +354,27 @@ def test_the_progress_total_grows_with_the_plan_and_ends_at_what_was_measured(tm
             orchestrate.Hooks(on_done=done, on_more=more))
         measured = len(rows(store, run_id))
     assert seen["done"] == seen["total"] == measured > len(first) and seen["worst"] <= 0, seen
+
+
+def test_a_damaged_screening_decision_is_named_and_skipped_by_every_reader(tmp_path):
+    """Issue 64, point 3 (every row kind read through one validating reader): a screening decision
+    without its cell gave a KeyError in `show`, `export` and `report`, and one whose keep is not true
+    or false was read as kept. Each reader skips them with a warning naming each; the good
+    decisions are kept."""
+    import json
+
+    db = tmp_path / "r.db"
+    _rounds_run(db)
+    run_id = Store(db).run_ids()[0]
+    with Store(db) as store:  # two decisions written by hand beside the run's own three
+        session = store.start_session(run_id, {})
+        store.add_study_rows(run_id, session, "screening", "by hand", [{"keep": False, "why": "no cell"},
+                                                                      {"cell": "gemm/x", "keep": "yes", "why": "?"}])
+    for args in (["show", run_id], ["export", "--run", run_id], ["export", "--run", run_id, "--screening"],
+                 ["verdict", run_id], ["report", run_id, "--out", str(tmp_path / "rep")]):
+        r = CliRunner().invoke(app, [*args, "--db", str(db)], env={"COLUMNS": "200"})
+        assert r.exit_code == 0 and r.exception is None or isinstance(r.exception, SystemExit), (args, r.output)
+        assert "Traceback" not in r.output and "KeyError" not in r.output, (args, r.output)
+        assert r.stderr.count("a screening decision without a cell, a keep or a why") == 2, (args, r.stderr)
+    r = CliRunner().invoke(app, ["export", "--run", run_id, "--screening", "-f", "json", "--db", str(db)])
+    assert len(json.loads(r.stdout)) == 3  # the run's own decisions, whole

@@ -15,7 +15,7 @@ from stackwars import outputs
 from stackwars.outputs import REPLACES
 from stackwars.cli.common import DB_HELP, command
 from stackwars.errors import SpecError
-from stackwars.store.results import CELL_KINDS, Store, check_db, rows, study_rows
+from stackwars.store.results import CELL_KINDS, Store, check_db, rows, screening_rows, study_rows
 
 FORMATS = ("csv", "json")
 
@@ -49,14 +49,12 @@ def export(
     path = check_db(db, create=False)
     if output is not None:
         outputs.check(output, "--output", [path])
-    from stackwars.orchestrate import SCREENING
-
     with Store(path, create=False) as store:
         kind = store.run(run_id).kind if run_id is not None else "cells"  # unknown run -> clear error
         if screening:  # every decision, kept or not (a cell's row says only why it was set aside: screened_out)
             if run_id is None or kind not in CELL_KINDS:
                 raise SpecError("--screening exports one run of cells' screening decisions: give it with --run RUN")
-            result_rows = [{"run_id": run_id, **d} for d in store.study_rows(run_id, SCREENING)]
+            result_rows = [{"run_id": run_id, **d} for d in screening_rows(store, run_id)]
         else:
             result_rows = rows(store, run_id) if kind in CELL_KINDS else study_rows(store, run_id)
     text = to_csv(result_rows) if format == "csv" else json.dumps(result_rows, indent=1, default=str) + "\n"

@@ -291,10 +291,13 @@ def verdict_section(cells: Sequence[Mapping[str, Any]], profiles: Sequence[Mappi
         s.blocks.append(Para(mixed + "."))
     for i, (machine, rows) in enumerate(verdict.by_machine(found).items()):
         keep, absent = verdict.shown(rows)
+        shared = verdict.shared_levels(rows)
         s.blocks.append(TableBlock((*(verdict.COLUMNS[i] for i in keep), "command"),
-                                   tuple((*(verdict.cells(r)[i] for i in keep), verdict.command_cell(r)) for r in rows),
+                                   tuple((*(verdict.cells(r)[i] for i in keep), verdict.command_cell(r, shared))
+                                         for r in rows),
                                    f"{machine}: {verdict.summary(rows)}. {verdict.legend(rows)} command: measures the "
-                                   f"row again on this machine (its backends, options and processes)"))
+                                   f"row again on this machine (its backends, options and processes)"
+                                   + (f"; each: {shared}" if shared else "")))
         if verdict.notes(rows) or absent:
             s.blocks.append(Bullets(tuple(absent) + tuple(verdict.notes(rows))))
         png = verdict.forest_png(rows)

@@ -1074,22 +1074,33 @@ def fresh_levels_text(levels: Sequence[float] | None) -> str:
             f"{stats.VERDICT_ALPHA:.0%} over its looks)")
 
 
-def command_cell(r: Mapping[str, Any]) -> str:
-    """The row's command, as a table cell shows it, with the level a fresh run of it reads at."""
+def shared_levels(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """The level sentence of the rows' commands where it is the same for all of them (said once
+    under the table, not on every row), else None."""
+    texts = {fresh_levels_text(r.get("command_levels")) for r in rows if r.get("command")}
+    return next(iter(texts)) if len(texts) == 1 and None not in texts else None
+
+
+def command_cell(r: Mapping[str, Any], shared: str | None = None) -> str:
+    """The row's command, as a table cell shows it, with the level a fresh run of it reads at
+    (left out where it is ``shared``, said once for the table)."""
     if not r.get("command"):
         return fmt.DASH
     levels = fresh_levels_text(r.get("command_levels"))
-    return f"`{r['command']}`" + (f" ({levels})" if levels else "")
+    return f"`{r['command']}`" + (f" ({levels})" if levels and levels != shared else "")
 
 
 def again(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """Each row's command, under its title: what measures it again on this machine, and the
-    level a fresh run of it reads its verdict at."""
+    level a fresh run of it reads its verdict at (once, after them, where every row's is one)."""
     out = []
+    shared = shared_levels(rows)
     for r in rows:
         if r.get("command"):
             levels = fresh_levels_text(r.get("command_levels"))
-            out.append(f"{title(r)}: {r['command']}" + (f"  ({levels})" if levels else ""))
+            out.append(f"{title(r)}: {r['command']}" + (f"  ({levels})" if levels and levels != shared else ""))
+    if out and shared:
+        out.append(f"each command above: {shared}")
     return out
 
 
@@ -1283,9 +1294,13 @@ def markdown(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_THR
         keep, absent = shown(group)
         lines += [f"**Verdict · {machine}** ({summary(group)})", "",
                   "| " + " | ".join(COLUMNS[i] for i in keep) + " | command |", "|" + "---|" * (len(keep) + 1)]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in [*(cells(r)[i] for i in keep), command_cell(r)])
+        shared = shared_levels(group)
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in [*(cells(r)[i] for i in keep),
+                                                                    command_cell(r, shared)])
                   + " |" for r in group]
         lines.append("")
+        if shared:
+            lines += [f"Each command: {shared}.", ""]
         lines += [f"- {n}" for n in absent] + ([""] if absent else [])
         lines += [f"- {n}" for n in notes(group)] + ([""] if notes(group) else [])
     if rows:

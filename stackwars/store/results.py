@@ -865,10 +865,24 @@ def merge_conflicts(store: Store, run_id: str) -> list[dict[str, Any]]:
     return store.study_rows(run_id, MERGE_CONFLICT)
 
 
+SCREENING = "screening"  # the study rows of a run's screening decisions (report/verdict.screen)
+
+
+def screening_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """A run's screening decisions (orchestrate.Run._screen), each read with checks: a row without
+    a cell (text), a keep (true or false) and a why (text) is named in a warning and skipped."""
+    out = []
+    for r in store.study_rows(run_id, SCREENING):
+        if not (isinstance(r.get("cell"), str) and isinstance(r.get("keep"), bool) and isinstance(r.get("why"), str)):
+            _skip(f"run {run_id}, a screening decision without a cell, a keep or a why ({str(r)[:120]}); skipped")
+            continue
+        out.append(r)
+    return out
+
+
 def screened_out(store: Store, run_id: str) -> dict[str, str]:
-    """The cells a run's screening measured in no more processes (orchestrate.Run._screen), and
-    why: cell id -> reason."""
-    return {r["cell"]: r["why"] for r in store.study_rows(run_id, "screening") if not r.get("keep")}
+    """The cells a run's screening measured in no more processes, and why: cell id -> reason."""
+    return {r["cell"]: r["why"] for r in screening_rows(store, run_id) if not r["keep"]}
 
 
 def load_results(db_file: str | os.PathLike | None = None):

@@ -163,3 +163,19 @@ def test_first_and_second_call_come_from_clean_processes_only():
 
     (row,) = combine_repeats([proc(0, 13.24e-3, True), proc(1, 0.40e-3, False), proc(2, 14.0e-3, True)])
     assert row["first_call_s"] == pytest.approx(0.40e-3) and row["second_call_s"] == pytest.approx(0.20e-3)
+
+
+def test_the_first_call_chart_draws_a_bar_pair_a_cell_and_marks_a_busy_one(tmp_path):
+    """Issue 65: the first-call chart drew every process, three bars to one label, busy ones unmarked
+    beside clean ones. One pair a cell, its clean processes' figures; a cell measured only while busy
+    keeps its own, marked (labelled "(busy)", hatched)."""
+    from stackwars.report import build, tables
+    from tests.test_verdict import _cell, _store
+
+    cells = ([_cell("torch-eager", 1.0, p, first=0.5) for p in range(3)]
+             + [_cell("jax-jit", 1.0, p, first=2.0, contended=True) for p in range(3)])
+    _, found = _store(tmp_path / "r.db", cells)
+    points = build.first_call_points(tables.group_rows(found))
+    assert [(b, busy) for _, b, _, _, busy in points] == [("torch-eager", False), ("jax-jit", True)]
+    assert points[0][2] == pytest.approx(0.5) and points[1][2] == pytest.approx(2.0)
+    assert build.first_vs_steady_figure(tables.group_rows(found))[:8] == b"\x89PNG\r\n\x1a\n"

@@ -169,19 +169,22 @@ def break_even(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str
 
 
 def first_vs_steady_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> bytes | None:
-    """Per table, per backend: the first call (trace + compile + run) beside the steady-state
-    call, on one log axis: what compiling costs against what it saves per call."""
-    bars = [(tables.title(k), tables.backend_variant(r), r.get("first_call_s"), r.get("steady_median_s"))
-            for k, rows in groups.items() for r in rows
-            if r["status"] == "ok" and r.get("first_call_s") and r.get("steady_median_s")]
+    """Per table, per backend (its processes combined, one bar pair a cell): the first call (trace +
+    compile + run) beside the steady-state call, on one log axis: what compiling costs against
+    what it saves per call. A cell measured only while the machine was busy is drawn hatched and
+    labelled "(busy)": its figures decide nothing (first_call_points)."""
+    bars = first_call_points(groups)
     if not bars:
         return None
     plt = plt_agg()
     fig, ax = plt.subplots(figsize=(10, 0.9 + 0.3 * len(bars)))
     ys = range(len(bars))
-    ax.barh([y - 0.2 for y in ys], [b[2] for b in bars], height=0.4, color="tab:red", label="first call")
-    ax.barh([y + 0.2 for y in ys], [b[3] for b in bars], height=0.4, color="tab:green", label="steady state (median)")
-    ax.set_yticks(list(ys), [f"{t} · {b}" for t, b, _, _ in bars], fontsize=6)
+    hatch = ["//" if b[4] else None for b in bars]
+    ax.barh([y - 0.2 for y in ys], [b[2] for b in bars], height=0.4, color="tab:red", label="first call",
+            hatch=hatch)
+    ax.barh([y + 0.2 for y in ys], [b[3] for b in bars], height=0.4, color="tab:green", label="steady state (median)",
+            hatch=hatch)
+    ax.set_yticks(list(ys), [f"{t} · {b}" + (" (busy)" if busy else "") for t, b, _, _, busy in bars], fontsize=6)
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel("seconds per call")
@@ -189,6 +192,19 @@ def first_vs_steady_figure(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> b
     ax.grid(alpha=0.3, axis="x")
     fig.tight_layout()
     return to_png(fig)
+
+
+def first_call_points(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[tuple[str, str, float, float, bool]]:
+    """(table, backend, first call s, steady s, busy) per table and backend, its processes combined:
+    the clean processes' figures, or a busy cell's own (``busy`` True: marked where drawn)."""
+    out = []
+    for k, rows in groups.items():
+        for r in tables.combine_repeats(list(rows)):
+            busy = bool(r.get("busy"))
+            f = (r.get("busy_figures") or {}) if busy else r
+            if r["status"] == "ok" and f.get("first_call_s") and f.get("steady_median_s"):
+                out.append((tables.title(k), tables.backend_variant(r), f["first_call_s"], f["steady_median_s"], busy))
+    return out
 
 
 MEMORY_LABEL = ("memory the cell added, MiB: its steady-state peak over the worker's baseline before the first call "

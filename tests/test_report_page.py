@@ -74,6 +74,8 @@ def test_the_page_is_self_contained_and_escapes_what_it_quotes(tmp_path):
     assert "<script" not in html and "onerror=alert(1)>" not in html
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
     assert "stackwars run gemm &lt;b&gt;" in html  # the command, as text
+    # a command in a table cell is code, as report.md's backticks say, not backticks shown as text
+    assert "<td><code>stackwars run gemm" in html and "<td>`stackwars" not in html
     assert not re.search(r"(src|href)=\"(https?:)?//", html)  # nothing fetched when viewed
     figures = re.findall(r'<img alt="[^"]*" src="data:image/png;base64,', html)
     assert len(figures) == 4  # the verdict's forest plot, the heatmap, first call vs steady, memory: embedded

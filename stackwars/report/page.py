@@ -101,6 +101,12 @@ def _e(text: str) -> str:
     return html.escape(str(text), quote=True)
 
 
+def _inline(text: str) -> str:
+    """Escaped, with Markdown's code spans (`stackwars run ...`, as the report.md beside it writes
+    them) as <code>: a table cell in the page showed the backticks themselves."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", _e(text))
+
+
 def to_html(doc: Document) -> str:
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -119,7 +125,7 @@ def to_html(doc: Document) -> str:
                     f"<li>{_e(i)}" + (f' <a href="#{_e(a)}">(cells)</a>' if a else "") + "</li>"
                     for i, a in zip(b.items, links)) + "</ul>")
             elif isinstance(b, TableBlock):
-                rows = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in b.rows)
+                rows = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in b.rows)
                 cap = f"<caption>{_e(b.caption)}</caption>" if b.caption else ""
                 head = "".join(f"<th>{_e(h)}</th>" for h in b.header)
                 out.append(f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")

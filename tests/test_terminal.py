@@ -119,3 +119,14 @@ def test_the_main_job_in_a_terminal_ends_with_the_verdict_on_one_screen(tmp_path
     r = subprocess.run([sys.executable, "-m", "stackwars", "show", "--db", str(db)], capture_output=True, text=True,
                        cwd=ROOT, env={**os.environ, "COLUMNS": "200"})
     assert r.returncode == 0 and "torch-eager" in r.stdout and "Avg Steady State" in r.stdout
+
+
+def test_a_run_of_one_framework_shows_its_modes_table_in_a_terminal(tmp_path):
+    """A run of one framework's modes has no verdict between frameworks to give: its answer is the
+    table of its modes, which the terminal shows after the live line."""
+    code, raw = in_a_terminal(["run", "gemm", "-p", "tiny", "-b", "torch-eager", "--processes", "1", "--min-time",
+                               "0", "--db", "r.db"], cwd=tmp_path)
+    assert code == 0, raw[-3000:]
+    screen = "\n".join(screen_after_progress(raw))
+    assert "Avg Steady State" in screen and "torch-eager" in screen, screen
+    assert "every mode's table (or run with -v)" not in screen

@@ -233,7 +233,8 @@ def measure(request: orchestrate.Request, db_option: Optional[Path] = None, verb
     """Measure the request with a progress bar, then print its tables and verdict. In a terminal
     (and not ``verbose``): a live line (the cell, cells done of those planned, elapsed, an estimate
     of the rest) and then the verdict alone, on one screen; every mode's table is `stackwars show
-    RUN`'s. Elsewhere (a file, a pipe, CI's log) or ``verbose``: a line per cell-process and the
+    RUN`'s (a run of one framework shows its modes' table: no verdict between frameworks answers
+    it). Elsewhere (a file, a pipe, CI's log) or ``verbose``: a line per cell-process and the
     tables before the verdict."""
     ready = orchestrate.prepare(request)
     if ready.estimate_s > orchestrate.LONG_PLAN_S:  # said before it starts: a typo costs a Ctrl-C, not an afternoon
@@ -275,8 +276,11 @@ def measure(request: orchestrate.Request, db_option: Optional[Path] = None, verb
         result_rows = rows(store, run_id)
         run_env = store.run(run_id).env
         _, _, profiles, anatomy = verdict_cmd.load(store, [run_id])
+    # in a terminal the verdict alone, unless the run holds one framework: its answer is the table of
+    # that framework's modes, which no verdict between frameworks gives
+    one_framework = len({r.get("framework") for r in result_rows if r.get("framework")}) <= 1
     _show(result_rows, run_env, profiles, anatomy, run_id, db_option, request.json_out, resume_hint,
-          verbose or not out.is_terminal)
+          verbose or not out.is_terminal or one_framework)
 
 
 def _hooks(progress: Progress, total: int, executor: str, lines: bool = True) -> orchestrate.Hooks:

@@ -100,6 +100,7 @@ def tensor_tolerances(fixed: float, errors: Mapping[str, float] | None, exact: b
         return None, "no float32 run of the reference implementation"
     if not all(math.isfinite(e) for e in errors.values()):
         return None, "the reference implementation's float32 run holds NaN or infinity"
+
     def floor(k: str) -> float:
         own = UPDATE_FLOOR if k.startswith("update.") else TENSOR_FLOOR
         return own if exact else max(own, fixed)

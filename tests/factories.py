@@ -23,3 +23,16 @@ def measurement(backend="torch-eager", status="ok", samples=(1e-3, 1.1e-3, 0.9e-
         peak={"flops_per_s": 4e12, "bytes_per_s": 1e11},
         error=error,
     )
+
+
+class FakeExecutor:
+    """An executor that starts no worker: a test's subclass yields each spec's measurement from
+    ``run(specs, measure, on_start=None)``; nothing to check, no scratch folders."""
+
+    name, local, shared_dir = "synthetic", True, None
+
+    def check(self, specs):
+        pass
+
+    def scratch(self, kind):
+        return None

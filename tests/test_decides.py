@@ -13,6 +13,7 @@ import pytest
 from stackwars.records import MeasureConfig
 from stackwars.report import gate
 from stackwars.report import verdict as vd
+from tests.factories import FakeExecutor
 from tests.test_verdict import _cell, _store
 
 
@@ -195,14 +196,8 @@ def test_a_run_screens_after_one_process_a_cell_and_a_resume_does_not_screen_aga
     from stackwars.store.results import Store, rows
     from tests.test_verdict import MACHINE
 
-    class Slow:  # every backend's program about 1 ms, torch-compile's twice that
-        name, local, shared_dir = "slow", True, None
-
-        def check(self, specs):
-            pass
-
-        def scratch(self, kind):
-            return None
+    class Slow(FakeExecutor):  # every backend's program about 1 ms, torch-compile's twice that
+        name = "slow"
 
         def run(self, specs, measure, on_start=None):
             for spec in specs:

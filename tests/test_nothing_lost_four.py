@@ -18,7 +18,7 @@ from stackwars.cli import app
 from stackwars.report import format as fmt
 from stackwars.report import verdict as vd
 from stackwars.store.results import Store, rows
-from tests.factories import measurement
+from tests.factories import FakeExecutor, measurement
 from tests.test_bad_input import _snapshot
 
 runner = CliRunner()
@@ -157,19 +157,12 @@ def test_a_failed_analysis_path_makes_no_phantom_row_keeps_its_diagnostic_and_fa
 SPEED = {"torch-eager": 1.0, "torch-compile": 1.05, "jax-jit": 1.0}
 
 
-class Synthetic:
+class Synthetic(FakeExecutor):
     """An executor whose every process draws its own samples (seed, backend, process number): a
     resume redraws none. ``after``: how many processes it measures before Ctrl-C."""
-    name, local, shared_dir = "synthetic", True, None
 
     def __init__(self, after=None):
         self.after, self.done = after, 0
-
-    def check(self, specs):
-        pass
-
-    def scratch(self, kind):
-        return None
 
     def run(self, specs, measure, on_start=None):
         import numpy as np

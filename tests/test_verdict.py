@@ -28,7 +28,7 @@ from stackwars.records import MeasureConfig, Parity
 from stackwars.report import verdict as vd
 from stackwars.store.results import Store, rows
 
-from tests.factories import measurement
+from tests.factories import FakeExecutor, measurement
 
 runner = CliRunner()
 
@@ -631,20 +631,12 @@ def test_a_busy_top_up_is_asked_only_where_it_can_reach_a_verdict(tmp_path):
 
 
 # ---- stopping when decided (orchestrate.Run.measure's looks) ----------------------------------
-class SyntheticExecutor:
+class SyntheticExecutor(FakeExecutor):
     """An executor whose cells run on the synthetic machine: each process of a cell its own
     draws (``seed``, backend, process number), the same program on every backend."""
 
-    name, local, shared_dir = "synthetic", True, None
-
     def __init__(self, seed: int, between: float):
         self.seed, self.between = seed, between
-
-    def check(self, specs):
-        pass
-
-    def scratch(self, kind):
-        return None
 
     def run(self, specs, measure, on_start=None):
         for spec in specs:

@@ -34,24 +34,101 @@ class Step:
     answers: str  # which study and question
     args: tuple[str, ...]  # after `stackwars`
     estimate_min: float  # on the device it is planned for, for the budget
+    note: str = ""  # what planning changed for this machine (a model at a size that fits, one left out), and why
 
 
 SWEEPS = (("run",), ("study", "control-flow"))  # the commands whose cells an executor places (--executor)
 
+MODELS = ("resnet50", "bert-base", "gpt2", "vit-b16", "gpt-neo-1.3b", "llama3-8b")  # S3's model table
+# a transformer whose preset does not fit is planned at this depth: the fewest layers that keep each kind
+# of layer (GPT-Neo alternates global and local attention), so its per-layer cost is still measured
+FIT_LAYERS = 2
 
-def plan(device: str, data_dir: str | None, executor: Sequence[str] = ()) -> list[Step]:
+
+@dataclass(frozen=True)
+class Fit:
+    """How a model is planned on this machine: ``overrides`` empty at its preset, ``{"n_layers": ...}``
+    at a depth that fits, or ``None``: left out. ``reason``: why, in figures (empty when it fits)."""
+    model: str
+    overrides: dict[str, int] | None
+    reason: str = ""
+
+
+def fit(model: str, preset: str, phase: str, dtype: str, device: str, memory: int) -> Fit:
+    """Whether ``model`` at ``preset`` fits ``memory`` bytes (the device's: the host's available memory
+    on the CPU, the GPU's total on CUDA), by the same estimate and rule the cells' pre-flight check
+    holds it to (runner/planning.py: the weights and the running program, under HEADROOM of the
+    memory), known before anything runs. One that does not is planned at ``FIT_LAYERS`` layers where
+    that fits, or left out; either way the reason names both figures."""
+    from stackwars import registry
+    from stackwars.runner.planning import GiB, HEADROOM, memory_need
+
+    wl = registry.workload(model)
+    cfg = wl.config(preset, {})
+    have = HEADROOM * memory
+    need, where = memory_need(wl.memory_estimate(cfg, phase, dtype), device)
+    if need <= have:
+        return Fit(model, {})
+    why = (f"{model} {preset} {phase} {dtype} needs about {need / GiB:.1f} GiB of {where} (weights and the "
+           f"running program), more than {HEADROOM:.0%} of the {memory / GiB:.1f} GiB it may take here")
+    layers = getattr(cfg, "n_layers", None)
+    if layers and layers > FIT_LAYERS:
+        small = wl.config(preset, {"n_layers": FIT_LAYERS})
+        need_small, _ = memory_need(wl.memory_estimate(small, phase, dtype), device)
+        if need_small <= have:
+            return Fit(model, {"n_layers": FIT_LAYERS},
+                       f"{why}: planned at {FIT_LAYERS} of its {layers} layers (--set n_layers={FIT_LAYERS}, "
+                       f"{need_small / GiB:.1f} GiB), every other size as the preset's")
+        why += f", and {need_small / GiB:.1f} GiB at {FIT_LAYERS} layers"
+    return Fit(model, None, why + ": left out")
+
+
+def device_memory(device: str) -> int:
+    """The memory a cell of ``device`` may take now: the host's available memory on the CPU, the
+    first GPU's total where NVML sees one (the host's available memory where it does not)."""
+    import psutil
+
+    from stackwars.runner.planning import machine_memory
+
+    gpu = machine_memory()[1] if device == "cuda" else None
+    return gpu if gpu is not None else int(psutil.virtual_memory().available)
+
+
+def model_steps(device: str, size: str, memory: int) -> list[Step]:
+    """S3's model table, forward: the models that fit at ``size`` in one step; each one that fits only
+    smaller in a step of its own (its size named in the step); one that fits at no size named in
+    the first step's note, never run into an out-of-memory."""
+    dev = ("--device", device)
+    dtype = ("--dtype", "bfloat16") if device == "cuda" else ()
+    fits = [fit(m, size, "forward", "bfloat16" if device == "cuda" else "float32", device, memory) for m in MODELS]
+    whole = [f.model for f in fits if f.overrides == {}]
+    left = [f.reason for f in fits if f.overrides is None]
+    steps = [Step("models", "S3's model table (the six models), forward",
+                  ("run", *whole, "--preset", size, "--phase", "forward", *dev, *dtype), 30,
+                  "; ".join(left))] if whole else []
+    for f in fits:
+        if f.overrides:
+            sets = tuple(a for k, v in f.overrides.items() for a in ("--set", f"{k}={v}"))
+            steps.append(Step(f"models-{f.model}", f"S3's model table: {f.model} at a size that fits, forward",
+                              ("run", f.model, "--preset", size, *sets, "--phase", "forward", *dev, *dtype), 10,
+                              f.reason))
+    return steps
+
+
+def plan(device: str, data_dir: str | None, executor: Sequence[str] = (), memory: int | None = None) -> list[Step]:
     """The steps for the device, most important first. CPU: small sizes (the 2-core VM runs
     each step in minutes); CUDA: the published (paper) sizes. ``executor``: the arguments that
-    choose where cells run (``--executor gpu-pool``...), given to every step that sweeps cells."""
+    choose where cells run (``--executor gpu-pool``...), given to every step that sweeps cells.
+    ``memory``: the bytes a cell may take (default: this machine's, ``device_memory``), against which
+    each model is planned at a size that fits or left out (``fit``)."""
     size = "paper" if device == "cuda" else "small"
     dev = ("--device", device)
+    memory = device_memory(device) if memory is None else memory
     steps = [
         Step("peaks", "rooflines: the device's measured matmul and memory peaks", ("peaks", *dev), 1),
         Step("micro-ops", "S3's micro-op table (GEMM, FFN, MHA), every backend, both phases",
              ("run", "gemm", "ffn", "mha", "--preset", size, "--phase", "forward", "--phase", "train-step", *dev), 12),
-        Step("models", "S3's model table (the six models), forward",
-             ("run", "resnet50", "bert-base", "gpt2", "vit-b16", "gpt-neo-1.3b", "llama3-8b", "--preset",
-              size, "--phase", "forward", *dev) + (("--dtype", "bfloat16") if device == "cuda" else ()), 30),
+        *model_steps(device, size, memory),
         Step("recompile", "S1/S2: what changing shapes recompiles",
              ("study", "recompile", "mha", "--vary", "seq=16,32,48,64,96,128", *dev), 3),
         Step("cache", "S1: compile caches, cold vs warm", ("study", "cache", "mha", *dev), 3),
@@ -72,10 +149,10 @@ def plan(device: str, data_dir: str | None, executor: Sequence[str] = ()) -> lis
     ]
     mnist = ("train", "mnist", "--lr", "0.01", "--batch-size", "64", "--batch-size", "256", "--batch-size", "1024",
              "--epochs", "10" if device == "cuda" else "3", *dev)
-    steps.insert(3, Step("mnist", "S4: the MNIST MLP at S4's settings (SGD 0.01, batch 64/256/1024)",
+    steps.insert(next(i for i, s in enumerate(steps) if s.name == "recompile"), Step("mnist", "S4: the MNIST MLP at S4's settings (SGD 0.01, batch 64/256/1024)",
                          mnist + (("--data-dir", data_dir) if data_dir else ()), 10))
     if executor:
-        steps = [Step(s.name, s.answers, s.args + tuple(executor), s.estimate_min)
+        steps = [Step(s.name, s.answers, s.args + tuple(executor), s.estimate_min, s.note)
                  if any(s.args[:len(c)] == c for c in SWEEPS) else s for s in steps]
     return steps
 
@@ -141,7 +218,8 @@ def execute(steps: Sequence[Step], state_path: Path, budget_s: float | None,
             on_step(step, "running")
         code, seconds = run_step(step)
         state[step.name] = {"exit_code": code, "seconds": round(seconds, 1), "args": list(step.args),
-                            "status": {0: "done", 1: "done, some cells failed"}.get(code, f"exit {code}")}
+                            "status": {0: "done", 1: "done, some cells failed"}.get(code, f"exit {code}"),
+                            **({"note": step.note} if step.note else {})}
         save()
         if on_step:
             on_step(step, state[step.name]["status"])

@@ -1,17 +1,21 @@
 """`stackwars reproduce`: the plan per device, resuming where it stopped, the budget, and a
 dry run that runs and writes nothing (the steps themselves are the commands tested elsewhere)."""
 
+import pytest
 from typer.testing import CliRunner
 
 from stackwars import reproduce as rp
 from stackwars.cli import app
+from stackwars.records import CellSpec
+from stackwars.runner.planning import GiB, preflight
 
 
 def test_the_plan_sizes_each_study_for_the_device():
-    cpu = {s.name: s for s in rp.plan("cpu", "/data/mnist")}
-    cuda = {s.name: s for s in rp.plan("cuda", None)}
-    assert list(cpu) == ["peaks", "micro-ops", "models", "mnist", "recompile", "cache", "control-flow", "stream",
-                         "vmap", "scaling", "why", "kernels"]
+    cpu = {s.name: s for s in rp.plan("cpu", "/data/mnist", memory=24 * GiB)}
+    cuda = {s.name: s for s in rp.plan("cuda", None, memory=141 * GiB)}
+    assert list(cpu) == ["peaks", "micro-ops", "models", "models-llama3-8b", "mnist", "recompile", "cache",
+                         "control-flow", "stream", "vmap", "scaling", "why", "kernels"]
+    assert "models-llama3-8b" not in cuda and "llama3-8b" in cuda["models"].args
     assert "--profile" in cpu["why"].args and "impl=framework,custom" in cpu["kernels"].args
     assert "small" in cpu["micro-ops"].args and "paper" in cuda["micro-ops"].args
     assert cuda["models"].args[-2:] == ("--dtype", "bfloat16")
@@ -51,3 +55,42 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
     assert not (tmp_path / "r").exists()
     bad = CliRunner().invoke(app, ["reproduce", "--budget", "-5", "--out", str(tmp_path / "r")])
     assert bad.exit_code == 2 and "--budget must be a positive number of minutes" in bad.output
+
+
+@pytest.mark.parametrize("gib", [3, 24, 64, 141])
+def test_each_model_is_planned_at_a_size_that_fits_or_left_out_by_the_cells_own_rule(gib):
+    """Issue 66: a model that cannot fit is known before it runs, by the estimate and rule the
+    cells' pre-flight check holds it to: every cell the plan runs passes pre-flight at that memory,
+    and a model planned smaller, or left out, is one the pre-flight would have refused at its
+    preset. The step or its note names the size and both figures."""
+    memory = gib * GiB
+    steps = rp.plan("cpu", None, memory=memory)
+    planned = {}  # model -> its --set overrides
+    for s in steps:
+        if s.name == "models" or s.name.startswith("models-"):
+            sets = dict(a.split("=") for a in s.args[1:] if "=" in a)
+            planned.update({m: {k: int(v) for k, v in sets.items()} for m in s.args[1:] if m in rp.MODELS})
+    notes = " ".join(s.note for s in steps)
+
+    def refused(model, overrides):
+        return preflight(CellSpec(model, "small", "forward", "torch-eager", overrides=tuple(overrides.items())),
+                         host_available=memory) is not None
+
+    for model in rp.MODELS:
+        if model in planned:
+            assert not refused(model, planned[model]), (model, planned[model])
+        else:
+            assert refused(model, {"n_layers": rp.FIT_LAYERS}) and f"{model} small forward float32 needs" in notes
+            assert f"{gib:.1f} GiB it may take here" in notes and "left out" in notes
+        if planned.get(model):  # smaller than its preset: the preset itself would not have fitted
+            assert refused(model, {}) and f"planned at 2 of its" in notes and "--set n_layers=2" in notes
+        elif model in planned:
+            assert not refused(model, {})
+    assert ("llama3-8b" in planned) == (gib >= 24) and (planned.get("llama3-8b") == {}) == (gib >= 141)
+    assert planned.get("gpt-neo-1.3b") == ({} if gib >= 24 else {"n_layers": 2})
+
+
+def test_a_step_s_note_is_kept_in_the_state_file(tmp_path):
+    steps = [rp.Step("models", "m", ("run",), 1, "llama3-8b ... left out")]
+    state = rp.execute(steps, tmp_path / "state.json", None, lambda step: (0, 1.0))
+    assert state["models"]["note"] == "llama3-8b ... left out" and state["models"]["seconds"] == 1.0

@@ -65,7 +65,9 @@ def reproduce(
         for s in steps:
             status = state.get(s.name, {}).get("status", "to do")
             out.print(f"{s.name:>13}  ~{s.estimate_min:g} min  [{status}]  {s.answers}\n"
-                      f"               stackwars {' '.join(s.args)}", highlight=False, markup=False)
+                      f"               stackwars {' '.join(s.args)}"
+                      + (f"\n               planned for this machine: {s.note}" if s.note else ""),
+                      highlight=False, markup=False)
         return
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "logs").mkdir(exist_ok=True)
@@ -77,7 +79,8 @@ def reproduce(
             args += ["--out", str(out_dir / "outputs" / step.name)]
         t0 = time.monotonic()
         with open(out_dir / "logs" / f"{step.name}.log", "w") as log:
-            log.write(f"$ stackwars {' '.join(args)}\n")
+            log.write((f"# planned for this machine: {step.note}\n" if step.note else "")
+                      + f"$ stackwars {' '.join(args)}\n")
             log.flush()
             code = subprocess.run([sys.executable, "-m", "stackwars", *args], stdout=log, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "200"}).returncode
@@ -86,6 +89,10 @@ def reproduce(
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=err) as progress:
         task = progress.add_task("reproduce", total=len(steps))
+
+        for s in steps:
+            if s.note:  # what a model's memory changed in the plan, said before anything runs
+                progress.console.print(f"{s.name}: {s.note}", highlight=False, markup=False)
 
         def on_step(step: rp.Step, status: str) -> None:
             if status == "running":

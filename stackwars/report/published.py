@@ -86,7 +86,8 @@ def s3_table(cells: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
     out = []
     for machine, (wl, (jx, pt)) in ((m, item) for m in machines for item in S3_TABLE.items()):
         j, t = by.get((machine, wl, "jax-jit")), by.get((machine, wl, "torch-mlir-xla"))
-        where = next((f"{r['preset']}, {r['device']}, {r['dtype']}" for r in (j, t) if r), "")
+        where = next((", ".join([r["preset"], *(f"{k}={v}" for k, v in sorted((r.get("overrides") or {}).items())),
+                                 r["device"], r["dtype"]]) for r in (j, t) if r), "")
         if len(machines) > 1 and machine:
             where += f" on {machine}"
         out.append((wl, fmt3(jx), fmt3(pt), ours(j), ours(t), where))

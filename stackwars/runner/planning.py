@@ -241,15 +241,24 @@ def machine_memory() -> tuple[int, int | None]:
 
 
 
+def memory_need(est: Mapping[str, int], device: str) -> tuple[int, str]:
+    """What a cell holds at its peak by a workload's memory estimate (bytes), and where: on the
+    CPU the canonical float32 weights beside the running program; on a GPU the running program
+    (the host's copy is held against the host's memory apart). The float64 reference is left
+    out: where it does not fit, parity compares with another backend (harness/reference.py)."""
+    running = est["parameters"] + est["optimizer"] + est["activations"]
+    if device == "cuda":
+        return running, "GPU memory"
+    return est["host_weights"] + running, "memory"
+
+
 def check_fits_machine(wl: Any, cfg: Any, preset: str, phase: str, device: str, dtype: str) -> None:
     """A size set with --set that no memory of this machine could hold is bad input, refused
     before anything starts (a preset that does not fit is a result: ``oom`` by pre-flight)."""
     est = wl.memory_estimate(cfg, phase, dtype)
-    running = est["parameters"] + est["optimizer"] + est["activations"]
     host, gpu = machine_memory()
-    need, where, have = est["host_weights"] + running, "memory", host
-    if device == "cuda" and gpu is not None:
-        need, where, have = running, "GPU memory", gpu
+    need, where = memory_need(est, device if gpu is not None else "cpu")
+    have = gpu if where == "GPU memory" else host
     if need > have:
         parts = ", ".join(f"{k} {v / GiB:,.1f}" for k, v in est.items() if v)
         raise SpecError(f"{wl.name} {preset} {phase} {dtype} with these --set sizes needs about {need / GiB:,.1f} GiB "

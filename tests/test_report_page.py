@@ -283,3 +283,24 @@ def test_the_report_stands_alone(tmp_path):
     claims = [line for line in section.splitlines() if line.startswith("| S") and "(" in line.split("|")[1]]
     assert claims and all(re.match(r"\| S\d \([^)]+\) \|", line) for line in claims), claims[:3]
     assert "⚠ Another device: S3's figures below come from a TPU v6e-1 and ours from Test CPU" in section
+
+
+def test_each_published_question_has_their_figure_ours_and_the_verdict_with_its_interval(tmp_path):
+    """Issue 66's table: each study's question, the figure the study gave, ours, and the verdict with
+    its interval or why none. S3's speed question reads the table's verdict (best against best, the
+    interval at the level it spent) beside S3's own steady states; a workload not measured says so
+    and which command measures it; a question S3 gave no figure for says none was published."""
+    _, md = _report(_db(tmp_path / "r.db"), tmp_path / "a")
+    pub = _section(md, "The published studies beside ours")
+    assert "| study | question or claim | their figure | our figure | verdict | why |" in pub
+    gemm = next(line for line in pub.splitlines() if "gemm: same backend" in line)
+    assert "JAX 0.192 ms, PyTorch/XLA 0.055 ms: JAX/PyTorch 3.49" in gemm  # S3's figure, TPU
+    assert "steady state (median), jax-jit 250.7 µs, torch-mlir-xla not measured" in gemm  # that cell failed
+    assert "JAX faster: JAX/PyTorch 0.500 (" in gemm and "torch-compile 502.0 µs against jax-jit 251.0 µs" in gemm
+    ffn = next(line for line in pub.splitlines() if "ffn: same backend" in line)
+    assert "not measured in these runs" in ffn and "stackwars run ffn --phase forward" in ffn
+    neo = next(line for line in pub.splitlines() if "gpt-neo-1.3b: same backend" in line)
+    assert "JAX 4.883 ms, PyTorch/XLA out of memory (32 GB HBM)" in neo
+    s4 = next(line for line in pub.splitlines() if "final validation accuracy" in line)
+    assert "JAX 15.29% / 15.57% / 15.51%; PyTorch 6.71% / 14.01% / 9.95% (batch 64 / 256 / 1024)" in s4
+    assert any("none published" in line for line in pub.splitlines() if line.startswith("| S1 "))

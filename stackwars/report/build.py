@@ -539,9 +539,14 @@ def _published_section(data: Mapping[str, Any]) -> Section:
                            "across machines."))
     pub.blocks.append(TableBlock(("study", "what it is", "where it ran", "what it asked"), tuple(
         (sid, title, where, asked) for sid, (title, where, asked) in published.STUDIES.items())))
-    found = published.claims(cells, data["studies"], data.get("profiles") or [], data.get("anatomy") or [])
-    pub.blocks.append(TableBlock(("study", "claim", "ours", "verdict", "why"),
-                                 tuple((c["study_name"], c["claim"], c["ours"], c["verdict"], c["why"]) for c in found)))
+    profiles, anatomy = data.get("profiles") or [], data.get("anatomy") or []
+    found = published.answers(cells, data["studies"], profiles, anatomy, verdict.verdicts(cells, profiles, anatomy))
+    pub.blocks.append(TableBlock(("study", "question or claim", "their figure", "our figure", "verdict", "why"),
+                                 tuple((c["study_name"], c["claim"], c["figure"] or published.NO_FIGURE,
+                                        c["ours"] or fmt.DASH, c["verdict"], c["why"]) for c in found),
+                                 "each published question beside our figures: S3's speed question a row per workload "
+                                 "(the verdict between each framework's best mode, with its interval, or why it cannot "
+                                 "say), then each claim"))
     ours_on = sorted({r.get("machine") or "this machine" for r in cells}) or ["this machine"]
     pub.blocks.append(Para(f"⚠ Another device: S3's figures below come from {published.OTHER_DEVICE['S3']} and ours "
                            f"from {'; '.join(ours_on)}. They stand side by side for the shape of a row (how far the "

@@ -46,7 +46,9 @@ MLP_LAYERS = (784, 512, 512, 10)
 S4_TRAIN = 50_000  # S4's training split
 S4_STEADY_EPOCH_S = {("JAX", 64): 0.0026, ("PyTorch", 64): 0.0012, ("JAX", 256): 0.0029, ("PyTorch", 256): 0.0012,
                      ("JAX", 1024): 0.0087, ("PyTorch", 1024): 0.0020}
-S4_ACCURACY = (0.0671, 0.1557)  # the range of S4's final validation accuracies
+S4_VAL_ACC = {("JAX", 64): 0.1529, ("PyTorch", 64): 0.0671, ("JAX", 256): 0.1557, ("PyTorch", 256): 0.1401,
+              ("JAX", 1024): 0.1551, ("PyTorch", 1024): 0.0995}  # S4's final validation accuracies
+S4_ACCURACY = (min(S4_VAL_ACC.values()), max(S4_VAL_ACC.values()))  # their range
 RTX_5060_FP32_FLOPS = 19.2e12  # NVIDIA's published FP32 peak for the GeForce RTX 5060
 
 
@@ -62,6 +64,21 @@ S3_TABLE = {
     "gpt-neo-1.3b": ((8011.992, 4.596, 4.883), None),
     "llama3-8b": (None, None),
 }
+
+
+def _second_over_steady(side: int) -> tuple[float, float, str]:
+    """The range of S3's second call over its steady state for one side (0 JAX, 1 PyTorch), and the
+    workload where it is largest."""
+    ratios = {wl: t[side][1] / t[side][2] for wl, t in S3_TABLE.items() if t[side] is not None}
+    return min(ratios.values()), max(ratios.values()), max(ratios, key=ratios.get)
+
+
+S3_SECOND = ("second call over steady state: JAX {:.1f}-{:.1f}x, PyTorch/XLA {:.1f}-{:.0f}x ({} {:g} ms against {:g} "
+             "ms)").format(*_second_over_steady(0)[:2], *_second_over_steady(1)[:2], _second_over_steady(1)[2],
+                           *(S3_TABLE[_second_over_steady(1)[2]][1][i] for i in (1, 2)))
+S3_MEMORY = "PyTorch/XLA out of memory on " + " and ".join(
+    wl for wl, (j, t) in S3_TABLE.items() if t is None and j is not None) + ", where JAX ran (TPU v6e-1, 32 GB HBM)"
+S5_FIGURE = "no numbers in its text (plots only)"
 
 
 def s3_table(cells: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
@@ -94,15 +111,83 @@ def s3_table(cells: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
     return out
 
 
-def _claim(study: str, claim: str, ours: str, verdict: str, why: str) -> dict[str, str]:
-    return {"study": study, "study_name": study_label(study), "claim": claim, "ours": ours, "verdict": verdict,
-            "why": why}
+def _claim(study: str, claim: str, ours: str, verdict: str, why: str, figure: str = "") -> dict[str, str]:
+    """One published question or claim: ``figure`` is what the study gave (empty: it published none
+    on this question), ``ours`` what these runs measured, ``verdict`` and ``why`` what follows."""
+    return {"study": study, "study_name": study_label(study), "claim": claim, "figure": figure, "ours": ours,
+            "verdict": verdict, "why": why}
+
+
+NO_FIGURE = "none published"
+S3_SPEED = "same backend (both lower to StableHLO/XLA): which framework is faster in the steady state"
+
+
+def s3_figure(workload: str) -> str:
+    """S3's steady states for a workload, ms, and their ratio (JAX / PyTorch, as our verdict reads)."""
+    jx, pt = S3_TABLE[workload]
+    if jx is None or pt is None:
+        ran = [f"{name} {t[2]:g} ms" for name, t in (("JAX", jx), ("PyTorch/XLA", pt)) if t]
+        oom = [name for name, t in (("JAX", jx), ("PyTorch/XLA", pt)) if t is None]
+        return ", ".join(ran + [f"{' and '.join(oom)} out of memory (32 GB HBM)"])
+    return f"JAX {jx[2]:g} ms, PyTorch/XLA {pt[2]:g} ms: JAX/PyTorch {jx[2] / pt[2]:.2f}"
+
+
+def s3_speed(cells: Sequence[Mapping[str, Any]], verdicts: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """S3's speed question, a row per workload of its table and per table of ours that measured it
+    (forward): S3's steady states beside ours, the same pair of backends (jax-jit, torch-mlir-xla),
+    and the verdict of that table (each framework's best mode against the other's, on fresh
+    processes) with its interval, or why it cannot say."""
+    from stackwars.report import verdict as vd
+
+    steady = {}
+    for r in combined(cells):
+        if r.get("phase") == "forward" and r["status"] == "ok" and r.get("steady_median_s") and not variant(r)[1]:
+            steady[(r.get("machine"), r["workload"], r["preset"], r["device"], r["dtype"], r["backend"])] = r
+    out = []
+    for wl in S3_TABLE:
+        rows = [v for v in verdicts if v["workload"] == wl and v["phase"] == "forward"]
+        if not rows:
+            out.append(_claim("S3", f"{wl}: {S3_SPEED}", "", NOT_MEASURED, f"run `stackwars run {wl} --phase forward` "
+                              "(`stackwars reproduce` plans it)", s3_figure(wl)))
+            continue
+        for v in rows:
+            key = (v.get("machine"), wl, v["preset"], v["device"], v["dtype"])
+            pair = [(b, steady.get((*key, b))) for b in ("jax-jit", "torch-mlir-xla")]
+            ours = ", ".join(f"{b} {fmt.seconds(r['steady_median_s'])}" if r else f"{b} not measured" for b, r in pair)
+            if all(r for _, r in pair):
+                ours += f": JAX/PyTorch {pair[0][1]['steady_median_s'] / pair[1][1]['steady_median_s']:.2f}"
+            text = vd.cells(v)
+            at = ", ".join([v["preset"], *([v["overrides"]] if v.get("overrides") else []), v["device"], v["dtype"]])
+            if v.get("ratio") is not None:
+                verdict = f"{text[4]}: JAX/PyTorch {text[3]}"
+                why = f"each side's best, {text[1]} against {text[2]}, at {at}"
+            else:
+                verdict = text[4]
+                why = f"{v.get('reason') or 'no ratio'} (at {at})"
+            out.append(_claim("S3", f"{wl}: {S3_SPEED}", f"steady state (median), {ours}", verdict, why,
+                              s3_figure(wl)))
+    return out
+
+
+def answers(cells: Sequence[Mapping[str, Any]], studies: Mapping[str, tuple[Any, list]],
+            profiles: Sequence[Mapping[str, Any]] = (), anatomy: Sequence[Mapping[str, Any]] = (),
+            verdicts: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, str]]:
+    """Every published question these runs answer: S3's speed question per workload (with the
+    verdict's interval), then each claim (``claims``), each with the figure the study gave."""
+    return s3_speed(cells, verdicts) + claims(cells, studies, profiles, anatomy)
 
 
 def mlp_epoch_flops(samples: int = S4_TRAIN, layers: Sequence[int] = MLP_LAYERS) -> int:
     """Forward + backward of the MLP over an epoch: 3 x 2 multiply-adds per weight and sample."""
     weights = sum(a * b for a, b in zip(layers[:-1], layers[1:]))
     return 6 * weights * samples
+
+
+def _s4_figure(table: Mapping[tuple[str, int], float], form: str) -> str:
+    """S4's figures for JAX and PyTorch at its three batch sizes: 'JAX 0.0026 / 0.0029 / 0.0087 s, ...'."""
+    batches = sorted({b for _, b in table})
+    return "; ".join(f"{fw} " + " / ".join(form.format(table[(fw, b)]) for b in batches) for fw in ("JAX", "PyTorch")) \
+        + f" (batch {' / '.join(map(str, batches))})"
 
 
 def s4(train_rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
@@ -121,7 +206,7 @@ def s4(train_rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
         ours += "; synchronised steady epochs here: " + "; ".join(measured)
     out = [_claim("S4", "steady epochs of 0.0012-0.0087 s for the 784-512-512-10 MLP on 50k images (RTX 5060)",
                   ours, "impossible", "an unsynchronised clock (JAX and CUDA return before the work is done) or "
-                                      "an epoch that did not run over the data")]
+                                      "an epoch that did not run over the data", _s4_figure(S4_STEADY_EPOCH_S, "{:g} s"))]
     last: dict[tuple, Mapping[str, Any]] = {}
     for r in ok:
         last[(r["backend"], r["batch_size"])] = r
@@ -143,10 +228,11 @@ def s4(train_rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
             why += (f"; at the same batch size JAX and PyTorch end within {max(gaps):.2%} of each other (the same "
                     f"initial weights and batch order), so no accuracy is JAX's own")
         out.append(_claim("S4", "final validation accuracy 6.7-15.6%, JAX 'higher' (XLA numerics)", text, verdict,
-                          why))
+                          why, _s4_figure(S4_VAL_ACC, "{:.2%}")))
     else:
         out.append(_claim("S4", "final validation accuracy 6.7-15.6%", "", NOT_MEASURED,
-                          "run `stackwars train mnist` (S4's settings: SGD 0.01, batch 64/256/1024)"))
+                          "run `stackwars train mnist` (S4's settings: SGD 0.01, batch 64/256/1024)",
+                          _s4_figure(S4_VAL_ACC, "{:.2%}")))
     return out
 
 
@@ -174,10 +260,11 @@ def s3(cells: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
         out.append(_claim("S3", "JAX reaches its steady state on the second call, PyTorch (torch_xla) on the third "
                                 "(optimizer state created lazily)", "second call over steady state: " + text, verdict,
                           f"{len(slow_torch)} of {len(warm)} tables have a PyTorch second call over 2x its steady "
-                          f"state, {len(slow_jax)} a JAX one"))
+                          f"state, {len(slow_jax)} a JAX one", S3_SECOND))
     else:
         out.append(_claim("S3", "JAX reaches its steady state on the second call, PyTorch on the third", "",
-                          NOT_MEASURED, "needs jax-jit and torch-mlir-xla (or torch-compile) cells of the same table"))
+                          NOT_MEASURED, "needs jax-jit and torch-mlir-xla (or torch-compile) cells of the same table",
+                          S3_SECOND))
     # the verdict's memory figure (tables.added_memory over the clean processes): what the computation
     # added over the worker's baseline. A process's whole RSS is mostly what each framework takes to
     # load (0.25-0.6 GiB), which says nothing about a fused graph or buffer reuse.
@@ -206,7 +293,7 @@ def s3(cells: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
                           f"{stats.MEMORY_MIN_FRACTION:.0%} (in the other {len(mem) - len(lower) - len(higher)}: no "
                           f"difference here): the memory the computation added over the worker's baseline, the "
                           f"figure the verdict's memory ratio uses (device allocator on a GPU, RSS on a CPU), from "
-                          f"processes measured on a quiet machine"))
+                          f"processes measured on a quiet machine", S3_MEMORY))
     return out
 
 
@@ -214,14 +301,14 @@ def s5(vmap_rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     ratios = [r["s5_vs_ours"] for r in vmap_rows if r.get("status") == "ok" and r.get("s5_vs_ours")]
     if not ratios:
         return [_claim("S5", "1000 calls timed by perf_counter, memory by psutil", "", NOT_MEASURED,
-                       "run `stackwars study vmap`")]
+                       "run `stackwars study vmap`", S5_FIGURE)]
     off = [x for x in ratios if x < 0.5 or x > 2]
     return [_claim("S5", "1000 calls timed by perf_counter with no synchronisation measure the per-call cost",
                    f"S5's method over the harness: median {statistics.median(ratios):.2f}x, range "
                    f"{min(ratios):.2f}-{max(ratios):.2f}x over {len(ratios)} cells",
                    "does not hold here" if off else "holds here",
                    f"{len(off)} of {len(ratios)} cells read more than 2x off (an unsynchronised clock reads JAX's "
-                   f"dispatch; the RSS read inside the loop adds its own cost)")]
+                   f"dispatch; the RSS read inside the loop adds its own cost)", S5_FIGURE)]
 
 
 def s2(scaling_rows: Sequence[Mapping[str, Any]], recompile_rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:

@@ -16,6 +16,11 @@ def test_the_plan_sizes_each_study_for_the_device():
     assert list(cpu) == ["peaks", "micro-ops", "models", "models-llama3-8b", "mnist", "recompile", "cache",
                          "control-flow", "stream", "vmap", "scaling", "why", "kernels"]
     assert "models-llama3-8b" not in cuda and "llama3-8b" in cuda["models"].args
+    # each `run` step on the CPU has its measured budget (no look past it), the CUDA plan none
+    for name, s in cpu.items():
+        assert ("--budget" in s.args) == (s.args[0] == "run"), name
+    assert cpu["models-llama3-8b"].args[-2:] == ("--budget", str(rp.CPU_RUN_BUDGET_S["models-"]))
+    assert not any("--budget" in s.args for s in cuda.values())
     assert "--profile" in cpu["why"].args and "impl=framework,custom" in cpu["kernels"].args
     assert "small" in cpu["micro-ops"].args and "paper" in cuda["micro-ops"].args
     assert cuda["models"].args[-2:] == ("--dtype", "bfloat16")

@@ -295,7 +295,7 @@ def test_each_published_question_has_their_figure_ours_and_the_verdict_with_its_
     assert "| study | question or claim | their figure | our figure | verdict | why |" in pub
     gemm = next(line for line in pub.splitlines() if "gemm: same backend" in line)
     assert "JAX 0.192 ms, PyTorch/XLA 0.055 ms: JAX/PyTorch 3.49" in gemm  # S3's figure, TPU
-    assert "steady state (median), jax-jit 250.7 µs, torch-mlir-xla not measured" in gemm  # that cell failed
+    assert "steady state (median), jax-jit 250.7 µs, torch-mlir-xla error" in gemm  # that cell failed
     assert "JAX faster: JAX/PyTorch 0.500 (" in gemm and "torch-compile 502.0 µs against jax-jit 251.0 µs" in gemm
     ffn = next(line for line in pub.splitlines() if "ffn: same backend" in line)
     assert "not measured in these runs" in ffn and "stackwars run ffn --phase forward" in ffn

@@ -117,12 +117,12 @@ def test_serial_is_the_default_and_keeps_the_plan_order():
 def test_studies_and_reproduce_hand_their_cells_to_the_chosen_executor(tmp_path):
     from stackwars import reproduce as rp
 
-    steps = rp.plan("cpu", None, ["--executor", "ray", "--ray-address", "auto"])
+    steps = rp.plan("cpu", None, ["--executor", "ray", "--ray-address", "auto"], memory=24 * 2**30)
     placed = sorted(s.name for s in steps if s.args[-4:] == ("--executor", "ray", "--ray-address", "auto"))
     sweeping = sorted(s.name for s in steps if s.args[0] == "run" or s.args[:2] == ("study", "control-flow"))
     assert placed == sweeping and "control-flow" in placed and "micro-ops" in placed
-    assert rp.plan("cpu", None) == [rp.Step(s.name, s.answers, s.args[:-4], s.estimate_min) if s.name in placed else s
-                                    for s in steps]
+    assert rp.plan("cpu", None, memory=24 * 2**30) == [
+        rp.Step(s.name, s.answers, s.args[:-4], s.estimate_min, s.note) if s.name in placed else s for s in steps]
     db = tmp_path / "r.db"
     for args, message in ((["study", "control-flow", "rnn", "--executor", "gpu-pool", "--gpus", "0"],
                            "a CPU sweep runs one cell at a time"),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -98,12 +98,12 @@ def device_memory(device: str) -> int:
 # verdict that cannot decide takes more only while they fit. From the whole reproduce of 2026-11-28 on the 2-CPU Xeon
 # VM (results/report-2026-11-28-cpu/): its planned processes alone took about these; the looks past them took 18
 # more processes and about 930 s in the models step, 6 and about 600 s in llama3-8b's (gpt-neo-1.3b's and
-# llama3-8b's calls of 1.4-6.6 s on a VM whose neighbours took up to 17% of its CPUs)
+# llama3-8b's calls of 1.3-6.6 s on a VM whose neighbours took 7-36% of its CPUs)
 CPU_RUN_BUDGET_S = {"micro-ops": 300, "models": 1200, "models-": 600, "why": 240, "kernels": 180}
 
 
 def budget_args(name: str, device: str) -> tuple[str, ...]:
-    """``--budget SECONDS`` for a `run` step on the CPU (CPU_RUN_BUDGET_S; ``models-`` is any model planned
+    """``--budget SECONDS`` for a `run` step on the CPU, added to each in one place (``plan``) (CPU_RUN_BUDGET_S; ``models-`` is any model planned
     at a smaller size), nothing elsewhere: the CUDA plan has no measured times to bound its steps by."""
     if device != "cpu":
         return ()
@@ -121,14 +121,14 @@ def model_steps(device: str, size: str, memory: int) -> list[Step]:
     whole = [f.model for f in fits if f.overrides == {}]
     left = [f.reason for f in fits if f.overrides is None]
     steps = [Step("models", "S3's model table (the six models), forward",
-                  ("run", *whole, "--preset", size, "--phase", "forward", *dev, *dtype,
-                   *budget_args("models", device)), 30, "; ".join(left))] if whole else []
+                  ("run", *whole, "--preset", size, "--phase", "forward", *dev, *dtype), 30,
+                  "; ".join(left))] if whole else []
     for f in fits:
         if f.overrides:
             sets = tuple(a for k, v in f.overrides.items() for a in ("--set", f"{k}={v}"))
             steps.append(Step(f"models-{f.model}", f"S3's model table: {f.model} at a size that fits, forward",
-                              ("run", f.model, "--preset", size, *sets, "--phase", "forward", *dev, *dtype,
-                               *budget_args(f"models-{f.model}", device)), 10, f.reason))
+                              ("run", f.model, "--preset", size, *sets, "--phase", "forward", *dev, *dtype), 10,
+                              f.reason))
     return steps
 
 
@@ -144,8 +144,7 @@ def plan(device: str, data_dir: str | None, executor: Sequence[str] = (), memory
     steps = [
         Step("peaks", "rooflines: the device's measured matmul and memory peaks", ("peaks", *dev), 1),
         Step("micro-ops", "S3's micro-op table (GEMM, FFN, MHA), every backend, both phases",
-             ("run", "gemm", "ffn", "mha", "--preset", size, "--phase", "forward", "--phase", "train-step", *dev,
-              *budget_args("micro-ops", device)), 12),
+             ("run", "gemm", "ffn", "mha", "--preset", size, "--phase", "forward", "--phase", "train-step", *dev), 12),
         *model_steps(device, size, memory),
         Step("recompile", "S1/S2: what changing shapes recompiles",
              ("study", "recompile", "mha", "--vary", "seq=16,32,48,64,96,128", *dev), 3),
@@ -161,18 +160,18 @@ def plan(device: str, data_dir: str | None, executor: Sequence[str] = (), memory
               "1,2,4" if device == "cpu" else "1", *dev), 6),
         Step("why", "S1/S2: where a train step's time and memory go (profiles, memory anatomy), GPT-2",
              ("run", "gpt2", "--preset", size, "--phase", "train-step", "-b", "torch-eager", "-b", "torch-compile",
-              "-b", "jax-jit", "--profile", "2", *dev) + (("--dtype", "bfloat16") if device == "cuda" else ())
-             + budget_args("why", device), 10),
+              "-b", "jax-jit", "--profile", "2", *dev) + (("--dtype", "bfloat16") if device == "cuda" else ()), 10),
         Step("kernels", "S2: a custom kernel in Triton (PyTorch) and in Pallas (JAX) beside the operators",
-             ("run", "softmax", "layernorm", "--preset", size, "--set", "impl=framework,custom", *dev,
-              *budget_args("kernels", device)), 7),
+             ("run", "softmax", "layernorm", "--preset", size, "--set", "impl=framework,custom", *dev), 7),
     ]
     mnist = ("train", "mnist", "--lr", "0.01", "--batch-size", "64", "--batch-size", "256", "--batch-size", "1024",
              "--epochs", "10" if device == "cuda" else "3", *dev)
-    steps.insert(next(i for i, s in enumerate(steps) if s.name == "recompile"), Step("mnist", "S4: the MNIST MLP at S4's settings (SGD 0.01, batch 64/256/1024)",
-                         mnist + (("--data-dir", data_dir) if data_dir else ()), 10))
+    steps.insert(next(i for i, s in enumerate(steps) if s.name == "recompile"),
+                 Step("mnist", "S4: the MNIST MLP at S4's settings (SGD 0.01, batch 64/256/1024)",
+                      mnist + (("--data-dir", data_dir) if data_dir else ()), 10))
+    steps = [replace(s, args=s.args + budget_args(s.name, device)) if s.args[0] == "run" else s for s in steps]
     if executor:
-        steps = [Step(s.name, s.answers, s.args + tuple(executor), s.estimate_min, s.note)
+        steps = [replace(s, args=s.args + tuple(executor))
                  if any(s.args[:len(c)] == c for c in SWEEPS) else s for s in steps]
     return steps
 

@@ -54,12 +54,18 @@ class Fit:
     reason: str = ""
 
 
-def fit(model: str, preset: str, phase: str, dtype: str, device: str, memory: int) -> Fit:
+# why a model that fits only smaller is not run smaller by the CPU's plan (``plan(reduce=False)``, its default)
+NOT_REDUCED = ("S3's figure for it is an out-of-memory of the whole model, which a cut-down one does not answer (the "
+               "report gives the memory it needs at S3's size), and at 2 layers its processes took 10 of reproduce's "
+               "107 minutes on the 2-CPU VM (results/report-2026-11-28-cpu)")
+
+
+def fit(model: str, preset: str, phase: str, dtype: str, device: str, memory: int, reduce: bool = True) -> Fit:
     """Whether ``model`` at ``preset`` fits ``memory`` bytes (the device's: the host's available memory
     on the CPU, the GPU's total on CUDA), by the same estimate and rule the cells' pre-flight check
     holds it to (runner/planning.py: the weights and the running program, under HEADROOM of the
     memory), known before anything runs. One that does not is planned at ``FIT_LAYERS`` layers where
-    that fits, or left out; either way the reason names both figures."""
+    that fits (and ``reduce``), or left out; either way the reason names both figures."""
     from stackwars import registry
     from stackwars.runner.planning import GiB, HEADROOM, memory_need
 
@@ -75,6 +81,10 @@ def fit(model: str, preset: str, phase: str, dtype: str, device: str, memory: in
     if layers and layers > FIT_LAYERS:
         small = wl.config(preset, {"n_layers": FIT_LAYERS})
         need_small, _ = memory_need(wl.memory_estimate(small, phase, dtype), device)
+        if need_small <= have and not reduce:
+            return Fit(model, None, f"{why}: left out, not run at {FIT_LAYERS} of its {layers} layers, where it would "
+                                    f"fit ({need_small / GiB:.1f} GiB; `stackwars run {model} --set "
+                                    f"n_layers={FIT_LAYERS}`): {NOT_REDUCED}")
         if need_small <= have:
             return Fit(model, {"n_layers": FIT_LAYERS},
                        f"{why}: planned at {FIT_LAYERS} of its {layers} layers (--set n_layers={FIT_LAYERS}, "
@@ -111,13 +121,15 @@ def budget_args(name: str, device: str) -> tuple[str, ...]:
     return ("--budget", str(seconds)) if seconds else ()
 
 
-def model_steps(device: str, size: str, memory: int) -> list[Step]:
+def model_steps(device: str, size: str, memory: int, reduce: bool = True) -> list[Step]:
     """S3's model table, forward: the models that fit at ``size`` in one step; each one that fits only
-    smaller in a step of its own (its size named in the step); one that fits at no size named in
-    the first step's note, never run into an out-of-memory."""
+    smaller in a step of its own (its size named in the step), or, without ``reduce``, left out with
+    that reason; one that fits at no size named in the first step's note, never run into an
+    out-of-memory."""
     dev = ("--device", device)
     dtype = ("--dtype", "bfloat16") if device == "cuda" else ()
-    fits = [fit(m, size, "forward", "bfloat16" if device == "cuda" else "float32", device, memory) for m in MODELS]
+    fits = [fit(m, size, "forward", "bfloat16" if device == "cuda" else "float32", device, memory, reduce)
+            for m in MODELS]
     whole = [f.model for f in fits if f.overrides == {}]
     left = [f.reason for f in fits if f.overrides is None]
     steps = [Step("models", "S3's model table (the six models), forward",
@@ -132,12 +144,14 @@ def model_steps(device: str, size: str, memory: int) -> list[Step]:
     return steps
 
 
-def plan(device: str, data_dir: str | None, executor: Sequence[str] = (), memory: int | None = None) -> list[Step]:
+def plan(device: str, data_dir: str | None, executor: Sequence[str] = (), memory: int | None = None,
+         reduce: bool | None = None) -> list[Step]:
     """The steps for the device, most important first. CPU: small sizes (the 2-core VM runs
     each step in minutes); CUDA: the published (paper) sizes. ``executor``: the arguments that
     choose where cells run (``--executor gpu-pool``...), given to every step that sweeps cells.
     ``memory``: the bytes a cell may take (default: this machine's, ``device_memory``), against which
-    each model is planned at a size that fits or left out (``fit``)."""
+    each model is planned at a size that fits or left out (``fit``). ``reduce``: whether a model that fits
+    only smaller is run smaller (default: on CUDA; the CPU plan leaves it out, ``NOT_REDUCED_ON_CPU``)."""
     size = "paper" if device == "cuda" else "small"
     dev = ("--device", device)
     memory = device_memory(device) if memory is None else memory
@@ -145,7 +159,7 @@ def plan(device: str, data_dir: str | None, executor: Sequence[str] = (), memory
         Step("peaks", "rooflines: the device's measured matmul and memory peaks", ("peaks", *dev), 1),
         Step("micro-ops", "S3's micro-op table (GEMM, FFN, MHA), every backend, both phases",
              ("run", "gemm", "ffn", "mha", "--preset", size, "--phase", "forward", "--phase", "train-step", *dev), 12),
-        *model_steps(device, size, memory),
+        *model_steps(device, size, memory, device != "cpu" if reduce is None else reduce),
         Step("recompile", "S1/S2: what changing shapes recompiles",
              ("study", "recompile", "mha", "--vary", "seq=16,32,48,64,96,128", *dev), 3),
         Step("cache", "S1: compile caches, cold vs warm", ("study", "cache", "mha", *dev), 3),

@@ -13,13 +13,20 @@ from stackwars.runner.planning import GiB, preflight
 def test_the_plan_sizes_each_study_for_the_device():
     cpu = {s.name: s for s in rp.plan("cpu", "/data/mnist", memory=24 * GiB)}
     cuda = {s.name: s for s in rp.plan("cuda", None, memory=141 * GiB)}
-    assert list(cpu) == ["peaks", "micro-ops", "models", "models-llama3-8b", "mnist", "recompile", "cache",
+    assert list(cpu) == ["peaks", "micro-ops", "models", "mnist", "recompile", "cache",
                          "control-flow", "stream", "vmap", "scaling", "why", "kernels"]
     assert "models-llama3-8b" not in cuda and "llama3-8b" in cuda["models"].args
+    # llama3-8b does not fit 24 GiB at `small`: the CPU plan leaves it out (not run at 2 layers), and says so
+    assert "llama3-8b" not in cpu["models"].args and "gpt-neo-1.3b" in cpu["models"].args
+    assert "llama3-8b small forward float32 needs about 60.0 GiB" in cpu["models"].note
+    assert "left out, not run at 2 of its 32 layers" in cpu["models"].note
+    # asked to run smaller, it is a step of its own at the size that fits, with its budget
+    reduced = {s.name: s for s in rp.plan("cpu", None, memory=24 * GiB, reduce=True)}
+    assert reduced["models-llama3-8b"].args[-2:] == ("--budget", str(rp.CPU_RUN_BUDGET_S["models-"]))
+    assert "--set" in reduced["models-llama3-8b"].args and "n_layers=2" in reduced["models-llama3-8b"].args
     # each `run` step on the CPU has its measured budget (no look past it), the CUDA plan none
     for name, s in cpu.items():
         assert ("--budget" in s.args) == (s.args[0] == "run"), name
-    assert cpu["models-llama3-8b"].args[-2:] == ("--budget", str(rp.CPU_RUN_BUDGET_S["models-"]))
     assert not any("--budget" in s.args for s in cuda.values())
     assert "--profile" in cpu["why"].args and "impl=framework,custom" in cpu["kernels"].args
     assert "small" in cpu["micro-ops"].args and "paper" in cuda["micro-ops"].args
@@ -62,14 +69,15 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
     assert bad.exit_code == 2 and "--budget must be a positive number of minutes" in bad.output
 
 
+@pytest.mark.parametrize("reduce", [True, False])
 @pytest.mark.parametrize("gib", [3, 24, 64, 141])
-def test_each_model_is_planned_at_a_size_that_fits_or_left_out_by_the_cells_own_rule(gib):
+def test_each_model_is_planned_at_a_size_that_fits_or_left_out_by_the_cells_own_rule(gib, reduce):
     """Issue 66: a model that cannot fit is known before it runs, by the estimate and rule the
     cells' pre-flight check holds it to: every cell the plan runs passes pre-flight at that memory,
-    and a model planned smaller, or left out, is one the pre-flight would have refused at its
-    preset. The step or its note names the size and both figures."""
+    and a model planned smaller (``reduce``), or left out, is one the pre-flight would have refused
+    at its preset. The step or its note names the size and both figures."""
     memory = gib * GiB
-    steps = rp.plan("cpu", None, memory=memory)
+    steps = rp.plan("cpu", None, memory=memory, reduce=reduce)
     planned = {}  # model -> its --set overrides
     for s in steps:
         if s.name == "models" or s.name.startswith("models-"):
@@ -85,14 +93,19 @@ def test_each_model_is_planned_at_a_size_that_fits_or_left_out_by_the_cells_own_
         if model in planned:
             assert not refused(model, planned[model]), (model, planned[model])
         else:
-            assert refused(model, {"n_layers": rp.FIT_LAYERS}) and f"{model} small forward float32 needs" in notes
+            assert refused(model, {}) and f"{model} small forward float32 needs" in notes
+            assert refused(model, {"n_layers": rp.FIT_LAYERS}) or not reduce
             assert f"{gib:.1f} GiB it may take here" in notes and "left out" in notes
         if planned.get(model):  # smaller than its preset: the preset itself would not have fitted
             assert refused(model, {}) and f"planned at 2 of its" in notes and "--set n_layers=2" in notes
         elif model in planned:
             assert not refused(model, {})
-    assert ("llama3-8b" in planned) == (gib >= 24) and (planned.get("llama3-8b") == {}) == (gib >= 141)
-    assert planned.get("gpt-neo-1.3b") == ({} if gib >= 24 else {"n_layers": 2})
+    if reduce:
+        assert ("llama3-8b" in planned) == (gib >= 24) and (planned.get("llama3-8b") == {}) == (gib >= 141)
+        assert planned.get("gpt-neo-1.3b") == ({} if gib >= 24 else {"n_layers": 2})
+    else:  # nothing smaller than its preset: what does not fit is left out
+        assert not any(planned.values()) and ("llama3-8b" in planned) == (gib >= 141)
+        assert ("gpt-neo-1.3b" in planned) == (gib >= 24)
 
 
 def test_a_step_s_note_is_kept_in_the_state_file(tmp_path):

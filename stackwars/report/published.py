@@ -137,6 +137,28 @@ def s3_figure(workload: str) -> str:
     return f"JAX {jx[2]:g} ms, PyTorch/XLA {pt[2]:g} ms: JAX/PyTorch {jx[2] / pt[2]:.2f}"
 
 
+S3_HBM_BYTES = 32e9  # S3's TPU v6e-1: 32 GB of HBM
+
+
+def s3_memory(workload: str) -> str:
+    """For a model S3 ran out of memory on, what the cells' own estimate says it needs at S3's size
+    (``paper``) on one accelerator (runner/planning.py: the running program; the host's copy apart), in
+    float32 and in bfloat16 (S3 did not say which it loaded), against S3's HBM: a figure of ours that
+    needs no run, for a question the runs here could not answer at that size."""
+    from stackwars import registry
+    from stackwars.runner.planning import GiB, memory_need
+
+    wl = registry.workload(workload)
+    cfg = wl.config("paper", {})
+    parts = []
+    for dtype in ("float32", "bfloat16"):
+        est = wl.memory_estimate(cfg, "forward", dtype)
+        need, _ = memory_need(est, "cuda")
+        parts.append(f"{need / GiB:.1f} GiB in {dtype} (weights {est['parameters'] / GiB:.1f}): "
+                     + ("over" if need > S3_HBM_BYTES else "under") + f" S3's {S3_HBM_BYTES / GiB:.1f} GiB")
+    return f"by the cells' own estimate at S3's size, forward: {'; '.join(parts)}"
+
+
 def s3_speed(cells: Sequence[Mapping[str, Any]], verdicts: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     """S3's speed question, a row per workload of its table and per table of ours that measured it
     (forward): S3's steady states beside ours, the same pair of backends (jax-jit, torch-mlir-xla),
@@ -162,8 +184,11 @@ def s3_speed(cells: Sequence[Mapping[str, Any]], verdicts: Sequence[Mapping[str,
     for wl in S3_TABLE:
         rows = [v for v in verdicts if v["workload"] == wl and v["phase"] == "forward"]
         if not rows:
-            out.append(_claim("S3", f"{wl}: {S3_SPEED}", "", NOT_MEASURED, f"run `stackwars run {wl} --phase forward` "
-                              "(`stackwars reproduce` plans it)", s3_figure(wl)))
+            oom = S3_TABLE[wl] == (None, None)  # both sides out of memory: the size is the question
+            out.append(_claim("S3", f"{wl}: {S3_SPEED}", s3_memory(wl) if oom else "", NOT_MEASURED,
+                              f"run `stackwars run {wl} --phase forward`" + (
+                                  " where it fits (`stackwars reproduce` plans it on a GPU)" if oom else
+                                  " (`stackwars reproduce` plans it)"), s3_figure(wl)))
             continue
         for v in rows:
             key = (v.get("machine"), wl, v["preset"], v["device"], v["dtype"])

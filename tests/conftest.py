@@ -20,6 +20,14 @@ ROOT = Path(__file__).resolve().parents[1]
 _CACHE = tempfile.mkdtemp(prefix="stackwars-test-cache-")
 atexit.register(shutil.rmtree, _CACHE, True)  # not left in /tmp by every session
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(_CACHE, "inductor"))
+# JAX's persistent cache likewise, every executable however small (jax-eager compiles each primitive at each
+# shape once a process: 361 compiles, 32 s of a bert-base train step's 70 s on the 2-CPU VM): a program compiled
+# by one test is read by the next, in either pytest worker and in the processes they start. A cell of a run sets
+# its own folder (backends/jax_common.py: cold for its first process), so what a run measures is unchanged;
+# only a cell measured in the test's own process with no folder of its own (--inline, measure_cell) reads this one.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(_CACHE, "jax"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 # stackwars's own cache (the machine probe's answer, decoded MNIST): the session's, never the
 # user's, and empty at its start, so each test process probes for real once, then reads it back
 os.environ.setdefault("STACKWARS_CACHE_DIR", os.path.join(_CACHE, "stackwars"))

@@ -89,6 +89,16 @@ CHECK_TIMEOUT_S = 600.0  # a user model's check, where the command has no --time
 
 
 
+def user_model_process(wl: Any) -> dict[str, Any]:
+    """How the worker that checks or describes a user's model is made (isolation.run_task): on the
+    CPU, forked from a server that preloaded the frameworks its file imports (``wl.preload``), as
+    its cells' are (harness/forkserver.py): the check is the first thing a run of a model file
+    does, and a spawned interpreter imported PyTorch, JAX and Flax again for it each time (about 4
+    s on the 2-CPU VM, before the check's own 5-8 s); the server stays for the next check of the
+    same frameworks (``stackwars describe`` then ``run``, a test suite)."""
+    return {"device": "cpu", **({"preload": list(wl.preload)} if wl.preload else {})}
+
+
 def verify_user_model(name: str, timeout_s: float = CHECK_TIMEOUT_S,
                       on_note: Callable[[str], None] | None = None,
                       sizes: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> None:
@@ -106,7 +116,7 @@ def verify_user_model(name: str, timeout_s: float = CHECK_TIMEOUT_S,
         on_note(f"checking model {name}: both sides built at its first preset and compared in float64 (a forward "
                 f"in eval mode, one in training mode, one train step), in a worker (up to {timeout_s:g} s)")
     o = run_task({"target": "stackwars.model:verify_task", "kwargs": {"workload": name, "sizes": sizes},
-                  "process": {"device": "cpu"}}, timeout_s, default_memory_limit())
+                  "process": user_model_process(wl)}, timeout_s, default_memory_limit())
     if o.status == "timeout":
         raise SpecError(f"model {name!r}: its check (each side built, run and compared) did not finish within "
                         f"{timeout_s:g} s, and its worker was killed; nothing was run. A cell of it would take "
@@ -127,7 +137,7 @@ def describe_user_model(name: str, preset: str, overrides: Mapping[str, Any],
     """``stackwars describe`` of a user's model, computed in a worker (its factories run there)."""
     o = run_task({"target": "stackwars.model:describe_task",
                   "kwargs": {"workload": name, "preset": preset, "overrides": dict(overrides)},
-                  "process": {"device": "cpu"}}, timeout_s, default_memory_limit())
+                  "process": user_model_process(registry.workload(name))}, timeout_s, default_memory_limit())
     if o.status == "timeout":
         raise SpecError(f"model {name!r}: describing it did not finish within {timeout_s:g} s; its worker was killed")
     if o.status != "ok":

@@ -14,7 +14,7 @@ from stackwars import registry
 from stackwars.harness.measure import measure_cell
 from stackwars.records import CellSpec, Measurement, MeasureConfig
 
-FAST = MeasureConfig(warmup=1, min_samples=2, min_time_s=0.0, max_samples=3)
+FAST = MeasureConfig(warmup=0, min_samples=2, min_time_s=0.0, max_samples=2)
 BACKENDS = ("torch-eager", "torch-compile", "jax-eager", "jax-jit")
 
 

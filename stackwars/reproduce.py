@@ -56,8 +56,8 @@ class Fit:
 
 # why a model that fits only smaller is not run smaller by the CPU's plan (``plan(reduce=False)``, its default)
 NOT_REDUCED = ("S3's figure for it is an out-of-memory of the whole model, which a cut-down one does not answer (the "
-               "report gives the memory it needs at S3's size), and at 2 layers its processes took 10 of reproduce's "
-               "107 minutes on the 2-CPU VM (results/report-2026-11-28-cpu)")
+               "report gives the memory it needs at S3's size), and at 2 layers its step took 20 of reproduce's "
+               "107 minutes on the 2-CPU VM (results/report-2026-11-28-cpu-107min)")
 
 
 def fit(model: str, preset: str, phase: str, dtype: str, device: str, memory: int, reduce: bool = True) -> Fit:
@@ -106,7 +106,7 @@ def device_memory(device: str) -> int:
 
 # the wall seconds each `run` step may take on the CPU (`run --budget`): its planned processes always run, and a
 # verdict that cannot decide takes more only while they fit. From the whole reproduce of 2026-11-28 on the 2-CPU Xeon
-# VM (results/report-2026-11-28-cpu/): its planned processes alone took about these; the looks past them took 18
+# VM (results/report-2026-11-28-cpu-107min/): its planned processes alone took about these; the looks past them took 18
 # more processes and about 930 s in the models step, 6 and about 600 s in llama3-8b's (gpt-neo-1.3b's and
 # llama3-8b's calls of 1.3-6.6 s on a VM whose neighbours took 7-36% of its CPUs)
 CPU_RUN_BUDGET_S = {"micro-ops": 300, "models": 1200, "models-": 600, "why": 240, "kernels": 180}

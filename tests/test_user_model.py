@@ -905,3 +905,26 @@ def test_describe_shows_both_sides_computed_in_a_worker(tmp_path):
     assert all(f > 0 for side in sides.values() for f in side["flops"].values())
     text = runner.invoke(app, ["describe", f"{path}:lm", "-p", "tiny"], env={"COLUMNS": "200"}).output
     assert "PyTorch side" in text and "JAX side" in text
+
+
+def test_the_import_check_and_the_twin_check_fork_from_a_server_of_the_files_frameworks(tmp_path):
+    """A model file's import check preloads the framework packages its top level imports (read from its
+    source: `try:`/`if` blocks at the top level count, a relative import or one inside a function does
+    not), and its twin check the frameworks its module holds: both forked from a preloading server, not
+    a fresh interpreter (harness/forkserver.py); a file of none preloads nothing and is spawned."""
+    from stackwars import discovery
+    from stackwars.runner import planning
+
+    src = tmp_path / "m.py"
+    src.write_text("import os\nimport torch.nn as nn\ntry:\n    from flax import nnx\nexcept ImportError:\n"
+                   "    import jax\nfrom . import sibling\n\ndef f():\n    import optax\n")
+    assert discovery.frameworks_in_source(str(src)) == ("flax", "jax", "torch")
+    (tmp_path / "none.py").write_text("import math\n")
+    (tmp_path / "bad.py").write_text("def (:\n")
+    assert discovery.frameworks_in_source(str(tmp_path / "none.py")) == ()
+    assert discovery.frameworks_in_source(str(tmp_path / "bad.py")) == ()  # its import names the error
+    path = tmp_path / "net.py"
+    path.write_text(twin_models.CNN.format(**twin_models.CNN_RIGHT, name="fork-net"))
+    wl = registry.workload(registry.resolve_workload(f"{path}:net"))
+    process = planning.user_model_process(wl)
+    assert {"torch", "jax"} <= {p.split(".")[0] for p in process["preload"]} and process["device"] == "cpu"

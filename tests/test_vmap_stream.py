@@ -38,6 +38,27 @@ def test_s5_method_reads_an_unsynchronised_clock_and_rss():
     assert got["s5_memory_bytes"] >= 0
 
 
+def test_s5s_window_is_its_1000_calls_unless_they_take_longer_than_the_window():
+    assert vmap.s5_calls(1e-4) == vmap.S5_CALLS == 1000  # 0.1 s: S5's own window
+    assert vmap.s5_calls(vmap.S5_WINDOW_S / 1000) == 1000  # exactly the window
+    assert vmap.s5_calls(0.01) == 500  # 1000 calls would take 10 s: as many as fill 5 s
+    assert vmap.s5_calls(0.13) == vmap.S5_MIN_CALLS  # 39 fill 5 s, but never fewer than 100
+    assert vmap.s5_calls(1e-3, calls=200, window_s=0.1) == 100 and vmap.s5_calls(1e-5, calls=200) == 200
+
+
+def test_a_slow_calls_s5_window_fills_its_seconds_and_the_row_and_finding_say_how_many_calls():
+    spec = CellSpec("vmap-dot", "tiny", "forward", "torch-eager", overrides=(("impl", "loop"),))
+    got = vmap.s5_method(spec.to_dict(), FAST.to_dict(), calls=1000, window_s=1e-6)  # every call is slower
+    assert got["calls"] == vmap.S5_MIN_CALLS and got["s5_per_call_s"] > 0
+    m = Measurement.from_dict(measure_cell(spec.to_dict(), FAST.to_dict()))
+    row = vmap.row(m, got)
+    assert m.status == "ok" and row["s5_calls"] == vmap.S5_MIN_CALLS
+    # read 3 ms against 1 ms, waiting changing nothing: a gap no RSS read explains, in a window of 100 calls
+    row = {**row, "steady_median_s": 1e-3, "s5_per_call_s": 3e-3, "s5_until_done_per_call_s": 3e-3,
+           "s5_vs_ours": 3.0, "contended": False}
+    assert "(3.00x): more than its RSS reads cost; one unrepeated window of 100 calls" in "\n".join(vmap.findings([row]))
+
+
 def test_vmap_findings_say_how_much_s5_misleads():
     def r(backend, impl, t, s5=None, done=None):
         return {"op": "dot", "batch": 256, "backend": backend, "impl": impl, "status": "ok",

@@ -159,6 +159,8 @@ def control_flow_tables(rows: Sequence[Mapping[str, Any]], title: str, notes: Se
 def vmap_table(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequence[str]) -> Group:
     """Per op: a row per way of batching, a column per batch size (the harness's steady
     state); then, per cell, what S5's method read beside it."""
+    from stackwars.studies.vmap import S5_WORDS
+
     parts: list[Any] = [Text(title, style="bold")]
     for op in dict.fromkeys(r["op"] for r in rows):
         mine = [r for r in rows if r["op"] == op]
@@ -196,8 +198,7 @@ def vmap_table(rows: Sequence[Mapping[str, Any]], title: str, notes: Sequence[st
         parts.append(mem)
     parts.append(Text("harness: median seconds per call over the steady state (blocked, synchronised once per "
                       "block, thousands of calls), memory: the high-water mark over the worker's baseline (device "
-                      "allocator on a GPU); S5's method: 1000 calls between two perf_counter reads with no "
-                      "synchronisation, psutil's RSS read after each call, first call excluded; †: other "
+                      f"allocator on a GPU); S5's method: {S5_WORDS}; †: other "
                       f"processes took over {THRESHOLD:.0%} of the CPUs while the cell was timed (left out of the findings).",
                       style="dim"))
     return _with_findings(parts, notes)

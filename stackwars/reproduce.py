@@ -7,7 +7,9 @@ can run, into one database, then the report.
 The plan is a list of steps, each one stackwars command (the same commands the README
 documents), run in order of importance as subprocesses writing to the same database. The
 `run` steps measure every cell in three processes (run's default), so the report that
-closes the plan opens with a verdict that can name winners. The
+closes the plan opens with a verdict that can name winners; but `why`, whose question is
+where a train step's time and memory go, not which mode is faster: one profiled process a
+cell (the models and micro-op steps decide). The
 steps done are recorded in ``OUT/reproduce-state.json`` (with their run ids, status and time),
 so running the command again continues where it stopped; a step that would start after the
 budget is left for the next invocation and listed as such. Each step's output goes to
@@ -109,7 +111,8 @@ def device_memory(device: str) -> int:
 # VM (results/report-2026-11-28-cpu-107min/): its planned processes alone took about these; the looks past them took 18
 # more processes and about 930 s in the models step, 6 and about 600 s in llama3-8b's (gpt-neo-1.3b's and
 # llama3-8b's calls of 1.3-6.6 s on a VM whose neighbours took 7-36% of its CPUs)
-CPU_RUN_BUDGET_S = {"micro-ops": 300, "models": 1200, "models-": 600, "why": 240, "kernels": 180}
+# `why` has none: one process a cell asks no verdict, so it has no look to stop
+CPU_RUN_BUDGET_S = {"micro-ops": 300, "models": 1200, "models-": 600, "kernels": 180}
 
 
 def budget_args(name: str, device: str) -> tuple[str, ...]:
@@ -172,9 +175,12 @@ def plan(device: str, data_dir: str | None, executor: Sequence[str] = (), memory
         Step("scaling", "S1/S2: data parallelism, JAX sharding vs DDP/FSDP2",
              ("study", "scaling", "gpt2", "--preset", "tiny" if device == "cpu" else "small", "--devices",
               "1,2,4" if device == "cpu" else "1", *dev), 6),
+        # one process a cell: rounds for a verdict took 268 of its 508 s on the 2-CPU VM (2026-11-28), and which
+        # mode is faster is not its question
         Step("why", "S1/S2: where a train step's time and memory go (profiles, memory anatomy), GPT-2",
              ("run", "gpt2", "--preset", size, "--phase", "train-step", "-b", "torch-eager", "-b", "torch-compile",
-              "-b", "jax-jit", "--profile", "2", *dev) + (("--dtype", "bfloat16") if device == "cuda" else ()), 10),
+              "-b", "jax-jit", "--profile", "2", "--processes", "1", *dev)
+             + (("--dtype", "bfloat16") if device == "cuda" else ()), 10),
         Step("kernels", "S2: a custom kernel in Triton (PyTorch) and in Pallas (JAX) beside the operators",
              ("run", "softmax", "layernorm", "--preset", size, "--set", "impl=framework,custom", *dev), 7),
     ]

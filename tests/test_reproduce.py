@@ -24,9 +24,12 @@ def test_the_plan_sizes_each_study_for_the_device():
     reduced = {s.name: s for s in rp.plan("cpu", None, memory=24 * GiB, reduce=True)}
     assert reduced["models-llama3-8b"].args[-2:] == ("--budget", str(rp.CPU_RUN_BUDGET_S["models-"]))
     assert "--set" in reduced["models-llama3-8b"].args and "n_layers=2" in reduced["models-llama3-8b"].args
-    # each `run` step on the CPU has its measured budget (no look past it), the CUDA plan none
+    # each `run` step on the CPU that asks a verdict has its measured budget (no look past it), the CUDA plan none;
+    # why's question is where the time goes: one profiled process a cell, no verdict, no look to stop
     for name, s in cpu.items():
-        assert ("--budget" in s.args) == (s.args[0] == "run"), name
+        assert ("--budget" in s.args) == (s.args[0] == "run" and name != "why"), name
+    for why in (cpu["why"], cuda["why"]):
+        assert why.args[why.args.index("--processes") + 1] == "1" and "--profile" in why.args
     assert not any("--budget" in s.args for s in cuda.values())
     assert "--profile" in cpu["why"].args and "impl=framework,custom" in cpu["kernels"].args
     assert "small" in cpu["micro-ops"].args and "paper" in cuda["micro-ops"].args

@@ -86,6 +86,18 @@ S3_MEMORY = "PyTorch/XLA out of memory on " + " and ".join(
 S5_FIGURE = "no numbers in its text (plots only)"
 
 
+def _no_figure(r: Mapping[str, Any] | None) -> str | None:
+    """Why a cell of ours gives no figure to set beside S3's (not measured, its status, no clean
+    process), or None where it gives one: the one rule of S3's table and of its speed rows."""
+    if r is None:
+        return "not measured"
+    if r["status"] != "ok":
+        return r["status"]
+    if r.get("busy") or not r.get("steady_median_s"):
+        return "measured only while the machine was busy"
+    return None
+
+
 def s3_table(cells: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
     """S3's rows beside ours: the same workload's jax-jit and torch-mlir-xla forward cells (the
     same-compiler pair S3 compared), first / second / steady, or what happened instead."""
@@ -93,14 +105,8 @@ def s3_table(cells: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
         return "OOM" if t is None else " / ".join(f"{v:g}" for v in t)
 
     def ours(r):
-        if r is None:
-            return "not measured"
-        if r["status"] != "ok":
-            return r["status"]
-        if r.get("busy"):
-            return "measured only while the machine was busy"
-        return " / ".join(fmt.DASH if r.get(k) is None else f"{1e3 * r[k]:.3g}"
-                          for k in ("first_call_s", "second_call_s", "steady_median_s"))
+        return _no_figure(r) or " / ".join(fmt.DASH if r.get(k) is None else f"{1e3 * r[k]:.3g}"
+                                           for k in ("first_call_s", "second_call_s", "steady_median_s"))
 
     cells = combined(cells)
     machines = list(dict.fromkeys(r.get("machine") for r in cells)) or [None]
@@ -172,13 +178,7 @@ def s3_speed(cells: Sequence[Mapping[str, Any]], verdicts: Sequence[Mapping[str,
             steady[(r.get("machine"), r["workload"], r["preset"], r["device"], r["dtype"], r["backend"])] = r
 
     def ours(b: str, r: Mapping[str, Any] | None) -> str:
-        if r is None:
-            return f"{b} not measured"
-        if r["status"] != "ok":
-            return f"{b} {r['status']}"
-        if r.get("busy") or not r.get("steady_median_s"):  # no clean process: no figure (as s3_table says)
-            return f"{b} measured only while the machine was busy"
-        return f"{b} {fmt.seconds(r['steady_median_s'])}"
+        return f"{b} {_no_figure(r) or fmt.seconds(r['steady_median_s'])}"
 
     out = []
     for wl in S3_TABLE:
@@ -194,7 +194,7 @@ def s3_speed(cells: Sequence[Mapping[str, Any]], verdicts: Sequence[Mapping[str,
             key = (v.get("machine"), wl, v["preset"], v["device"], v["dtype"])
             pair = [(b, steady.get((*key, b))) for b in ("jax-jit", "torch-mlir-xla")]
             text_ours = ", ".join(ours(b, r) for b, r in pair)
-            if all(r and r["status"] == "ok" and r.get("steady_median_s") and not r.get("busy") for _, r in pair):
+            if not any(_no_figure(r) for _, r in pair):
                 text_ours += f": JAX/PyTorch {pair[0][1]['steady_median_s'] / pair[1][1]['steady_median_s']:.2f}"
             text = vd.cells(v)
             at = ", ".join([v["preset"], *([v["overrides"]] if v.get("overrides") else []), v["device"], v["dtype"]])

@@ -1,6 +1,14 @@
-"""Hand-built records for store and report tests (no framework, no worker)."""
+"""Hand-built records for store and report tests (no framework, no worker), and the measurement settings of
+the tests that measure a cell only for its parity."""
 
-from stackwars.records import CellSpec, CompileStats, Measurement, MemoryStats, Parity
+from stackwars.records import CellSpec, CompileStats, MeasureConfig, Measurement, MemoryStats, Parity
+
+
+# What a test that asserts parity and what ran (never a time) measures of a cell: the first call (whose
+# outputs parity compares), the second, and one steady call timed alone (latency), no warm-up. In
+# throughput mode a sample is at least two calls, so two samples were four calls more a cell than one:
+# a jax-eager train step of a loop recompiles its control flow on every call (1-2 s each on the 2-CPU VM).
+PARITY = MeasureConfig(warmup=0, min_samples=1, max_samples=1, min_time_s=0.0, timing="latency")
 
 
 def measurement(backend="torch-eager", status="ok", samples=(1e-3, 1.1e-3, 0.9e-3, 1.05e-3), workload="gemm",

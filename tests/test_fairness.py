@@ -11,9 +11,10 @@ import pytest
 from stackwars import registry
 from stackwars.harness.measure import measure_cell
 from stackwars.harness.reference import FLOAT32_ERROR_FACTOR, derived_tolerance
-from stackwars.records import CellSpec, MeasureConfig, Measurement
+from stackwars.records import CellSpec, Measurement
+from tests.factories import PARITY
 
-FAST = MeasureConfig(warmup=0, min_samples=2, min_time_s=0.0, max_samples=2)  # parity is asserted, not timings
+FAST = PARITY  # parity and what ran are asserted, not timings (tests/factories.py)
 
 
 def _cell(workload, backend, **options):

@@ -15,12 +15,13 @@ from typer.testing import CliRunner
 from stackwars import registry, runner
 from stackwars.cli import app
 from stackwars.harness.measure import measure_cell
-from stackwars.records import CellSpec, MeasureConfig, Measurement
+from stackwars.records import CellSpec, Measurement
 from tests.conftest import ROOT
+from tests.factories import PARITY
 
 MODELS = ("resnet50", "bert-base", "gpt2", "vit-b16", "gpt-neo-1.3b", "llama3-8b")
 PHASES = ("forward", "train-step")
-FAST = MeasureConfig(warmup=0, min_samples=2, min_time_s=0.0, max_samples=2)  # parity is asserted, not timings
+FAST = PARITY  # parity and what ran are asserted, not timings (tests/factories.py)
 needs_mlir = pytest.mark.skipif(
     __import__("importlib").util.find_spec("torch_mlir") is None, reason="torch-mlir (optional) not installed")
 

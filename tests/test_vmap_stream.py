@@ -57,7 +57,8 @@ def test_a_slow_calls_s5_window_fills_its_seconds_and_the_row_and_finding_say_ho
     # read 3 ms against 1 ms, waiting changing nothing: a gap no RSS read explains, in a window of 100 calls
     row = {**row, "steady_median_s": 1e-3, "s5_per_call_s": 3e-3, "s5_until_done_per_call_s": 3e-3,
            "s5_vs_ours": 3.0, "contended": False}
-    assert "(3.00x): more than its RSS reads cost; one unrepeated window of 100 calls" in "\n".join(vmap.findings([row]))
+    text = "\n".join(vmap.findings([row]))
+    assert "(3.00x): more than its RSS reads cost; one unrepeated window of 100 calls" in text
 
 
 def test_vmap_findings_say_how_much_s5_misleads():

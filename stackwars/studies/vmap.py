@@ -10,8 +10,9 @@ callable is measured S5's way: 1000 calls timed with ``time.perf_counter`` and n
 synchronisation, the process's RSS read by psutil after each call, the first call excluded
 (S5 measured JAX warm); a call slower than S5_WINDOW_S / 1000 gets as many calls as fill
 S5_WINDOW_S, at least S5_MIN_CALLS (what the method gets wrong is per call: a JAX Python
-loop at batch 128, 0.13 s a call on the 2-CPU VM, spent 133 s on 1000 calls to read 1.00x). The report sets the two side by side, so how much that method
-misleads is a measured figure: JAX dispatches asynchronously, so an unsynchronised clock
+loop at batch 128, 0.13 s a call on the 2-CPU VM, spent 133 s on 1000 calls to read
+1.00x). The report sets the two side by side, so how much that method misleads is a
+measured figure: JAX dispatches asynchronously, so an unsynchronised clock
 reads the dispatch, not the work.
 """
 
@@ -183,7 +184,8 @@ def findings(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             notes.append(f"{head}: waiting for the work changed nothing ({fmt.seconds(done)} per call), so the gap "
                          f"is the method's own cost, the RSS read after every call inside its timed loop")
         elif r["s5_vs_ours"] > 1:
-            notes.append(f"{head}: more than its RSS reads cost; one unrepeated window of {r.get('s5_calls') or S5_CALLS} calls has no "
+            window = r.get("s5_calls") or S5_CALLS
+            notes.append(f"{head}: more than its RSS reads cost; one unrepeated window of {window} calls has no "
                          f"defence against a noisy moment")
         else:
             notes.append(head)

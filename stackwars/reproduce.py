@@ -113,15 +113,27 @@ def device_memory(device: str) -> int:
 # llama3-8b's calls of 1.3-6.6 s on a VM whose neighbours took 7-36% of its CPUs)
 # `why` has none: one process a cell asks no verdict, so it has no look to stop
 CPU_RUN_BUDGET_S = {"micro-ops": 300, "models": 1200, "models-": 600, "kernels": 180}
+# the steady window's samples a process for the `run` steps on the CPU whose calls are long (run's default: 10): the
+# models' forward calls take 0.15-4.4 s and the custom kernels' 0.35-0.8 s (interpreted) on the 2-CPU VM, where ten
+# samples of two back-to-back calls were 769 of the models step's 1648 s and 171 of the kernels' 293 s
+# (results/report-2026-11-29-cpu). Five samples (ten calls), as the studies' windows: the verdict's unit is the
+# process (its median); its interval's width is Welch's t on the process medians (stats.compare), so the samples
+# within a process enter only through its median
+CPU_RUN_MIN_SAMPLES = {"models": 5, "models-": 5, "kernels": 5}
 
 
-def budget_args(name: str, device: str) -> tuple[str, ...]:
-    """``--budget SECONDS`` for a `run` step on the CPU, added to each in one place (``plan``) (CPU_RUN_BUDGET_S; ``models-`` is any model planned
-    at a smaller size), nothing elsewhere: the CUDA plan has no measured times to bound its steps by."""
+def cpu_run_args(name: str, device: str) -> tuple[str, ...]:
+    """What a `run` step adds on the CPU, in one place (``plan``): ``--budget SECONDS`` (CPU_RUN_BUDGET_S) and
+    ``--min-samples N`` (CPU_RUN_MIN_SAMPLES); ``models-`` is any model planned at a smaller size. Nothing on CUDA:
+    its plan has no measured times to bound its steps by, and its calls are short."""
     if device != "cpu":
         return ()
-    seconds = CPU_RUN_BUDGET_S.get(name, CPU_RUN_BUDGET_S["models-"] if name.startswith("models-") else None)
-    return ("--budget", str(seconds)) if seconds else ()
+
+    def setting(table: dict) -> object:
+        return table.get(name, table.get("models-") if name.startswith("models-") else None)
+
+    seconds, samples = setting(CPU_RUN_BUDGET_S), setting(CPU_RUN_MIN_SAMPLES)
+    return (("--budget", str(seconds)) if seconds else ()) + (("--min-samples", str(samples)) if samples else ())
 
 
 def model_steps(device: str, size: str, memory: int, reduce: bool = True) -> list[Step]:
@@ -189,7 +201,7 @@ def plan(device: str, data_dir: str | None, executor: Sequence[str] = (), memory
     steps.insert(next(i for i, s in enumerate(steps) if s.name == "recompile"),
                  Step("mnist", "S4: the MNIST MLP at S4's settings (SGD 0.01, batch 64/256/1024)",
                       mnist + (("--data-dir", data_dir) if data_dir else ()), 10))
-    steps = [replace(s, args=s.args + budget_args(s.name, device)) if s.args[0] == "run" else s for s in steps]
+    steps = [replace(s, args=s.args + cpu_run_args(s.name, device)) if s.args[0] == "run" else s for s in steps]
     if executor:
         steps = [replace(s, args=s.args + tuple(executor))
                  if any(s.args[:len(c)] == c for c in SWEEPS) else s for s in steps]

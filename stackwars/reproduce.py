@@ -116,7 +116,7 @@ CPU_RUN_BUDGET_S = {"micro-ops": 300, "models": 1200, "models-": 600, "kernels":
 # the steady window's samples a process for the `run` steps on the CPU whose calls are long (run's default: 10): the
 # models' forward calls take 0.15-4.4 s and the custom kernels' 0.35-0.8 s (interpreted) on the 2-CPU VM, where ten
 # samples of two back-to-back calls were 769 of the models step's 1648 s and 171 of the kernels' 293 s
-# (results/report-2026-11-29-cpu). Five samples (ten calls), as the studies' windows: the verdict's unit is the
+# (results/report-2026-11-29-cpu-61min). Five samples (ten calls), as the studies' windows: the verdict's unit is the
 # process (its median); its interval's width is Welch's t on the process medians (stats.compare), so the samples
 # within a process enter only through its median
 CPU_RUN_MIN_SAMPLES = {"models": 5, "models-": 5, "kernels": 5}

@@ -16,7 +16,6 @@ from tests.factories import PARITY
 
 GPT2 = [Geometry(head_dim=64, causal=True)]
 HOPPER, AMPERE, VOLTA = "9.0", "8.0", "7.0"
-FAST = PARITY  # parity and what ran are asserted, not timings (tests/factories.py)
 
 
 def test_best_for_jax_is_cudnn_where_every_constraint_holds():
@@ -98,7 +97,7 @@ def test_reading_what_ran():
 
 def _cell(backend, phase="forward", **over) -> Measurement:
     spec = CellSpec("mha", "tiny", phase, backend, overrides=tuple(over.items()))
-    return Measurement.from_dict(measure_cell(spec.to_dict(), FAST.to_dict()))
+    return Measurement.from_dict(measure_cell(spec.to_dict(), PARITY.to_dict()))
 
 
 @pytest.mark.parametrize("backend,phase,ran", [
@@ -131,5 +130,5 @@ def test_naive_attention_is_recorded_as_naive():
 def test_unsupported_choice_becomes_an_unsupported_cell(machine_probe):
     from stackwars import runner
     spec = CellSpec("mha", "tiny", "forward", "jax-jit", overrides=(("attention", "cudnn"),))
-    m = runner.measure_one(spec, dataclasses.replace(FAST, timeout_s=120), machine_probe, None)
+    m = runner.measure_one(spec, dataclasses.replace(PARITY, timeout_s=120), machine_probe, None)
     assert m.status == "unsupported" and "CUDA device" in m.error

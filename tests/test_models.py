@@ -21,7 +21,6 @@ from tests.factories import PARITY
 
 MODELS = ("resnet50", "bert-base", "gpt2", "vit-b16", "gpt-neo-1.3b", "llama3-8b")
 PHASES = ("forward", "train-step")
-FAST = PARITY  # parity and what ran are asserted, not timings (tests/factories.py)
 needs_mlir = pytest.mark.skipif(
     __import__("importlib").util.find_spec("torch_mlir") is None, reason="torch-mlir (optional) not installed")
 
@@ -40,7 +39,7 @@ def reference_dir(tmp_path_factory):
 
 def _cell(workload, phase, backend, dtype="float32", options=(), reference_dir=None, **over):
     spec = CellSpec(workload, "tiny", phase, backend, dtype=dtype, overrides=tuple(over.items()), options=options)
-    return Measurement.from_dict(measure_cell(spec.to_dict(), FAST.to_dict(), reference_dir=reference_dir))
+    return Measurement.from_dict(measure_cell(spec.to_dict(), PARITY.to_dict(), reference_dir=reference_dir))
 
 
 def _assert_parity(m: Measurement):
@@ -171,7 +170,7 @@ def test_preflight_records_oom_without_allocating(monkeypatch):
     monkeypatch.setattr(runner, "run_task", no_worker)
     rss = psutil.Process().memory_info().rss
     spec = CellSpec("llama3-8b", "paper", "train-step", "torch-eager")
-    m = runner.measure_one(spec, FAST, runner.probe_machine(inline=True), None)
+    m = runner.measure_one(spec, PARITY, runner.probe_machine(inline=True), None)
     assert m.status == "oom"
     assert "pre-flight estimate" in m.error and "not allocated" in m.error
     guard = m.settings["memory_guard"]

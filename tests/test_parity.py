@@ -15,13 +15,12 @@ from stackwars.harness.measure import measure_cell
 from stackwars.records import CellSpec, Measurement
 from tests.factories import PARITY
 
-FAST = PARITY  # parity and what ran are asserted, not timings (tests/factories.py)
 BACKENDS = ("torch-eager", "torch-compile", "jax-eager", "jax-jit")
 
 
 def _measure(spec: CellSpec, cache_dir=None) -> Measurement:
     cache = {"mode": "warm", "dir": cache_dir} if cache_dir else None
-    return Measurement.from_dict(measure_cell(spec.to_dict(), FAST.to_dict(), cache=cache))
+    return Measurement.from_dict(measure_cell(spec.to_dict(), PARITY.to_dict(), cache=cache))
 
 
 @pytest.mark.parametrize("phase", ("forward", "train-step"))
@@ -34,7 +33,7 @@ def test_parity_float32(workload, phase, backend):
     expected = {"forward": {"out"}, "train-step": {"loss"} | {
         f"update.{k}" for k in registry.workload(workload).shapes(registry.workload(workload).config("tiny"))[0]}}
     assert set(m.parity.per_output) == expected[phase]
-    assert m.first_call_s > 0 and m.second_call_s > 0 and len(m.samples) == FAST.min_samples == 1
+    assert m.first_call_s > 0 and m.second_call_s > 0 and len(m.samples) == PARITY.min_samples == 1
     assert m.flops > 0 and m.bytes_moved > 0
 
 

@@ -12,28 +12,26 @@ from stackwars.studies import stream, vmap
 from stackwars.workloads.vmapped import IMPLS
 from tests.factories import PARITY
 
-FAST = PARITY  # parity and what ran are asserted, not timings (tests/factories.py)
-
 
 @pytest.mark.parametrize("backend", ("torch-eager", "jax-eager", "jax-jit"))
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("workload", ("vmap-dot", "vmap-attention"))
 def test_every_way_of_batching_agrees_with_numpy(workload, impl, backend):
     spec = CellSpec(workload, "tiny", "forward", backend, overrides=(("impl", impl),))
-    m = Measurement.from_dict(measure_cell(spec.to_dict(), FAST.to_dict()))
+    m = Measurement.from_dict(measure_cell(spec.to_dict(), PARITY.to_dict()))
     assert m.status == "ok", m.error
     assert m.parity.max_rel_err < 1e-5 and m.parity.reference == "float64 numpy, on the host"
 
 
 def test_torch_compile_of_vmap_agrees_too():
     spec = CellSpec("vmap-attention", "tiny", "forward", "torch-compile", overrides=(("impl", "vmap"),))
-    m = Measurement.from_dict(measure_cell(spec.to_dict(), FAST.to_dict()))
+    m = Measurement.from_dict(measure_cell(spec.to_dict(), PARITY.to_dict()))
     assert m.status == "ok" and m.parity.ok, m.error
 
 
 def test_s5_method_reads_an_unsynchronised_clock_and_rss():
     spec = CellSpec("vmap-dot", "tiny", "forward", "jax-jit", overrides=(("impl", "vmap"),))
-    got = vmap.s5_method(spec.to_dict(), FAST.to_dict(), calls=200)
+    got = vmap.s5_method(spec.to_dict(), PARITY.to_dict(), calls=200)
     assert got["calls"] == 200 and got["s5_per_call_s"] > 0
     assert got["until_done_per_call_s"] >= got["s5_per_call_s"]  # the work finishes after the clock was read
     assert got["s5_memory_bytes"] >= 0
@@ -49,9 +47,9 @@ def test_s5s_window_is_its_1000_calls_unless_they_take_longer_than_the_window():
 
 def test_a_slow_calls_s5_window_fills_its_seconds_and_the_row_and_finding_say_how_many_calls():
     spec = CellSpec("vmap-dot", "tiny", "forward", "torch-eager", overrides=(("impl", "loop"),))
-    got = vmap.s5_method(spec.to_dict(), FAST.to_dict(), calls=1000, window_s=1e-6)  # every call is slower
+    got = vmap.s5_method(spec.to_dict(), PARITY.to_dict(), calls=1000, window_s=1e-6)  # every call is slower
     assert got["calls"] == vmap.S5_MIN_CALLS and got["s5_per_call_s"] > 0
-    m = Measurement.from_dict(measure_cell(spec.to_dict(), FAST.to_dict()))
+    m = Measurement.from_dict(measure_cell(spec.to_dict(), PARITY.to_dict()))
     row = vmap.row(m, got)
     assert m.status == "ok" and row["s5_calls"] == vmap.S5_MIN_CALLS
     # read 3 ms against 1 ms, waiting changing nothing: a gap no RSS read explains, in a window of 100 calls

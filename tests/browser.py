@@ -13,6 +13,12 @@ import tempfile
 import time
 from typing import Any
 
+# what DevTools answers an evaluation made while the page navigates (a click on a link, then a
+# wait for the new page): the old page's context is gone before the new one exists. A wait
+# asks again; any other error is the page's or the test's and fails at once.
+NAVIGATING = ("Inspected target navigated or closed", "Execution context was destroyed",
+              "Cannot find context with specified id")
+
 
 class Browser:
     def __init__(self, exe: str):
@@ -67,10 +73,16 @@ class Browser:
         return out["result"].get("value")
 
     def wait(self, expression: str, timeout_s: float = 30.0) -> Any:
-        """The value of ``expression`` once it is truthy; fails after ``timeout_s``."""
+        """The value of ``expression`` once it is truthy, asking again while the page navigates
+        (``NAVIGATING``); fails after ``timeout_s``."""
         end = time.monotonic() + timeout_s
         while time.monotonic() < end:
-            value = self.js(expression)
+            try:
+                value = self.js(expression)
+            except RuntimeError as exc:
+                if not any(m in str(exc) for m in NAVIGATING):
+                    raise
+                value = None
             if value:
                 return value
             time.sleep(0.1)

@@ -770,18 +770,33 @@ def test_identical_twins_that_overflow_float32_are_named_as_overflow(tmp_path):
     assert "different functions" not in text
 
 
-def test_twins_that_agree_pass_the_numbers_check_and_the_check_sees_every_layer(tmp_path):
+def test_twins_that_agree_pass_the_numbers_check_and_the_check_sees_every_layer(tmp_path, monkeypatch):
     """The same net written right (SAME padding, ReLU, PyTorch's flatten order restored) passes;
     and the layers the check pairs are the ones with parameters, PyTorch's NCHW lined up with
-    Flax's NHWC."""
+    Flax's NHWC. The float64 check's programs are compiled with most of XLA's optimisations off,
+    the float32 forward's as the cells compile theirs, and the setting is as it was after."""
+    import jax
+
+    from stackwars import model
     from stackwars.model import _jax_layers, _torch_layers
 
+    compiled, plain = [], model._compiled_or_not
+
+    def spy(fn, *args):
+        dtypes = {str(leaf.dtype) for leaf in jax.tree_util.tree_leaves(args) if hasattr(leaf, "dtype")}
+        compiled.append(("float64" in dtypes, jax.config.read("jax_disable_most_optimizations")))
+        return plain(fn, *args)
+
+    monkeypatch.setattr(model, "_compiled_or_not", spy)
+    before = jax.config.read("jax_disable_most_optimizations")
     for i, fields in enumerate([RIGHT, {**RIGHT, "head": "flatten"}]):
         path = tmp_path / f"right{i}.py"
         path.write_text(CONVNET.format(**fields).replace('name="convnet"', f'name="convnet-{i}"'))
         wl = registry.workload(registry.resolve_workload(f"{path}:net"))
         cfg = wl.presets["tiny"]
         wl.verify(cfg)  # raises where the numbers differ
+        assert (True, True) in compiled and (False, before) in compiled and set(compiled) <= {(True, True), (False, before)}
+        assert jax.config.read("jax_disable_most_optimizations") == before
         params, batch = wl.init(cfg, 0)
         torch_layers = dict(_torch_layers(wl, cfg, params, batch))
         jax_layers = dict(_jax_layers(wl, cfg, params, batch))

@@ -215,14 +215,20 @@ print(json.dumps({"dir": applied["jax_compilation_cache_dir"], "kept": kept,
 """
 
 
-def test_an_inline_cell_without_a_cache_folder_does_not_write_into_an_earlier_cells_removed_one(tmp_path):
+@pytest.mark.parametrize("own", (True, False), ids=("the process's own folder", "none"))
+def test_an_inline_cell_without_a_cache_folder_does_not_write_into_an_earlier_cells_removed_one(tmp_path, own):
     """--inline measures many cells in one process; JAX's persistent cache, once pointed at a
     cell's folder, stayed there after that run removed it, and every later executable was a
     failed write and a warning (about 250 a test session). A folder stackwars made and removed
-    is let go; one the user chose is left as it is."""
+    is let go, for the process's own (JAX_COMPILATION_CACHE_DIR) where it has one: the test
+    session's shared cache was read by no in-process cell after the first run measured inline;
+    one the user chose is left as it is."""
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    if own:
+        env["JAX_COMPILATION_CACHE_DIR"] = str(tmp_path / "own")
     done = subprocess.run([sys.executable, "-c", _INLINE_JAX], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "HOLD": str(tmp_path), "JAX_PLATFORMS": "cpu"})
+                          env={**env, "HOLD": str(tmp_path), "JAX_PLATFORMS": "cpu"})
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    assert got["dir"] is None and got["warned"] == []
+    assert got["dir"] == (str(tmp_path / "own") if own else None) and got["warned"] == []
     assert got["kept"] == str(tmp_path / "mine")

@@ -259,9 +259,11 @@ def configure_jax(settings: Mapping[str, Any]) -> dict[str, Any]:
         jax.config.update("jax_persistent_cache_enable_xla_caches", "xla_gpu_per_fusion_autotune_cache_dir")
     elif _removed_cell_folder(jax.config.jax_compilation_cache_dir):
         # --inline: an earlier cell's folder, removed with its run; this cell has none, and JAX
-        # would go on writing every executable into the missing folder (a warning each)
+        # would go on writing every executable into the missing folder (a warning each). Back to
+        # the process's own folder (JAX_COMPILATION_CACHE_DIR, which JAX read at import), or none
+        own = os.environ.get("JAX_COMPILATION_CACHE_DIR") or None
         _reset_compilation_cache()
-        jax.config.update("jax_compilation_cache_dir", None)
+        jax.config.update("jax_compilation_cache_dir", None if _removed_cell_folder(own) else own)
     return {
         "jax_version": jax.__version__,
         "jax_default_matmul_precision": jax.config.jax_default_matmul_precision,

@@ -200,10 +200,15 @@ def test_every_column_the_main_job_promises_has_a_value_on_a_row(tmp_path, monke
     a dash on every row of the main job for a wave, and no test saw it). The main job's tiny version,
     `peaks` then `run`, in this process (``--inline``); what is tested is that every column the cell
     tables and the verdict promise is filled, not how quiet the machine is, so the judgments that a
-    process is busy are set aside (on a CI machine running tests beside it, every process is)."""
+    process is busy are set aside (on a CI machine running tests beside it, every process is), and so is
+    the judgment that a ratio is too noisy to decide: a tiny gemm's processes spread 2.3x on the 2-CPU
+    AMD EPYC VM (7-17 us each), a CI of 0.74-1.27, and this test failed one run in three there."""
+    import functools
+    import math
+
     from typer.testing import CliRunner
 
-    from stackwars import canary
+    from stackwars import canary, stats
     from stackwars.cli import app
     from stackwars.harness import contention
     from stackwars.report import tables
@@ -214,6 +219,7 @@ def test_every_column_the_main_job_promises_has_a_value_on_a_row(tmp_path, monke
     monkeypatch.setattr(canary, "FLOOR", 1e9)
     monkeypatch.setattr(runner_pkg(), "CONTENTION_THRESHOLD", float("inf"))
     monkeypatch.setattr(contention, "_busy_and_steal", lambda cpus: (0.0, 0.0))  # no one else, no steal
+    monkeypatch.setattr(stats, "decide", functools.partial(stats.decide, noisy_bound=math.inf))  # never noisy
     db = str(tmp_path / "r.db")
     cli = CliRunner()
     r = cli.invoke(app, ["peaks", "--dtype", "float32", "--min-time", "0.05", "--inline", "--db", db])

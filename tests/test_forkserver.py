@@ -184,7 +184,33 @@ def test_servers_differ_by_what_their_children_read_at_import():
     one, _ = environment(1, "cpu", "/c1", {})
     key = lambda e, g=0: forkserver.server_key(("jax",), e, g)  # noqa: E731
     assert key(base) == key(other_cache)  # the cache folder is read after the fork
+    assert key(base) == key({**base, "STACKWARS_PLUGINS": "mine.py", "PYTEST_CURRENT_TEST": "t (call)"})
     assert key(base) != key(flags) and key(base) != key(one) and key(base) != key(base, 1)
+
+
+def test_tasks_that_differ_in_their_plugins_or_test_share_a_server_and_each_child_loads_its_own(plugins_env,
+                                                                                                   monkeypatch):
+    """The registry's plugin list and pytest's name of the running test are read in the child
+    only: tasks that differ in nothing else fork from one server (every test of the suite started
+    servers of its own while pytest's name was in the key), and each child has its own plugins
+    and name, not the server's first task's."""
+    def task(plugins: str) -> dict:
+        return {"target": "tests.plugins.registered:names",
+                "process": {"device": "cpu", "preload": ["stackwars.harness.worker"], "generation": GENERATION + 1,
+                            "env": {"STACKWARS_PLUGINS": plugins}}}
+
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "first")
+    first = isolation.run_task(task("tests.plugins.faults"), timeout_s=60)
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "second")
+    second = isolation.run_task(task("tests.plugins.faults,tests.plugins.slow_parts"), timeout_s=60)
+    assert first.status == second.status == "ok", (first.error, second.error)
+    origins = [o.result["process_settings"]["origin"] for o in (first, second)]
+    assert all(o["how"] == "forked from a preloading server" for o in origins), origins
+    assert origins[0]["server_pid"] == origins[1]["server_pid"]
+    assert "fault" in first.result["workloads"] and "slow-parts" not in first.result["workloads"]
+    assert {"fault", "slow-parts"} <= set(second.result["workloads"])
+    assert [o.result["test"] for o in (first, second)] == ["first", "second"]
+    assert second.result["plugins"] == "tests.plugins.faults,tests.plugins.slow_parts"
 
 
 GENERATION = 917  # the fault tasks' own fork server: no run of these tests uses this process number

@@ -57,6 +57,14 @@ LATE_ENV = frozenset({
     "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",  # read when Inductor compiles (cache_dir_utils)
     "STACKWARS_PROGRESS_FILE", "STACKWARS_PARENT_PID",  # ours, read by the worker as it runs
     "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",  # read by the CUDA driver when a device is initialised
+    # read by the registry, which loads in the child: a server loads no plugin or model file (a
+    # run that names a model file adds the file here, and each test of the suite has its own)
+    "STACKWARS_PLUGINS",
+    # pytest's name of the running test, read by nothing a server preloads: a process that
+    # measures under pytest (the suite) started new servers for every test, since the name
+    # changes with each; keyed without it, a test's runs fork from the servers earlier tests
+    # of its pytest worker started, as a process's later runs always did
+    "PYTEST_CURRENT_TEST",
 })
 
 

@@ -184,8 +184,29 @@ def test_servers_differ_by_what_their_children_read_at_import():
     one, _ = environment(1, "cpu", "/c1", {})
     key = lambda e, g=0: forkserver.server_key(("jax",), e, g)  # noqa: E731
     assert key(base) == key(other_cache)  # the cache folder is read after the fork
-    assert key(base) == key({**base, "STACKWARS_PLUGINS": "mine.py", "PYTEST_CURRENT_TEST": "t (call)"})
+    assert key(base) == key({**base, "STACKWARS_PLUGINS": "mine.py", "PYTEST_CURRENT_TEST": "t (call)",
+                             "STACKWARS_CACHE_DIR": "/mine", "COLUMNS": "100"})
     assert key(base) != key(flags) and key(base) != key(one) and key(base) != key(base, 1)
+
+
+def test_stackwars_reads_no_environment_variable_at_import():
+    """Servers are keyed without stackwars's own variables (``forkserver.read_after_fork``): sound
+    only while no module of it reads one where a server would, at import, outside a function."""
+    import ast
+    from pathlib import Path
+
+    import stackwars
+
+    found = []
+    for path in sorted(Path(stackwars.__file__).parent.rglob("*.py")):
+        def visit(node, in_function):
+            for child in ast.iter_child_nodes(node):
+                inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                if not inside and isinstance(child, ast.Attribute) and child.attr in ("environ", "getenv"):
+                    found.append(f"{path.name}:{child.lineno}")
+                visit(child, inside)
+        visit(ast.parse(path.read_text()), False)
+    assert found == []
 
 
 def test_tasks_that_differ_in_their_plugins_or_test_share_a_server_and_each_child_loads_its_own(plugins_env,

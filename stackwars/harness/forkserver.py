@@ -16,11 +16,12 @@ per server instead (multiprocessing's forkserver, pyperf's workers):
   module that asks for the CUDA device count (one the torch-compile server preloaded did on
   an H200, through ``torch.cuda.is_available()``) is answered from NVML, never the driver;
 * each task is a ``fork()`` of the server: a distinct process in its own session, with its
-  own device context and allocator (made after the fork, by the cell), which sets the few
-  variables the frameworks read only later (``LATE_ENV``: the compile-cache folders, the
-  progress file) and runs the worker as a spawned worker would, then ``_exit``s;
+  own device context and allocator (made after the fork, by the cell), which sets its
+  environment from the request, among it the variables no server reads (``read_after_fork``:
+  the compile-cache folders, stackwars's own, pytest's test name) and runs the worker as a
+  spawned worker would, then ``_exit``s;
 * servers are keyed by what they preloaded, the environment they were started with (every
-  variable outside ``LATE_ENV``) and a ``generation``: the runner gives each process number
+  variable a server may read) and a ``generation``: the runner gives each process number
   of a cell its own generation, so the processes of one cell come from different servers,
   each a fresh ``exec`` with its own address-space layout and hash seed, as spawned
   processes would be (forks of one server share both; Kalibera and Jones's between-process
@@ -55,17 +56,24 @@ ENABLE_ENV = "STACKWARS_FORKSERVER"  # "0": spawn every task (as before servers 
 # child may set its own (test_forkserver checks each one takes effect per cell)
 LATE_ENV = frozenset({
     "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",  # read when Inductor compiles (cache_dir_utils)
-    "STACKWARS_PROGRESS_FILE", "STACKWARS_PARENT_PID",  # ours, read by the worker as it runs
     "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",  # read by the CUDA driver when a device is initialised
-    # read by the registry, which loads in the child: a server loads no plugin or model file (a
-    # run that names a model file adds the file here, and each test of the suite has its own)
-    "STACKWARS_PLUGINS",
-    # pytest's name of the running test, read by nothing a server preloads: a process that
-    # measures under pytest (the suite) started new servers for every test, since the name
-    # changes with each; keyed without it, a test's runs fork from the servers earlier tests
-    # of its pytest worker started, as a process's later runs always did
-    "PYTEST_CURRENT_TEST",
+    # read by nothing a server preloads: pytest's name of the running test, the terminal's size
+    # (read when something is printed). Under pytest (the suite) the name changes with every
+    # test, and a test that sets a width started servers of its own: keyed without them, a
+    # test's runs fork from the servers earlier tests of its pytest worker started, as a
+    # process's later runs always did
+    "PYTEST_CURRENT_TEST", "COLUMNS", "LINES",
 })
+OURS = "STACKWARS_"  # stackwars's own variables: read as it runs, never at import (test_forkserver reads the source)
+GENERATION_ENV = "STACKWARS_FORKSERVER_GENERATION"
+
+
+def read_after_fork(name: str) -> bool:
+    """A variable no server reads, so none is keyed by it: the child sets it from its request, as
+    every other (``_child``). Ours among them: the plugin list (the registry loads in the child; a
+    server loads no plugin or model file, and a run naming a model file adds the file to it), the
+    progress file, the database and cache folders (a test sets its own)."""
+    return name in LATE_ENV or (name.startswith(OURS) and name != GENERATION_ENV)
 
 
 def fresh_state() -> dict[str, Any]:
@@ -216,7 +224,7 @@ def serve(preload: list[str]) -> int:
         send(event="failed", error=problem, state=state)
         return 1
     info = {"preloaded": loaded, "not_installed": absent, "preload_s": time.perf_counter() - t0, "before_fork": state,
-            "generation": os.environ.get("STACKWARS_FORKSERVER_GENERATION")}
+            "generation": os.environ.get(GENERATION_ENV)}
     send(event="ready", pid=os.getpid(), **info)
     # an idle server must cost the machine nothing (its cells' neighbours are timed): it sleeps in
     # select() until a request comes or a child ends (SIGCHLD, through a wake-up pipe), never polls
@@ -474,12 +482,12 @@ _LOCK = threading.Lock()
 
 def server_key(preload: tuple[str, ...], env: dict[str, str], generation: int) -> tuple:
     """Servers differ in what they preloaded, what their children read at import, and generation."""
-    return (preload, tuple(sorted((k, v) for k, v in env.items() if k not in LATE_ENV)), generation)
+    return (preload, tuple(sorted((k, v) for k, v in env.items() if not read_after_fork(k))), generation)
 
 
 def _server_env(env: dict[str, str], generation: int) -> dict[str, str]:
-    out = {k: v for k, v in env.items() if k not in LATE_ENV}
-    out["STACKWARS_FORKSERVER_GENERATION"] = str(generation)
+    out = {k: v for k, v in env.items() if not read_after_fork(k)}
+    out[GENERATION_ENV] = str(generation)
     return out
 
 

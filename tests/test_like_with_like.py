@@ -23,14 +23,16 @@ def _measure(spec: CellSpec, config: MeasureConfig = QUICK, **kw) -> Measurement
     return Measurement.from_dict(measure_cell(spec.to_dict(), config.to_dict(), **kw))
 
 
+@pytest.mark.quiet  # in-process PyTorch beside other pytest workers: a tiny gemm's every call took 11-16 ms
 @pytest.mark.parametrize("timing", ["throughput", "latency"])
 def test_a_short_and_a_long_call_are_timed_in_the_runs_one_mode(timing):
     """Before, a call under --min-block-time was timed in blocks and a longer one alone: gemm
     tiny (microseconds) and mha small's train step (tens of milliseconds) now both follow the
     run's mode, and every record says which, with the window it came from. Each call's floor (its
-    fastest block over the calls in it) says how far apart they are: the median is the machine's,
-    and beside another pytest worker the tiny gemm's latency median was 16 ms once on the 2-CPU AMD
-    EPYC VM (9 us alone; 16 ms is what a call that loses its core waits there), its floor microseconds."""
+    fastest block over the calls in it) says how far apart they are. It measures in this process and
+    takes the machine alone (``quiet``): beside other pytest workers on the 2-CPU AMD EPYC VM the
+    tiny gemm's latency median read 16 ms (9 us alone), and under three workers its fastest block
+    11 ms a call: its calls waited for the cores the other workers held."""
     config = dataclasses.replace(QUICK, timing=timing)
     short = _measure(CellSpec("gemm", "tiny", "forward", "torch-eager"), config)
     long = _measure(CellSpec("mha", "small", "train-step", "jax-jit"), config)

@@ -127,28 +127,51 @@ def pytest_configure(config):
         atexit.register(shutil.rmtree, folder, True)
 
 
+_KEPT: list = []  # the machine's lock file, held alone from a quiet test to the next quiet test of this worker
+
+
 @contextlib.contextmanager
-def _machine(alone: bool):
+def _machine(alone: bool, keep: bool = False):
+    """``keep``: a quiet test whose next test on this worker is quiet too keeps the machine for it.
+    Let go between them, the neighbour's next test came in, and this worker waited for its end,
+    idle, once for each quiet test of a file."""
     folder = os.environ.get(_LOCKS)
     if "PYTEST_XDIST_WORKER" not in os.environ or not folder:
         yield
         return
-    with open(os.path.join(folder, "turnstile"), "a") as turnstile, \
-            open(os.path.join(folder, "machine"), "a") as machine:
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        finally:
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
-        try:
-            yield
-        finally:
+    machine = _KEPT.pop() if _KEPT else None
+    if machine is not None and not alone:  # kept for a quiet test that did not come: let go first
+        fcntl.flock(machine, fcntl.LOCK_UN)
+        machine.close()
+        machine = None
+    if machine is None:
+        with open(os.path.join(folder, "turnstile"), "a") as turnstile:
+            machine = open(os.path.join(folder, "machine"), "a")
+            fcntl.flock(turnstile, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+            except BaseException:
+                machine.close()
+                raise
+            finally:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)
+    try:
+        yield
+    finally:
+        if alone and keep:
+            _KEPT.append(machine)
+        else:
             fcntl.flock(machine, fcntl.LOCK_UN)
+            machine.close()
+
+
+def _quiet(item) -> bool:
+    return item is not None and item.get_closest_marker("quiet") is not None
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    with _machine(item.get_closest_marker("quiet") is not None):
+    with _machine(_quiet(item), keep=_quiet(nextitem)):
         return (yield)
 
 

@@ -59,6 +59,36 @@ def test_a_quiet_test_waits_for_its_neighbour_and_runs_alone(tmp_path, monkeypat
     assert second.wait(30) == 0
 
 
+def test_a_quiet_test_keeps_the_machine_for_the_next_quiet_test_and_lets_go_after(tmp_path, monkeypatch):
+    """Between two quiet tests of one worker no neighbour's test starts (it did, and the second
+    quiet test waited for its end, idle); the machine is let go after the last of them, or
+    before a plain test where the next quiet one did not come."""
+    env = {**os.environ, "PYTEST_XDIST_WORKER": "gw1", _LOCKS: str(tmp_path), "PYTHONPATH": str(ROOT)}
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    monkeypatch.setenv(_LOCKS, str(tmp_path))
+    for then_plain in (False, True):
+        with _machine(True, keep=True):
+            pass
+        go = tmp_path / f"go-{then_plain}"
+        neighbour = _neighbour(go, env)
+        line: list = []
+        reader = threading.Thread(target=lambda: line.append(neighbour.stdout.readline()))
+        reader.start()
+        reader.join(0.5)
+        assert not line  # kept: the neighbour waits
+        if then_plain:
+            with _machine(False):  # a plain test: lets the kept machine go and shares it
+                reader.join(30)
+        else:
+            with _machine(True):  # the next quiet test takes the kept machine, without waiting
+                reader.join(0.5)
+                assert not line
+            reader.join(30)
+        assert line == ["in\n"], then_plain
+        go.touch()
+        assert neighbour.wait(30) == 0
+
+
 def test_without_workers_nothing_is_locked(tmp_path, monkeypatch):
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     monkeypatch.setenv(_LOCKS, str(tmp_path))

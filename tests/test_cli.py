@@ -87,11 +87,21 @@ def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
     assert "best PyTorch" in tail and re.search(r"^  gemm tiny forward ", tail, re.M)
     assert re.search(r"^  ffn tiny forward ", tail, re.M) and "Environment:" not in tail
     assert "--explain" in done.stderr and "-f json" in done.stderr
-    cells = json.loads(out.read_text())
+    everything = json.loads(out.read_text())
+    cells = [c for c in everything if c["repeat"] < 3]
     assert len(cells) == 12 and {c["repeat"] for c in cells} == {0, 1, 2}
+    # beyond them, only where a neighbour's load made the machine busy: the cap counts the processes
+    # after the one each side's best is chosen on, so a busy row may get one round more, both sides
+    # (a suite run on the 2-CPU AMD EPYC VM: ffn's fourth round after eleven of twelve busy processes)
+    extra = {(c["workload"], c["framework"]): 0 for c in cells}
+    for c in everything:
+        if c["repeat"] >= 3:
+            assert c["repeat"] == 3 and any(p["contended"] for p in cells if p["workload"] == c["workload"]), c
+            extra[c["workload"], c["framework"]] += 1
+    assert all(extra[wl, "torch"] == extra[wl, "jax"] for wl, _ in extra), extra
     # the run's six fork servers (two backends, three process numbers) started in one batch while
     # the machine probe ran (runner.start_servers_during_probe), and no cell waited for its server
-    assert all(c["server_start_s"] is None for c in cells)
+    assert all(c["server_start_s"] is None for c in everything)
     firsts = [c for c in cells if c["server_ahead_batch"]]  # each server's first child carries its batch
     assert len(firsts) == 6 and len({c["server_ahead_batch"] for c in firsts}) == 1, firsts
     assert {c["server_ahead_during"] for c in firsts} == {"the machine probe"}
@@ -111,7 +121,8 @@ def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
     for v in found:
         # every process is counted, clean or left out as busy; which of them the host disturbed is the
         # host's doing (a 2-CPU VM whose neighbour comes and goes), and too few clean ones decide nothing
-        assert [v[f"{fw}_processes"] + v[f"{fw}_processes_busy"] for fw in ("torch", "jax")] == [3, 3], v
+        assert [v[f"{fw}_processes"] + v[f"{fw}_processes_busy"] for fw in ("torch", "jax")] == \
+            [3 + extra[v["workload"], fw] for fw in ("torch", "jax")], v
         assert v["processes"] == min(v["torch_processes"], v["jax_processes"])
         if v["processes"] < 3:
             assert (v["verdict"], v["reason_tag"]) == ("cannot say", "busy machine"), v
@@ -129,7 +140,7 @@ def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
     exported = subprocess.run([sys.executable, "-m", "stackwars", "export", "--format", "csv", "--db", str(db)],
                               capture_output=True, text=True, timeout=120, env=_env())
     table = list(csv.DictReader(io.StringIO(exported.stdout)))
-    assert len(table) == len(cells) and set(ROW_KEYS) <= set(table[0]) and table[0]["machine"] == cells[0]["machine"]
+    assert len(table) == len(everything) and set(ROW_KEYS) <= set(table[0]) and table[0]["machine"] == cells[0]["machine"]
     assert len(json.loads(table[0]["steady_samples"])) == len(cells[0]["steady_samples"])
 
 

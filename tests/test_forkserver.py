@@ -186,6 +186,10 @@ def test_servers_differ_by_what_their_children_read_at_import():
     assert key(base) == key(other_cache)  # the cache folder is read after the fork
     assert key(base) == key({**base, "STACKWARS_PLUGINS": "mine.py", "PYTEST_CURRENT_TEST": "t (call)",
                              "STACKWARS_CACHE_DIR": "/mine", "COLUMNS": "100"})
+    # what the frameworks write into a process's environment as it works (a torch.compile'd call, Ray's
+    # import: a test worker's earlier tests, a user's notebook), read by no server
+    assert key(base) == key({**base, "_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR": "140002491812896",
+                             "RAY_CLIENT_MODE": "0"})
     assert key(base) != key(flags) and key(base) != key(one) and key(base) != key(base, 1)
 
 

@@ -52,8 +52,9 @@ import traceback
 from typing import Any, Sequence
 
 ENABLE_ENV = "STACKWARS_FORKSERVER"  # "0": spawn every task (as before servers existed)
-# variables the frameworks read after import, when they first compile or touch a device: a
-# child may set its own (test_forkserver checks each one takes effect per cell)
+# variables no server reads, so a child may set its own: first those the frameworks read after
+# import, when they first compile or touch a device (test_forkserver checks each takes effect per
+# cell), then those nothing a server preloads reads at all
 LATE_ENV = frozenset({
     "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",  # read when Inductor compiles (cache_dir_utils)
     "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",  # read by the CUDA driver when a device is initialised

@@ -17,8 +17,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # Inductor/JAX caches for in-process (inline) cells: one directory for the whole session,
 # so the suite pays Inductor's cold start once, not once per test.
-_CACHE = tempfile.mkdtemp(prefix="stackwars-test-cache-")
-atexit.register(shutil.rmtree, _CACHE, True)  # not left in /tmp by every session
+# Made once, by the session's first process: every process that imports this module later inherits it
+# (pytest-xdist's workers; a submitit job, which imports a test's module to unpickle its function:
+# one killed by its test left a folder of its own in /tmp every session)
+_CACHE = os.environ.get("STACKWARS_TEST_CACHE", "")
+if not _CACHE:
+    _CACHE = os.environ["STACKWARS_TEST_CACHE"] = tempfile.mkdtemp(prefix="stackwars-test-cache-")
+    atexit.register(shutil.rmtree, _CACHE, True)  # not left in /tmp by every session
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(_CACHE, "inductor"))
 # JAX's persistent cache likewise, every executable however small (jax-eager compiles each primitive at each
 # shape once a process: 361 compiles, 32 s of a bert-base train step's 70 s on the 2-CPU VM): a program compiled

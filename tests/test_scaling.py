@@ -179,12 +179,16 @@ def test_two_processes_standing_for_two_hosts_give_one_cell(framework, model, st
 
 
 def test_the_study_runs_from_the_cli(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # the run's temporary folder: each cell's files (torchrun's logs among them) are gone with the cell
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch)}
     done = subprocess.run([sys.executable, "-m", "stackwars", "study", "scaling", "mlp-mnist", "--devices", "1,2",
                            "-s", "dp", "--scaling", "strong", "--steps", "3", "--warmup", "1",
                            "--db", str(tmp_path / "s.db"), "--out", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert not list(scratch.iterdir()), list(scratch.iterdir())
     assert "say nothing of a speed-up on real devices" in done.stdout
     data = json.loads((tmp_path / "out" / "scaling-mlp-mnist-tiny.json").read_text())
     rows = {(r["framework"], r["strategy"], r["devices"]): r for r in data["rows"]}
@@ -210,8 +214,9 @@ def test_an_existing_process_group_is_used_and_rank_0_stores_one_run(tmp_path):
     """--launcher external: torchrun starts the command twice; both join the group, rank 0 stores."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                           str(launch.free_port()), "-m", "stackwars", "study", "scaling", "mlp-mnist", "--framework",
-                           "torch", "--launcher", "external", "-s", "fsdp", "--scaling", "weak", "--steps", "2",
+                           str(launch.free_port()), "--log-dir", str(tmp_path / "elastic"), "-m", "stackwars", "study",
+                           "scaling", "mlp-mnist", "--framework", "torch", "--launcher", "external", "-s", "fsdp",
+                           "--scaling", "weak", "--steps", "2",
                            "--db", str(tmp_path / "s.db"), "--out", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]

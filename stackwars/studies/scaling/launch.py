@@ -122,6 +122,9 @@ def torch_cell(item: Mapping[str, Any], timeout_s: float) -> Outcome:
             commands.append([sys.executable, "-m", "torch.distributed.run", "--nnodes", str(hosts),
                              "--node-rank", str(node), "--nproc-per-node", str(item["devices"] // hosts),
                              "--master-addr", "127.0.0.1", "--master-port", str(port),
+                             # its own folder (else a torchelastic_* in the system's temporary folder,
+                             # left there by every cell), removed with the cell's
+                             "--log-dir", os.path.join(tmp, f"elastic{node}"),
                              "-m", "stackwars.studies.scaling.torch_rank", item_path, result_path])
             logs.append(os.path.join(tmp, f"node{node}.log"))
         env = {**os.environ, "OMP_NUM_THREADS": str(item["threads_per_rank"]), "STACKWARS_PARENT_PID": str(os.getpid())}

@@ -210,6 +210,33 @@ def test_the_study_runs_from_the_cli(tmp_path):
     assert shown.exit_code == 0 and "collectives per step" in shown.output
 
 
+END = """
+import atexit, os, sys, threading, time
+from stackwars.studies.scaling.torch_rank import end_process
+out = sys.argv[1]
+def mark(name):
+    open(os.path.join(out, name), "w").close()
+class Teardown:
+    def __del__(self, _open=open, _path=os.path.join(out, "teardown")):  # builtins are gone by then
+        _open(_path, "w").close()
+kept = Teardown()  # a module global: destroyed by the interpreter's teardown only
+atexit.register(mark, "atexit")
+threading.Thread(target=lambda: (time.sleep(0.3), mark("thread"))).start()
+print("said", end="")
+end_process(int(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize("code", (0, 1))
+def test_a_rank_ends_with_its_status_after_what_python_does_first_and_without_the_teardown(tmp_path, code):
+    """torch_rank.end_process: a rank whose gloo group's threads outlive destroy_process_group
+    ends without the interpreter's teardown (it aborted a rank once in about forty suite runs)."""
+    done = subprocess.run([sys.executable, "-c", END, str(tmp_path), str(code)], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == code and done.stdout == "said", done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["atexit", "thread"]
+
+
 def test_an_existing_process_group_is_used_and_rank_0_stores_one_run(tmp_path):
     """--launcher external: torchrun starts the command twice; both join the group, rank 0 stores."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -67,14 +67,44 @@ def main(args: list[str] | None = None) -> None:
         result = app(args=args, standalone_mode=False, prog_name="stackwars")
     except click.exceptions.NoArgsIsHelpError as exc:  # ``stackwars study``: its help, as before
         exc.show()
-        sys.exit(exc.exit_code)
+        _exit(exc.exit_code)
     except click.exceptions.ClickException as exc:
         ctx = getattr(exc, "ctx", None)
         where = f"; see {ctx.command_path} --help" if ctx is not None else ""
         print(f"error: {exc.format_message()}{where}", file=sys.stderr)
-        sys.exit(exc.exit_code)
+        _exit(exc.exit_code)
     except typer.Abort:  # typer._click has no Abort: naming it there broke every other exception
         print("interrupted", file=sys.stderr)
-        sys.exit(130)
+        _exit(130)
+    except SystemExit as exc:
+        if _a_rank():
+            _exit(exc.code if isinstance(exc.code, int) else 1)
+        raise
+    except BaseException:
+        if _a_rank():  # said as Python says it, then ended as a rank is
+            import traceback
+            traceback.print_exc()
+            _exit(1)
+        raise
     if isinstance(result, int) and not isinstance(result, bool):  # typer.Exit(code) in this mode
-        sys.exit(result)
+        _exit(result)
+    if _a_rank():
+        _exit(0)
+
+
+def _a_rank() -> bool:
+    """Whether this process was a rank of an external PyTorch job (``study scaling --launcher
+    external`` under torchrun): it ends without the interpreter's teardown (torch_rank.end_process)."""
+    import sys
+
+    sweep = sys.modules.get("stackwars.studies.scaling.sweep")
+    return sweep is not None and sweep.left_a_group()
+
+
+def _exit(code: int) -> None:
+    import sys
+
+    if _a_rank():
+        from stackwars.studies.scaling.torch_rank import end_process
+        end_process(code)
+    sys.exit(code)

@@ -41,6 +41,12 @@ def leave_group() -> None:
     import torch.distributed as dist
     if dist.is_initialized():
         dist.destroy_process_group()
+    _GROUP["left"] = True  # the process ends without the interpreter's teardown (torch_rank.end_process)
+
+
+def left_a_group() -> bool:
+    """Whether this process was a rank of an external PyTorch job (its group's threads may outlive it)."""
+    return bool(_GROUP.get("left"))
 
 
 def _measure(items, timeout_s, visible, rows, on_row) -> list[dict[str, Any]]:

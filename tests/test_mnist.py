@@ -306,5 +306,16 @@ def test_jax_shuffle_is_compiled_once_and_timed_as_compile_not_as_data(split):
     first = t.run_epoch(1, epoch_order(0, 1, 640, 64))
     second = t.run_epoch(2, epoch_order(0, 2, 640, 64))
     assert t._shuffled is not None and second.compile_s == 0.0 and first.compile_s > 0
-    # the first epoch's data time holds no compile: the same gather as the second's, give or take
-    assert first.data_s < 5 * second.data_s + 0.005, (first.data_s, second.data_s)
+    # the first epoch's data time holds no compile: the same gather as the second's, give or take less than
+    # half of what compiling such a gather takes on this machine now (47 ms on the 2-CPU AMD EPYC VM; a
+    # fixed 5 ms failed there under three pytest workers: 13 ms against 1 ms, no compile in it)
+    import time
+
+    import jax
+
+    x, y = t.data["train"]
+    order = jax.device_put(epoch_order(0, 3, 576, 64).reshape(9, 64))  # a shape no other program of the session has
+    tc = time.perf_counter()
+    jax.jit(lambda x, y, i: (x[i], y[i])).lower(x, y, order).compile()
+    compile_gather = time.perf_counter() - tc
+    assert first.data_s < 5 * second.data_s + compile_gather / 2, (first.data_s, second.data_s, compile_gather)

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -213,6 +214,47 @@ kept = configure_jax({})["jax_compilation_cache_dir"]
 print(json.dumps({"dir": applied["jax_compilation_cache_dir"], "kept": kept,
                   "warned": [str(w.message)[:200] for w in caught if "persistent" in str(w.message)]}))
 """
+
+
+_INLINE_RUN = """
+import json, os, sys, warnings
+import jax, jax.numpy as jnp
+from stackwars import runner
+from stackwars.harness import env as envmod
+from stackwars.records import MeasureConfig
+from stackwars.store.results import Store
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)  # the process's own options
+before = {k: getattr(jax.config, k) for k in ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")}
+specs = runner.plan_cells(["gemm"], ["tiny"], ["forward"], ["jax-jit"])
+config = MeasureConfig(warmup=1, min_samples=3, min_time_s=0.0)
+probe = runner.probe_machine(inline=True)
+with Store(sys.argv[1]) as store:
+    run_id = runner.new_run(store, specs, config)
+    (m,) = runner.execute(store, run_id, specs, config, envmod.fingerprint(None, probe), inline=True)
+cell = m.settings["applied"]["jax_compilation_cache_dir"]
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    jax.jit(lambda x: x * 5)(jnp.ones(7)).block_until_ready()
+after = {k: getattr(jax.config, k) for k in before}
+print(json.dumps({"status": m.status, "cell": cell, "before": before, "after": after,
+                  "warned": [str(w.message)[:200] for w in caught if "persistent" in str(w.message)]}))
+"""
+
+
+def test_an_inline_run_gives_the_process_its_own_cache_options_back(tmp_path):
+    """A JAX cell measured inline points JAX's persistent cache at the cell's folder; after it, the
+    process's own options are back: the suite's in-process compiles after an inline run went on
+    writing into that run's removed folder (113 warnings in one suite run, nothing cached)."""
+    env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "own"), "JAX_PLATFORMS": "cpu",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", _INLINE_RUN, str(tmp_path / "r.db")], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["status"] == "ok" and got["cell"] and got["cell"] != str(tmp_path / "own")  # the cell had its own
+    assert got["before"] == {"jax_compilation_cache_dir": str(tmp_path / "own"),
+                             "jax_persistent_cache_min_compile_time_secs": 0.5}
+    assert got["after"] == got["before"] and got["warned"] == []
 
 
 @pytest.mark.parametrize("own", (True, False), ids=("the process's own folder", "none"))

@@ -239,6 +239,25 @@ def _removed_cell_folder(folder: str | None) -> bool:
         and not os.path.isdir(folder)
 
 
+# what configure_jax sets of the persistent cache, and the values the process had before its first cell
+CACHE_OPTIONS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
+                 "jax_persistent_cache_min_entry_size_bytes", "jax_persistent_cache_enable_xla_caches")
+_PROCESS_CACHE: dict[str, Any] = {}
+
+
+def restore_process_cache() -> None:
+    """The process's own persistent-cache options again, after a cell measured in it (``--inline``)
+    pointed them at the cell's folder: else every later compile of the process (a test's own, in
+    the suite) was written into that folder, removed with its run (a warning each, nothing kept),
+    and nothing was read from the process's own folder."""
+    if not _PROCESS_CACHE or all(getattr(jax.config, k) == v for k, v in _PROCESS_CACHE.items()):
+        return
+    if jax.config.jax_compilation_cache_dir != _PROCESS_CACHE["jax_compilation_cache_dir"]:
+        _reset_compilation_cache()
+    for name, value in _PROCESS_CACHE.items():
+        jax.config.update(name, value)
+
+
 def configure_jax(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Matmul precision and the persistent compile cache, applied and reported."""
     precision = settings.get("matmul_precision", "float32")
@@ -246,6 +265,8 @@ def configure_jax(settings: Mapping[str, Any]) -> dict[str, Any]:
     # JAX's own default on Ampere/Hopper GPUs is TF32 while PyTorch's is full fp32.
     jax.config.update("jax_default_matmul_precision", "float32" if precision == "float32" else "tensorfloat32")
     cache = settings.get("cache_dir")
+    if not _PROCESS_CACHE:
+        _PROCESS_CACHE.update({name: getattr(jax.config, name) for name in CACHE_OPTIONS})
     if cache:
         folder = os.path.join(cache, "jax")
         if jax.config.jax_compilation_cache_dir not in (None, folder):

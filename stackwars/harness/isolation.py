@@ -244,4 +244,8 @@ def run_inline(task: dict[str, Any], on_progress: Callable[[dict[str, Any]], Non
         result = execute(inline_task)
     finally:
         progress.listen(None)
+        # a JAX cell pointed the process's persistent cache at its own folder: back to the process's own
+        jax_common = sys.modules.get("stackwars.backends.jax_common")
+        if jax_common is not None:
+            jax_common.restore_process_cache()
     return Outcome(result.get("status", "ok"), result, result.get("error"), time.perf_counter() - start)

@@ -4,7 +4,7 @@
 #                                main job's torch-mlir-xla rows)
 #   ./scripts/setup.sh --tests   that, and what only the tests need: the kernels (Triton), reference
 #                                (transformers), docs (mkdocs-material), ray and slurm (submitit) extras, pytest
-#                                with pytest-xdist (the suite runs in two workers),
+#                                with pytest-xdist (the suite runs in three workers),
 #                                the GPU image's wheels read for API names (about 530 MB, once) and .gpu-site
 # PyTorch is pinned to the CPU build (an unpinned `torch` pulls several GB of CUDA packages); set
 # TORCH_SPEC to install another build, e.g. TORCH_SPEC=torch on a GPU box.

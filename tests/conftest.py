@@ -117,7 +117,7 @@ def gpu_probe(machine_probe):
 # fixtures included, so a module fixture that measures counts too), a quiet test an
 # exclusive one. A second file is the turnstile: a test takes it before it asks for the
 # machine and lets it go once it has it, so a quiet test that waits is not overtaken by the
-# next test of the other worker. Without -n this is one process and nothing is locked.
+# next test of another worker. Without -n this is one process and nothing is locked.
 _LOCKS = "STACKWARS_TEST_LOCKS"
 
 
@@ -183,17 +183,15 @@ def pytest_runtest_protocol(item, nextitem):
 # ``pytest -n N --dist loadfile``: each file goes whole to the next free worker, in the order
 # collected. xdist's default order (the most tests first) sent a 250 s file near the end while
 # the other worker idled 47 s (the 2-core Zen 3 VM, 2026-11-26). Longest first instead (LPT):
-# the files that took 25 s or more (setup, call and teardown of their tests under -n 2), by those seconds, on
-# the 2-CPU Xeon VM on 2026-11-28 (1642 s in all); every other file after them, in collection order. The figures
-# only order the files: a stale one costs a little idle time.
+# the files that took 25 s or more (setup, call and teardown of their tests under -n 3), by those seconds, on
+# the 2-CPU AMD EPYC VM on 2026-11-29 (2126 s in all; the three workers ended within 14 s of each other); every
+# other file after them, in collection order. The figures only order the files: a stale one costs a little idle time.
 FILE_SECONDS = {
-    "test_user_model.py": 640, "test_models.py": 443, "test_forkserver.py": 235, "test_loops.py": 200,
-    "test_scaling.py": 144, "test_nothing_lost_two.py": 135, "test_sweeps.py": 107, "test_nothing_lost_three.py": 97,
-    "test_parity.py": 84, "test_terminal.py": 79, "test_cli.py": 69, "test_external.py": 66, "test_hardening.py": 55,
-    "test_reference.py": 53, "test_studies.py": 52, "test_decides.py": 52, "test_isolation.py": 51,
-    "test_nothing_lost.py": 45, "test_mnist.py": 44, "test_fairness.py": 43, "test_docs.py": 36,
-    "test_sensitivity.py": 33, "test_vmap_stream.py": 32, "test_profile.py": 30, "test_executors.py": 30,
-    "test_kernels.py": 29, "test_nothing_lost_four.py": 27,
+    "test_models.py": 302, "test_user_model.py": 255, "test_forkserver.py": 182, "test_loops.py": 150,
+    "test_parity.py": 109, "test_nothing_lost_two.py": 97, "test_sweeps.py": 94, "test_nothing_lost_three.py": 78,
+    "test_scaling.py": 68, "test_external.py": 66, "test_isolation.py": 55, "test_fairness.py": 53, "test_cli.py": 47,
+    "test_terminal.py": 44, "test_hardening.py": 40, "test_executors.py": 33, "test_vmap_stream.py": 33,
+    "test_decides.py": 32, "test_mnist.py": 32, "test_studies.py": 30, "test_nothing_lost.py": 27, "test_ir.py": 25,
 }
 
 

@@ -38,7 +38,7 @@ def test_the_readme_is_short_and_starts_with_the_two_commands():
     assert len(text.splitlines()) <= 150
     main_job, tests = (b.strip() for b in _blocks(text)[:2])
     assert main_job.startswith("./scripts/setup.sh && { .venv/bin/stackwars peaks; .venv/bin/stackwars run ")
-    assert tests == "./scripts/setup.sh --tests && .venv/bin/python -m pytest -q -n 2 --dist loadfile"
+    assert tests == "./scripts/setup.sh --tests && .venv/bin/python -m pytest -q -n 3 --dist loadfile"
     assert (ROOT / ".ci" / "run").read_text().rstrip().endswith(tests)  # CI runs exactly that
 
 

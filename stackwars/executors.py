@@ -40,6 +40,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -181,13 +182,21 @@ class GpuPool(Executor):
         free: queue.Queue[Placement] = queue.Queue()
         for slot in self.slots:
             free.put(slot)
+        # set by a cell that raised (Ctrl-C, an error), before its GPU is free again: the pool's threads
+        # took the next cell in the moment before this thread woke to cancel it, and its worker started
+        stopping = threading.Event()
 
-        def one(spec: CellSpec) -> Measurement:
+        def one(spec: CellSpec) -> Measurement | None:
             slot = free.get()  # a GPU with no timed cell on it
             try:
+                if stopping.is_set():
+                    return None  # not started: the pool is stopping
                 if on_start:
                     on_start(spec)
                 return measure(spec, slot)
+            except BaseException:
+                stopping.set()
+                raise
             finally:
                 free.put(slot)
 
@@ -197,8 +206,10 @@ class GpuPool(Executor):
             pending = {pool.submit(one, s) for s in specs}
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    yield f.result()
+                for f in sorted(done, key=lambda f: f.exception() is not None):  # what finished is kept first
+                    m = f.result()
+                    if m is not None:
+                        yield m
         finally:
             # stopped (Ctrl-C, an error): no new cell starts, and the workers of those in flight are
             # killed (their results would not be stored); --resume measures them again

@@ -76,16 +76,13 @@ def main(args: list[str] | None = None) -> None:
     except typer.Abort:  # typer._click has no Abort: naming it there broke every other exception
         print("interrupted", file=sys.stderr)
         _exit(130)
-    except SystemExit as exc:
-        if _a_rank():
-            _exit(exc.code if isinstance(exc.code, int) else 1)
-        raise
-    except BaseException:
-        if _a_rank():  # said as Python says it, then ended as a rank is
+    except BaseException as exc:
+        if not _a_rank():
+            raise
+        if not isinstance(exc, SystemExit):  # said as Python says it, then ended as a rank is
             import traceback
             traceback.print_exc()
-            _exit(1)
-        raise
+        _exit(exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 1)
     if isinstance(result, int) and not isinstance(result, bool):  # typer.Exit(code) in this mode
         _exit(result)
     if _a_rank():

@@ -1,23 +1,47 @@
 """Headless chromium driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``:
 commands to its fd 3, replies and events from its fd 4, each message ending in a NUL byte), so
 a test can type, click and wait for what a page's scripts do (the docs site's search runs in
-a web worker, which ``--dump-dom`` never waits for). Standard library only."""
+a web worker, which ``--dump-dom`` never waits for). Standard library only.
+
+Everything a chromium writes lands in one folder of its own, removed after (``chromium_folder``):
+its profile, its temporary files and its home. Left to itself it wrote its singleton socket's folder
+into the machine's /tmp (``org.chromium.Chromium.*``, one a suite run, never removed once the browser
+was killed), its crash reports and dconf cache into the user's home, and ``--dump-dom`` its profile
+into ``~/.config/chromium-headless``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import os
 import shutil
 import subprocess
 import tempfile
 import time
-from typing import Any
+from typing import Any, Iterator
 
 # what DevTools answers an evaluation made while the page navigates (a click on a link, then a
 # wait for the new page): the old page's context is gone before the new one exists. A wait
 # asks again; any other error is the page's or the test's and fails at once.
 NAVIGATING = ("Inspected target navigated or closed", "Execution context was destroyed",
               "Cannot find context with specified id")
+
+
+@contextlib.contextmanager
+def chromium_folder() -> Iterator[tuple[str, dict[str, str]]]:
+    """A folder for one chromium and the environment that keeps it there: its profile
+    (``FOLDER/profile``, for ``--user-data-dir``), TMPDIR and HOME (the XDG folders under it)."""
+    folder = tempfile.mkdtemp(prefix="stackwars-chromium-")
+    env = {**os.environ, "TMPDIR": os.path.join(folder, "tmp"), "HOME": os.path.join(folder, "home"),
+           "XDG_CONFIG_HOME": os.path.join(folder, "home", ".config"),
+           "XDG_CACHE_HOME": os.path.join(folder, "home", ".cache")}
+    for name in ("profile", "tmp", "home"):
+        os.mkdir(os.path.join(folder, name))
+    try:
+        yield folder, env
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class Browser:
@@ -30,10 +54,13 @@ class Browser:
             os.dup2(a, 3)
             os.dup2(b, 4)
 
-        # a profile of its own: two browsers at once (pytest -n) never meet in one profile's lock
-        self.profile = tempfile.mkdtemp(prefix="stackwars-chromium-")
+        # a profile of its own: two browsers at once (pytest -n) never meet in one profile's lock; and
+        # a session of its own, so that what it started goes with it
+        self._folder = chromium_folder()
+        folder, env = self._folder.__enter__()
         self.proc = subprocess.Popen([exe, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
-                                      f"--user-data-dir={self.profile}", "about:blank"], preexec_fn=child_fds, close_fds=False,
+                                      f"--user-data-dir={os.path.join(folder, 'profile')}", "about:blank"],
+                                     preexec_fn=child_fds, close_fds=False, env=env, start_new_session=True,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(r_in)
         os.close(w_out)
@@ -93,8 +120,18 @@ class Browser:
         self.wait("document.readyState === 'complete' && location.href !== 'about:blank'")
 
     def close(self) -> None:
-        self.proc.kill()
+        """Asked to close, as a user closes it (a killed chromium leaves its singleton socket behind),
+        then what is left of its session killed (all of it where it did not end within 10 s), and its
+        folder removed. The browser is reaped last: until then its process group's id cannot be reused."""
+        with contextlib.suppress(OSError, RuntimeError):
+            self.send("Browser.close")
+        end = time.monotonic() + 10
+        while time.monotonic() < end and os.waitid(os.P_PID, self.proc.pid,
+                                                    os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
         os.close(self._w)
         os.close(self._r)
-        shutil.rmtree(self.profile, ignore_errors=True)
+        self._folder.__exit__(None, None, None)

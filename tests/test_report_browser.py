@@ -7,11 +7,13 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from stackwars.cli import app
+from tests.browser import Browser, chromium_folder
 from tests.test_report_page import _db
 
 BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
@@ -38,8 +40,9 @@ def _browser() -> str:
 
 
 def _dump(browser: str, path) -> tuple[str, str]:
-    done = subprocess.run([browser, *FLAGS, "--dump-dom", f"file://{path}"], capture_output=True, text=True,
-                          timeout=120)
+    with chromium_folder() as (folder, env):
+        done = subprocess.run([browser, *FLAGS, f"--user-data-dir={folder}/profile", "--dump-dom", f"file://{path}"],
+                              capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout, done.stderr
 
@@ -83,7 +86,7 @@ def test_a_wait_asks_again_while_the_page_navigates_and_fails_on_any_other_error
     between with 'Inspected target navigated or closed' (the docs' browser test failed so, once
     in a suite run on the 2-CPU VM); the wait asks again. An error of the page's own is not
     retried."""
-    from tests.browser import NAVIGATING, Browser
+    from tests.browser import NAVIGATING
 
     answers = iter([RuntimeError(f"Runtime.evaluate: {{'code': -32000, 'message': '{NAVIGATING[0]}'}}"),
                     RuntimeError(f"Runtime.evaluate: {{'message': '{NAVIGATING[1]}'}}"), "", "Command line"])
@@ -100,3 +103,36 @@ def test_a_wait_asks_again_while_the_page_navigates_and_fails_on_any_other_error
     b.js = lambda expression: (_ for _ in ()).throw(RuntimeError("document.title: ReferenceError: x is not defined"))
     with pytest.raises(RuntimeError, match="ReferenceError"):
         b.wait("x", timeout_s=10)
+
+
+def test_a_browser_leaves_nothing_in_the_temporary_folder_or_the_home(tmp_path, monkeypatch):
+    """Both ways the suite runs chromium (``--dump-dom`` and the DevTools browser) write only into a
+    folder of their own, removed after: before, every suite run left an ``org.chromium.Chromium.*``
+    folder in /tmp (the singleton socket of a killed browser) and sometimes its profile, and wrote
+    into the user's ~/.config and ~/.cache."""
+    import tempfile
+
+    browser = _browser()
+    # a short path: chromium's singleton socket lies three folders below it, under the 107 bytes a
+    # socket's path may have (pytest's tmp_path is too long for it)
+    tmp, home = Path(tempfile.mkdtemp(prefix="sw-")), tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    monkeypatch.setenv("HOME", str(home))
+    page = tmp_path / "page.html"
+    page.write_text("<html><body><p id='x'>seen</p></body></html>")
+    try:
+        dom, _ = _dump(browser, page)
+        assert "seen" in dom
+        b = Browser(browser)
+        try:
+            b.open(f"file://{page}")
+            assert b.js("document.getElementById('x').textContent") == "seen"
+            assert os.listdir(tmp)  # its folder while it runs
+        finally:
+            b.close()
+        assert b.proc.returncode is not None
+        assert os.listdir(tmp) == [] and os.listdir(home) == []
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -12,12 +12,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
+from pathlib import Path
 
 import psutil
 import pytest
@@ -92,11 +95,22 @@ def _ray_cell_processes():
 RAY_LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token"}
 
 
+@pytest.fixture
+def ray_tmp():
+    """Where Ray keeps its sessions (sockets, logs) in this test: a temporary folder of its own, removed
+    after (Ray reads TMPDIR on Linux), not /tmp/ray, where every suite run left two sessions (11 MB
+    after a day). A short path: a Ray socket lies five folders below it, within the 107 bytes a
+    socket's path may have."""
+    folder = tempfile.mkdtemp(prefix="ray-")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @contextlib.contextmanager
-def _ray_head():
-    """A one-node Ray cluster on 127.0.0.1 with two CPUs; its address."""
+def _ray_head(tmp: str):
+    """A one-node Ray cluster on 127.0.0.1 with two CPUs, its sessions under ``tmp``; its address."""
     ray_cli = os.path.join(os.path.dirname(sys.executable), "ray")
-    env = {**os.environ, **RAY_LOOPBACK}
+    env = {**os.environ, **RAY_LOOPBACK, "TMPDIR": tmp}
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -111,12 +125,12 @@ def _ray_head():
         subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120, env=env)
 
 
-def test_ray_gives_the_serial_cells_and_a_killed_worker_is_lost_then_resumed(serial, tmp_path):
+def test_ray_gives_the_serial_cells_and_a_killed_worker_is_lost_then_resumed(serial, tmp_path, ray_tmp):
     _need("ray")
     db = tmp_path / "r.db"
     proc = subprocess.Popen([sys.executable, "-m", "stackwars", *SWEEP, "--db", str(db), "--executor", "ray"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "COLUMNS": "200"})
+                            env={**os.environ, "COLUMNS": "200", "TMPDIR": ray_tmp})
     killed = None
     deadline = time.monotonic() + 300
     while killed is None and proc.poll() is None and time.monotonic() < deadline:
@@ -139,10 +153,11 @@ def test_ray_gives_the_serial_cells_and_a_killed_worker_is_lost_then_resumed(ser
     # resumed through a Ray cluster the test starts (a head node on 127.0.0.1), as on a real
     # cluster: --ray-address, and a shared folder for the run's reference cache
     shared = tmp_path / "shared"
-    with _ray_head() as address:
+    with _ray_head(ray_tmp) as address:
         r = _stackwars(["run", "--resume", run_id, "--db", str(db), "--executor", "ray", "--ray-address", address,
-                        "--shared-dir", str(shared)], extra_env=RAY_LOOPBACK)
+                        "--shared-dir", str(shared)], extra_env={**RAY_LOOPBACK, "TMPDIR": ray_tmp})
     assert r.returncode == 0, r.stderr[-3000:]
+    assert len(list(Path(ray_tmp, "ray").glob("session_2*"))) == 2  # the private cluster's and the head's
     assert shared.is_dir() and not any(shared.iterdir())  # the reference cache went with the run
     assert "1 of 4 cells still to measure" in r.stderr
     _, after = _cells(db)

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -67,19 +68,25 @@ def test_sigterm_and_sighup_stop_a_run_like_ctrl_c(tmp_path, sig):
                              "fault", "-p", "ok", "-p", "hang", "-b", "torch-eager", "--min-time", "0", "--warmup",
                              "0", "--processes", "1", "--db", str(db)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
-    deadline = time.time() + 120
-    while time.time() < deadline:  # wait until the first cell is stored and the hang has started
-        time.sleep(0.5)
-        if db.exists():
-            with Store(db, create=False) as s:
-                run_id = s.latest_run_id()
-                if run_id and len(s.cells(run_id)) == 1:
-                    break
-    time.sleep(2.0)
-    owned = [p for p in Path("/tmp").iterdir() if tmp.owner(p.name) == proc.pid]
-    assert owned, "the run's worker directory exists while the worker runs"
-    proc.send_signal(sig)
-    out, err = proc.communicate(timeout=60)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:  # wait until the first cell is stored and the hang has started
+            time.sleep(0.5)
+            if db.exists():
+                with Store(db, create=False) as s:
+                    run_id = s.latest_run_id()
+                    if run_id and len(s.cells(run_id)) == 1:
+                        break
+        time.sleep(2.0)
+        # where the run keeps them: the temporary folder it was started with (the suite's own, not /tmp)
+        owned = [p for p in Path(tempfile.gettempdir()).iterdir() if tmp.owner(p.name) == proc.pid]
+        assert owned, "the run's worker directory exists while the worker runs"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # failed before its signal: not left hanging beside the next tests
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 128 + sig, err
     said = " ".join(err.split())
     assert f"stopped by {signal.Signals(sig).name}" in said and f"stackwars run --resume {run_id}" in said

@@ -32,7 +32,7 @@ NAVIGATING = ("Inspected target navigated or closed", "Execution context was des
 def chromium_folder() -> Iterator[tuple[str, dict[str, str]]]:
     """A folder for one chromium and the environment that keeps it there: its profile
     (``FOLDER/profile``, for ``--user-data-dir``), TMPDIR and HOME (the XDG folders under it)."""
-    folder = tempfile.mkdtemp(prefix="stackwars-chromium-")
+    folder = tempfile.mkdtemp(prefix="sw-chromium-")
     env = {**os.environ, "TMPDIR": os.path.join(folder, "tmp"), "HOME": os.path.join(folder, "home"),
            "XDG_CONFIG_HOME": os.path.join(folder, "home", ".config"),
            "XDG_CACHE_HOME": os.path.join(folder, "home", ".cache")}

@@ -10,11 +10,27 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# The session's temporary files: one folder (TMPDIR), inherited by its workers and every process they start,
+# removed at the end. A test or a part of the program that leaves a file in a user's temporary folder is a bug,
+# found one at a time before (torchrun's logs, chromium's singleton socket, Ray's sessions, this module's own
+# cache): now what is left in the folder when the session ends fails the run, named (pytest_sessionfinish).
+# A short path: a Unix socket's path, a few folders below it (Ray's, chromium's), may have at most 107 bytes.
+_TMP = os.environ.get("STACKWARS_TEST_TMP", "")
+if not _TMP:
+    # pytest's own folders (tmp_path) stay where they were, with pytest's retention of the last three
+    # sessions: many a test finds a path in a message rich wrapped at 80 columns, and 14 more
+    # characters broke three of them mid-path
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
+    _TMP = os.environ["STACKWARS_TEST_TMP"] = os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="sw-t-")
+    os.environ["STACKWARS_TEST_TMP_OWNER"] = str(os.getpid())  # the process that checks and removes it
+    tempfile.tempdir = None  # read TMPDIR again
+    atexit.register(shutil.rmtree, _TMP, True)
 # Inductor/JAX caches for in-process (inline) cells: one directory for the whole session,
 # so the suite pays Inductor's cold start once, not once per test.
 # Made once, by the session's first process: every process that imports this module later inherits it
@@ -23,7 +39,6 @@ ROOT = Path(__file__).resolve().parents[1]
 _CACHE = os.environ.get("STACKWARS_TEST_CACHE", "")
 if not _CACHE:
     _CACHE = os.environ["STACKWARS_TEST_CACHE"] = tempfile.mkdtemp(prefix="stackwars-test-cache-")
-    atexit.register(shutil.rmtree, _CACHE, True)  # not left in /tmp by every session
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(_CACHE, "inductor"))
 # JAX's persistent cache likewise, every executable however small (jax-eager compiles each primitive at each
 # shape once a process: 361 compiles, 32 s of a bert-base train step's 70 s on the 2-CPU VM): a program compiled
@@ -130,6 +145,34 @@ def pytest_configure(config):
         folder = tempfile.mkdtemp(prefix="stackwars-test-locks-")  # the workers inherit it
         os.environ[_LOCKS] = folder
         atexit.register(shutil.rmtree, folder, True)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-xdist has ended its workers (and they their servers)
+def pytest_sessionfinish(session, exitstatus):
+    """What the session left in its temporary folder fails the run, named: every process a test started
+    has ended by now, or ends within 3 s (a worker's fork server, ending as its worker did). Kept by design: this module's cache and
+    locks (removed at exit), pytest's own folders, the store's per-user lock folder (store/lock.py) and
+    Inductor's per-user folder of precompiled headers."""
+    if os.environ.get("STACKWARS_TEST_TMP_OWNER") != str(os.getpid()):
+        return  # a worker, or a pytest a test started
+    kept = {os.path.basename(_CACHE), os.path.basename(os.environ.get(_LOCKS, "")), f"stackwars-{os.getuid()}"}
+
+    def left() -> list[str]:
+        return sorted(n for n in os.listdir(_TMP) if n not in kept and not n.startswith(("pytest-of-", "torchinductor_")))
+
+    found, end = left(), time.monotonic() + 3
+    while found and time.monotonic() < end:
+        time.sleep(0.5)
+        found = left()
+    if found:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = (f"the tests left {len(found)} file(s) in the session's temporary folder ({_TMP}), where nothing "
+                   f"may stay: {', '.join(found[:20])}")
+        if reporter is not None:
+            reporter.write_line(message, red=True, bold=True)
+        else:
+            print(message, file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 _KEPT: list = []  # the machine's lock file, held alone from a quiet test to the next quiet test of this worker

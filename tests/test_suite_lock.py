@@ -1,5 +1,6 @@
 """The suite's own lock (tests/conftest.py): under ``pytest -n`` a test marked ``quiet`` waits
-for the test running beside it to end, and no test starts beside it until it has ended."""
+for the test running beside it to end, and no test starts beside it until it has ended. And the
+session's temporary folder: what a test leaves in it fails the run."""
 
 import os
 import subprocess
@@ -96,3 +97,39 @@ def test_without_workers_nothing_is_locked(tmp_path, monkeypatch):
         with _machine(True):  # the same process twice: would wait forever if it locked
             pass
     assert not list(tmp_path.iterdir())
+
+
+LEAVES = """
+import os, tempfile
+
+def test_leaves_a_file():
+    open(os.path.join(tempfile.gettempdir(), "left-behind.txt"), "w").close()
+
+def test_cleans_up():
+    with tempfile.TemporaryDirectory() as folder:
+        open(os.path.join(folder, "x"), "w").close()
+"""
+
+
+def test_a_file_a_test_leaves_in_the_sessions_temporary_folder_fails_the_run(tmp_path):
+    """A pytest session of its own (this conftest as its plugin, no variable of this session): a test
+    that leaves a file in the temporary folder fails the run, the file named; one that cleans up passes;
+    and the session's folder is gone after either, nothing of it in the TMPDIR it was started with."""
+    (tmp_path / "test_leaves.py").write_text(LEAVES)
+    outer = tmp_path / "t"
+    outer.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("STACKWARS_TEST_", "PYTEST_"))}
+    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(outer))
+
+    def session(test: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
+                               f"test_leaves.py::{test}"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120)
+
+    dirty = session("test_leaves_a_file")
+    assert dirty.returncode == 1, dirty.stdout + dirty.stderr
+    assert "1 passed" in dirty.stdout and "left 1 file(s)" in dirty.stdout and "left-behind.txt" in dirty.stdout
+    clean = session("test_cleans_up")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "left" not in clean.stdout
+    assert os.listdir(outer) == []

@@ -151,14 +151,19 @@ def pytest_configure(config):
 def pytest_sessionfinish(session, exitstatus):
     """What the session left in its temporary folder fails the run, named: every process a test started
     has ended by now, or ends within 3 s (a worker's fork server, ending as its worker did). Kept by design: this module's cache and
-    locks (removed at exit), pytest's own folders, the store's per-user lock folder (store/lock.py) and
-    Inductor's per-user folder of precompiled headers."""
+    locks (removed at exit), pytest's own folders, the store's per-user lock folder (store/lock.py),
+    Inductor's per-user folder of precompiled headers, and what this process removes at its exit."""
     if os.environ.get("STACKWARS_TEST_TMP_OWNER") != str(os.getpid()):
         return  # a worker, or a pytest a test started
+    from stackwars.harness import tmp
+
     kept = {os.path.basename(_CACHE), os.path.basename(os.environ.get(_LOCKS, "")), f"stackwars-{os.getuid()}"}
 
     def left() -> list[str]:
-        return sorted(n for n in os.listdir(_TMP) if n not in kept and not n.startswith(("pytest-of-", "torchinductor_")))
+        # and this process's own folders (a run without -n keeps its fork servers, each with one, from
+        # test to test): its exit handlers remove them, after this hook
+        return sorted(n for n in os.listdir(_TMP) if n not in kept and tmp.owner(n) != os.getpid()
+                      and not n.startswith(("pytest-of-", "torchinductor_")))
 
     found, end = left(), time.monotonic() + 3
     while found and time.monotonic() < end:

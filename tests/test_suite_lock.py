@@ -108,13 +108,18 @@ def test_leaves_a_file():
 def test_cleans_up():
     with tempfile.TemporaryDirectory() as folder:
         open(os.path.join(folder, "x"), "w").close()
+    # one the session's own process removes at its exit, as its fork servers' (without -n)
+    import atexit, shutil
+    from stackwars.harness import tmp
+    atexit.register(shutil.rmtree, tmp.mkdtemp("forkserver"))
 """
 
 
 def test_a_file_a_test_leaves_in_the_sessions_temporary_folder_fails_the_run(tmp_path):
     """A pytest session of its own (this conftest as its plugin, no variable of this session): a test
-    that leaves a file in the temporary folder fails the run, the file named; one that cleans up passes;
-    and the session's folder is gone after either, nothing of it in the TMPDIR it was started with."""
+    that leaves a file in the temporary folder fails the run, the file named; one that cleans up passes,
+    a folder its process removes at exit included; and the session's folder is gone after either,
+    nothing of it in the TMPDIR it was started with."""
     (tmp_path / "test_leaves.py").write_text(LEAVES)
     outer = tmp_path / "t"
     outer.mkdir()

@@ -56,19 +56,30 @@ class Browser:
 
         # a profile of its own: two browsers at once (pytest -n) never meet in one profile's lock; and
         # a session of its own, so that what it started goes with it
-        self._folder = chromium_folder()
-        folder, env = self._folder.__enter__()
-        self.proc = subprocess.Popen([exe, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
-                                      f"--user-data-dir={os.path.join(folder, 'profile')}", "about:blank"],
-                                     preexec_fn=child_fds, close_fds=False, env=env, start_new_session=True,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        os.close(r_in)
-        os.close(w_out)
+        self._left = contextlib.ExitStack()  # what close() undoes
+        folder, env = self._left.enter_context(chromium_folder())
+        try:
+            self.proc = subprocess.Popen([exe, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+                                          f"--user-data-dir={os.path.join(folder, 'profile')}", "about:blank"],
+                                         preexec_fn=child_fds, close_fds=False, env=env, start_new_session=True,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except BaseException:
+            os.close(w_in)
+            os.close(r_out)
+            self._left.close()
+            raise
+        finally:
+            os.close(r_in)
+            os.close(w_out)
         self._w, self._r, self._buf, self._id = w_in, r_out, b"", 0
-        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        self.send("Page.enable", session=self.session)
-        self.send("Runtime.enable", session=self.session)
+        try:
+            target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+            self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+            self.send("Page.enable", session=self.session)
+            self.send("Runtime.enable", session=self.session)
+        except BaseException:  # a browser that did not come up is not left running, nor its folder
+            self.close()
+            raise
 
     def send(self, method: str, params: dict | None = None, session: str | None = None) -> dict:
         self._id += 1
@@ -134,4 +145,4 @@ class Browser:
         self.proc.wait()
         os.close(self._w)
         os.close(self._r)
-        self._folder.__exit__(None, None, None)
+        self._left.close()

@@ -39,6 +39,7 @@ if not _TMP:
 _CACHE = os.environ.get("STACKWARS_TEST_CACHE", "")
 if not _CACHE:
     _CACHE = os.environ["STACKWARS_TEST_CACHE"] = tempfile.mkdtemp(prefix="stackwars-test-cache-")
+    atexit.register(shutil.rmtree, _CACHE, True)  # inside the session's folder, unless a caller gave another
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(_CACHE, "inductor"))
 # JAX's persistent cache likewise, every executable however small (jax-eager compiles each primitive at each
 # shape once a process: 361 compiles, 32 s of a bert-base train step's 70 s on the 2-CPU VM): a program compiled
@@ -150,9 +151,10 @@ def pytest_configure(config):
 @pytest.hookimpl(trylast=True)  # after pytest-xdist has ended its workers (and they their servers)
 def pytest_sessionfinish(session, exitstatus):
     """What the session left in its temporary folder fails the run, named: every process a test started
-    has ended by now, or ends within 3 s (a worker's fork server, ending as its worker did). Kept by design: this module's cache and
-    locks (removed at exit), pytest's own folders, the store's per-user lock folder (store/lock.py),
-    Inductor's per-user folder of precompiled headers, and what this process removes at its exit."""
+    has ended by now, or ends within 3 s (a worker's fork server, ending as its worker did). Kept by
+    design: this module's cache and locks (removed at exit), pytest's own folders, the store's per-user
+    lock folder (store/lock.py), Inductor's per-user folder of precompiled headers, and what this process
+    removes at its exit."""
     if os.environ.get("STACKWARS_TEST_TMP_OWNER") != str(os.getpid()):
         return  # a worker, or a pytest a test started
     from stackwars.harness import tmp

@@ -57,6 +57,29 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, monkeypatch, args, messa
     assert list(tmp_path.iterdir()) == []  # no database, no JSON, nothing half-written
 
 
+def test_a_line_of_text_is_printed_whole_and_a_table_within_the_width(capsys):
+    """What is copied from a message (a path, a command, a line of IR) is not broken by the
+    consoles: rich broke a line at its width (80 columns in a pipe, or what a table asked for) and
+    a longer word mid-word. Tables and the progress bar are still laid out for the width."""
+    from rich.table import Table
+
+    from stackwars.cli.common import err, out
+
+    width = max(out.width, err.width)
+    path = "/results/" + "a-long-folder-name/" * (width // 19 + 1) + "r.db"
+    said = f"2 cell(s) could not be stored; `stackwars run --resume 20261201-204636-be48 --db {path}` stores them"
+    out.print(said, highlight=False)
+    err.print(f"[yellow]{said}[/]", highlight=False)
+    table = Table("cell", "error")
+    table.add_row("gemm/tiny/forward/torch-eager", "x " * width)
+    out.print(table)
+    printed = capsys.readouterr()
+    assert len(path) > width and printed.err == said + "\n"
+    lines = printed.out.splitlines()
+    assert lines[0] == said
+    assert len(lines) > 6 and max(len(line) for line in lines[1:]) <= out.width  # the table wraps its cells
+
+
 def test_typer_usage_errors_also_exit_2():
     result = runner.invoke(app, ["run", "gemm", "--min-samples", "many"])
     assert result.exit_code == 2

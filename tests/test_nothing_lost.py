@@ -266,13 +266,22 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(tmp_path):
 # 3. a busy database: the run waits visibly, keeps what it could not store, and resumes
 
 
+def long_folder(tmp_path: Path) -> Path:
+    """A folder whose path is longer than the 80 columns rich assumes in a pipe: a message that
+    names it must not be broken there (it was, mid-word, and the copied command with it)."""
+    folder = tmp_path / ("results-of-a-long-study-" * 4 + "x")
+    folder.mkdir()
+    assert len(str(folder)) > 100
+    return folder
+
+
 def test_a_database_locked_through_a_run_keeps_every_cell_and_resume_stores_them(tmp_path, monkeypatch):
     """Another connection takes the exclusive lock as the first cell starts and holds it to the
     end: the run waits (and says so), keeps both cells in its pending file, exits 1 with the
     resume command; resume stores them, measured once."""
     from stackwars import runner as runner_mod
 
-    db = tmp_path / "r.db"
+    db = long_folder(tmp_path) / "r.db"  # the command to copy holds it: printed whole on one line
     monkeypatch.setenv("STACKWARS_DB_WAIT_S", "3")
     with Store(db):
         pass
@@ -299,7 +308,7 @@ def test_a_database_locked_through_a_run_keeps_every_cell_and_resume_stores_them
     assert "waiting" in text.lower()
     assert "2 measured cell(s) could not be stored" in text, text
     run_id = next(iter(Store(db).run_ids()))
-    assert f"stackwars run --resume {run_id} --db {db}" in text
+    assert any(f"`stackwars run --resume {run_id} --db {db}`" in line for line in r.output.splitlines()), r.output
     kept = [p for p in pending_paths(db, run_id) if p.exists()]
     assert kept and len(kept[0].read_text().splitlines()) == 2
     assert Store(db).cells(run_id) == []
@@ -316,7 +325,7 @@ def test_a_database_locked_through_a_run_keeps_every_cell_and_resume_stores_them
 def test_a_full_database_keeps_the_measured_cells_and_says_how_to_store_them(tmp_path, monkeypatch):
     """The disk fills once the run is planned: every insert of a cell fails with SQLite's own
     error for it. Both cells are kept beside the database, exit 1, and resume stores them."""
-    db = tmp_path / "r.db"
+    db = long_folder(tmp_path) / "r.db"
     add_cell = Store.add_cell
 
     class FullDisk:
@@ -347,7 +356,7 @@ def test_a_full_database_keeps_the_measured_cells_and_says_how_to_store_them(tmp
     assert "2 measured cell(s) could not be stored" in text and "the disk is full" in text
     assert "Traceback" not in r.output
     run_id = Store(db).run_ids()[0]
-    assert f"stackwars run --resume {run_id} --db {db}" in text
+    assert any(f"`stackwars run --resume {run_id} --db {db}`" in line for line in r.output.splitlines()), r.output
     assert Store(db).cells(run_id) == []
     r = runner.invoke(app, ["run", "--resume", run_id, "--db", str(db), "--inline"])
     assert r.exit_code == 0, r.output

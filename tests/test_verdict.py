@@ -365,13 +365,17 @@ def test_the_verdict_at_a_glance_is_a_line_a_row_within_100_columns_and_explain_
         said = " ".join(" ".join(legend).split())
         assert said.startswith("JAX/PyTorch < 1: JAX faster"), said  # the legend, not a note's second line
         assert f"CI within ±{stats.TIE_THRESHOLD:.0%}" in said and "Words: docs/getting-started/verdict.md" in said
-        assert f"stackwars verdict {run_id} --explain" in " ".join(" ".join(legend).split()), legend
+        # the command whole on a line of its own: the first part of a broken one, pasted, runs alone
+        assert legend[-1].endswith(f"details: stackwars verdict {run_id} --explain"), legend
     explained = runner.invoke(app, ["verdict", "--db", str(path), "--explain"], env={"COLUMNS": "400"}).output
     flat = " ".join(explained.split())
     for v in result:
         assert " ".join(v["reason"].split()) in flat or v["verdict"] != "cannot say", v["reason"]
         assert v["command"] in flat
     assert " ".join(vd.legend(result).split()) in flat
+    for columns in ("100", "250"):  # each command whole on a line, on a terminal narrower than it too
+        lines = runner.invoke(app, ["verdict", "--db", str(path), "--explain"], env={"COLUMNS": columns}).output
+        assert all(any(v["command"] in line for line in lines.splitlines()) for v in result if v.get("command"))
     refused = runner.invoke(app, ["verdict", "--db", str(path), "--explain", "-f", "json"])
     assert refused.exit_code == 2 and "--explain details the verdict's table" in refused.output
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import typer
 from rich.console import Console
+from rich.text import Text
 from typer.core import TyperCommand
 
 from stackwars import discovery, executors, outputs, registry
@@ -38,8 +39,23 @@ def _usable_columns() -> None:
 
 
 _usable_columns()
-out = Console()  # tables and reports: stdout
-err = Console(stderr=True)  # progress, messages, errors: stderr
+
+
+class _Console(Console):
+    """A line of text is printed whole (soft_wrap): rich would break it at its width (80 columns in
+    a file or a pipe), a word longer than that mid-word, and what is copied from it is then broken: a
+    path, a `stackwars run --resume ID --db PATH` (its first line, pasted, runs without --db), a line
+    of IR. A terminal wraps a long line for the eye and copies it whole; a log keeps it one line.
+    Tables, the progress bar and the verdict are laid out for their width as before."""
+
+    def print(self, *objects, soft_wrap=None, **kwargs) -> None:
+        if soft_wrap is None:
+            soft_wrap = bool(objects) and all(isinstance(o, (str, Text)) for o in objects)
+        super().print(*objects, soft_wrap=soft_wrap, **kwargs)
+
+
+out = _Console()  # tables and reports: stdout
+err = _Console(stderr=True)  # progress, messages, errors: stderr
 
 DB_HELP = "results database (default: $STACKWARS_DB or ./stackwars.db)"
 

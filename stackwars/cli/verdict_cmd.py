@@ -120,7 +120,7 @@ def verdict(
             out.print(f"runs {', '.join(ids)} hold no cells to decide on", highlight=False)
             return
         if explain:
-            out.print(vd.render(result, table_width(), threshold), width=table_width())
+            out.print(vd.render(result, table_width(), threshold), width=table_width(), crop=False)
         else:
             out.print("\n".join(vd.brief(result, ids, table_width(), threshold)), highlight=False, markup=False,
                       width=max(table_width(), vd.BRIEF_WIDTH))

@@ -37,6 +37,7 @@ import io
 import re
 import math
 import statistics
+import textwrap
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -1194,10 +1195,10 @@ def brief(rows: Sequence[Mapping[str, Any]], run_ids: Sequence[str] = (), width:
     """The verdict at a glance, as hyperfine or pyperf's compare_to end: for each machine a heading,
     one line a row (its workload, each side's best with its time, JAX/PyTorch with its CI, the
     verdict in words), short notes marked a, b, ... below, and a legend of at most five lines that
-    names the page explaining every word. No line is wider than ``width`` (at most 100). Every row's
-    details (compile pays, memory, parity, why, its command again) are ``verdict --explain``'s."""
-    import textwrap
-
+    names the page explaining every word and ends with the command of the details. No line is wider
+    than ``width`` (at most 100) but that command, never broken (pasted, its first line would run
+    alone). Every row's details (compile pays, memory, parity, why, its command again) are
+    ``verdict --explain``'s."""
     width = max(40, min(width, BRIEF_WIDTH))
     out: list[str] = []
     marks = iter("abcdefghijklmnopqrstuvwxyz")
@@ -1229,8 +1230,7 @@ def brief(rows: Sequence[Mapping[str, Any]], run_ids: Sequence[str] = (), width:
             line = "  " + sep.join(_fit(c, w).ljust(w) for c, w in zip(row, widths))
             out.append(_fit(line.rstrip(), width))
         for mark, note in noted:
-            out += textwrap.wrap(f"  ({mark}) {note}", width, subsequent_indent="      ", max_lines=2,
-                                 placeholder=" …")
+            out += _wrap(f"  ({mark}) {note}", width, subsequent_indent="      ", max_lines=2)
     if rows:
         levels = ", ".join(dict.fromkeys(fmt.level(r["confidence"]) for r in rows if r.get("confidence")))
         explain = f"stackwars verdict {' '.join(run_ids)} --explain".replace("  ", " ") if run_ids else \
@@ -1239,13 +1239,27 @@ def brief(rows: Sequence[Mapping[str, Any]], run_ids: Sequence[str] = (), width:
         legend_text = (f"JAX/PyTorch < 1: JAX faster; best mode of each side, rounds of fresh processes, CI at the "
                        f"row's level ({at}{stats.VERDICT_ALPHA:.0%} shared by a machine's rows). same "
                        f"speed: CI within ±{threshold:.0%}; no difference found: CI holds 1; busy processes decide "
-                       f"nothing. Words: docs/getting-started/verdict.md; details: {explain}")
-        out += textwrap.wrap(legend_text, width, max_lines=5, placeholder=" …")
+                       f"nothing.")
+        words, details = "Words: docs/getting-started/verdict.md", f"details: {explain}"
+        # the page and the command end the legend, never cut (a narrow terminal cuts the words above);
+        # the command on a line of its own, whole however narrow (copied, pasted)
+        if len(f"{words}; {details}") <= width:
+            out += _wrap(legend_text, width, max_lines=4) + [f"{words}; {details}"]
+        elif len(_wrap(f"{legend_text} {words}", width)) <= 4:
+            out += _wrap(f"{legend_text} {words}", width) + [details]
+        else:
+            out += _wrap(legend_text, width, max_lines=3) + [words, details]
     return out
 
 
+def _wrap(text: str, width: int, **kwargs) -> list[str]:
+    """Prose at ``width``, never breaking a word: a path, a flag, a run id (its hyphens) stay whole."""
+    return textwrap.wrap(text, width, placeholder=" …", break_long_words=False, break_on_hyphens=False, **kwargs)
+
+
 def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshold: float = stats.TIE_THRESHOLD):
-    """One table per machine (or stacked blocks on a narrow terminal), then the legend."""
+    """One table per machine (or stacked blocks on a narrow terminal), then the legend. Print it
+    with ``crop=False``: its commands are lines longer than the width, whole."""
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -1268,8 +1282,8 @@ def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshol
                     parts.append(Text(f"      why: {r['why']}", style="dim"))
                 if r.get("command"):
                     levels = fresh_levels_text(r.get("command_levels"))
-                    parts.append(Text(f"      again: {r['command']}" + (f"  ({levels})" if levels else ""),
-                                      style="dim"))
+                    parts.append(_whole(Text(f"      again: {r['command']}" + (f"  ({levels})" if levels else ""),
+                                             style="dim")))
             continue
         table = Table(title=heading, title_justify="left")
         keep, absent = shown(group)
@@ -1282,10 +1296,17 @@ def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshol
         parts.append(table)
         parts += [Text(f"  {n}", style="dim") for n in absent]
         parts += [Text(f"  {n}", style="yellow") for n in notes(group)]
-        parts += [Text(f"  again: {line}", style="dim") for line in again(group)]
+        parts += [_whole(Text(f"  again: {line}", style="dim")) for line in again(group)]
     if rows:
         parts.append(Text(legend(rows, threshold), style="dim"))
     return Group(*parts)
+
+
+def _whole(line):
+    """A line that holds a command: never broken nor cut at the width, so that it is copied whole (a
+    terminal wraps it for the eye). Printed with ``crop=False``, as ``render``'s printers do."""
+    line.no_wrap, line.overflow = True, "ignore"
+    return line
 
 
 def markdown(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_THRESHOLD) -> str:
@@ -1311,7 +1332,7 @@ def markdown(rows: Sequence[Mapping[str, Any]], threshold: float = stats.TIE_THR
 def to_text(rows: Sequence[Mapping[str, Any]], width: int = 250) -> str:
     from rich.console import Console
     console = Console(width=width, record=True, color_system=None, force_terminal=False, file=io.StringIO())
-    console.print(render(rows, width))
+    console.print(render(rows, width), crop=False)
     return console.export_text()
 
 

@@ -57,27 +57,35 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, monkeypatch, args, messa
     assert list(tmp_path.iterdir()) == []  # no database, no JSON, nothing half-written
 
 
-def test_a_line_of_text_is_printed_whole_and_a_table_within_the_width(capsys):
-    """What is copied from a message (a path, a command, a line of IR) is not broken by the
-    consoles: rich broke a line at its width (80 columns in a pipe, or what a table asked for) and
-    a longer word mid-word. Tables and the progress bar are still laid out for the width."""
+def test_text_is_wrapped_between_words_a_command_whole_and_a_table_within_the_width(capsys):
+    """What is copied from a message (a path, a command) is not broken by the consoles: rich broke
+    a line at its width (80 columns in a pipe, or what a table asked for) between a command's words
+    and a longer word mid-word. Text is wrapped between words; a backticked command and a path
+    stay whole on a line of their own where longer than the width; tables keep within it."""
     from rich.table import Table
 
     from stackwars.cli.common import err, out
 
     width = max(out.width, err.width)
     path = "/results/" + "a-long-folder-name/" * (width // 19 + 1) + "r.db"
-    said = f"2 cell(s) could not be stored; `stackwars run --resume 20261201-204636-be48 --db {path}` stores them"
+    command = f"`stackwars run --resume 20261201-204636-be48 --db {path}`"
+    prose = ("the words around it are many and plain " * (width // 20)).rstrip()
+    said = f"2 cell(s) could not be stored; {command} stores them; the database was {path}; {prose}"
     out.print(said, highlight=False)
     err.print(f"[yellow]{said}[/]", highlight=False)
     table = Table("cell", "error")
     table.add_row("gemm/tiny/forward/torch-eager", "x " * width)
     out.print(table)
     printed = capsys.readouterr()
-    assert len(path) > width and printed.err == said + "\n"
-    lines = printed.out.splitlines()
-    assert lines[0] == said
-    assert len(lines) > 6 and max(len(line) for line in lines[1:]) <= out.width  # the table wraps its cells
+    assert len(path) > width
+    for stream, console in ((printed.err, err), (printed.out.split("┏")[0], out)):
+        lines = stream.splitlines()
+        assert " ".join(lines) == said, lines  # every break between two words
+        assert command in lines and path + ";" in lines, lines  # each on a line of its own, whole
+        assert all(len(line) <= console.width for line in lines if line not in (command, path + ";")), lines
+        assert len(lines) > 3  # the prose wrapped
+    table_lines = printed.out[printed.out.index("┏"):].splitlines()
+    assert len(table_lines) > 6 and max(map(len, table_lines)) <= out.width  # the table wraps its cells
 
 
 def test_typer_usage_errors_also_exit_2():

@@ -7,6 +7,7 @@ import errno
 import functools
 import math
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -42,16 +43,43 @@ _usable_columns()
 
 
 class _Console(Console):
-    """A line of text is printed whole (soft_wrap): rich would break it at its width (80 columns in
-    a file or a pipe), a word longer than that mid-word, and what is copied from it is then broken: a
-    path, a `stackwars run --resume ID --db PATH` (its first line, pasted, runs without --db), a line
-    of IR. A terminal wraps a long line for the eye and copies it whole; a log keeps it one line.
-    Tables, the progress bar and the verdict are laid out for their width as before."""
+    """Text is wrapped at the width between words, never inside one: rich broke a word longer
+    than the width mid-word (a path in 80 columns, a file's or a pipe's width), and a command
+    between its words, so that what was copied from it was broken (the first line of a
+    `stackwars run --resume ID --db PATH`, pasted, ran without --db). A word stays whole, a
+    backticked command stays whole on one line, each longer than the width if it must be (a
+    terminal wraps it for the eye and copies it whole). Tables and the progress bar are laid out
+    for their width as before; text a caller laid out itself is printed with ``soft_wrap=True``."""
 
     def print(self, *objects, soft_wrap=None, **kwargs) -> None:
-        if soft_wrap is None:
-            soft_wrap = bool(objects) and all(isinstance(o, (str, Text)) for o in objects)
+        if soft_wrap is None and objects and all(isinstance(o, (str, Text)) for o in objects) \
+                and kwargs.get("no_wrap") is None and kwargs.get("overflow") is None:
+            text = Text(kwargs.pop("sep", " ")).join(
+                self.render_str(o, emoji=kwargs.get("emoji"), markup=kwargs.get("markup"),
+                                highlight=kwargs.get("highlight")) if isinstance(o, str) else o for o in objects)
+            width = min(kwargs.pop("width", None) or self.width, self.width)
+            super().print(Text("\n").join(wrap_words(text, width)), soft_wrap=True, **kwargs)
+            return
         super().print(*objects, soft_wrap=soft_wrap, **kwargs)
+
+
+_UNIT = re.compile(r"\S*`[^`\n]*`\S*|\S+")  # a backticked command (with what is glued to it), or a word
+
+
+def wrap_words(text: Text, width: int) -> list[Text]:
+    """``text``'s lines wrapped at ``width`` between words (styles kept): a word or a backticked
+    command longer than the width on a line of its own, whole."""
+    lines: list[Text] = []
+    for line in text.split("\n", allow_blank=True):
+        cuts, start = [], 0
+        for unit in _UNIT.finditer(line.plain):
+            if unit.start() > start and unit.end() - start > width:
+                cuts.append(unit.start())
+                start = unit.start()
+        for piece in line.divide(cuts):
+            piece.rstrip()
+            lines.append(piece)
+    return lines
 
 
 out = _Console()  # tables and reports: stdout

@@ -98,7 +98,7 @@ def ir(
         fw, st = single[0]
         files = result[fw][st].get("files") or [result[fw][st].get("file")]
         for f in files:
-            out.print((directory / f).read_text(), highlight=False, markup=False)
+            out.print((directory / f).read_text(), highlight=False, markup=False, soft_wrap=True)  # as written
     for fw in stages:
         if result.get(fw):
             out.print(report.stage_table(fw, result[fw], str(directory)))

@@ -65,7 +65,7 @@ def reproduce(
         for s in steps:
             status = state.get(s.name, {}).get("status", "to do")
             out.print(f"{s.name:>13}  ~{s.estimate_min:g} min  [{status}]  {s.answers}\n"
-                      f"               stackwars {' '.join(s.args)}"
+                      f"               `stackwars {' '.join(s.args)}`"
                       + (f"\n               planned for this machine: {s.note}" if s.note else ""),
                       highlight=False, markup=False)
         return

@@ -314,7 +314,7 @@ def _show(result_rows, run_env, profiles, anatomy, run_id: str, db_option, json_
     decided = vd.verdicts(result_rows, profiles, anatomy)
     if decided:
         out.print("\n".join(vd.brief(decided, [run_id], table_width())), highlight=False, markup=False,
-                  width=max(table_width(), vd.BRIEF_WIDTH))
+                  soft_wrap=True, width=max(table_width(), vd.BRIEF_WIDTH))  # laid out by brief
         # a command a line, never broken by the console (soft_wrap): it is copied whole
         err.print(f"every row's details: stackwars verdict {run_id} --explain{where}", highlight=False,
                   soft_wrap=True)

@@ -59,7 +59,7 @@ def show(
         from stackwars.cli.export_cmd import to_csv
         outputs.emit(to_csv(result) if format == "csv" else json.dumps(result, indent=1, default=str) + "\n")
         return
-    header = f"run {run_id} ({info.kind}, {info.created_at}): {info.command or ''}"
+    header = f"run {run_id} ({info.kind}, {info.created_at})" + (f": `{info.command}`" if info.command else "")
     if info.kind == "study:control-flow":
         from stackwars.studies import control_flow
         result = [control_flow.row(m) for m in measured]  # its results are cells (report.build does the same)

@@ -123,7 +123,7 @@ def verdict(
             out.print(vd.render(result, table_width(), threshold), width=table_width(), crop=False)
         else:
             out.print("\n".join(vd.brief(result, ids, table_width(), threshold)), highlight=False, markup=False,
-                      width=max(table_width(), vd.BRIEF_WIDTH))
+                      soft_wrap=True, width=max(table_width(), vd.BRIEF_WIDTH))  # laid out by brief
 
 
 def sensitivity_knobs(names: list[str]) -> list[str]:

@@ -1091,17 +1091,18 @@ def command_cell(r: Mapping[str, Any], shared: str | None = None) -> str:
     return f"`{r['command']}`" + (f" ({levels})" if levels and levels != shared else "")
 
 
-def again(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def again(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """Each row's command, under its title: what measures it again on this machine, and the
-    level a fresh run of it reads its verdict at (once, after them, where every row's is one)."""
+    level a fresh run of it reads its verdict at (once, after them, where every row's is one):
+    (the title and the command, the words after it)."""
     out = []
     shared = shared_levels(rows)
     for r in rows:
         if r.get("command"):
             levels = fresh_levels_text(r.get("command_levels"))
-            out.append(f"{title(r)}: {r['command']}" + (f"  ({levels})" if levels and levels != shared else ""))
+            out.append((f"{title(r)}: {r['command']}", f"({levels})" if levels and levels != shared else ""))
     if out and shared:
-        out.append(f"each command above: {shared}")
+        out.append(("", f"each command above: {shared}"))
     return out
 
 
@@ -1282,8 +1283,9 @@ def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshol
                     parts.append(Text(f"      why: {r['why']}", style="dim"))
                 if r.get("command"):
                     levels = fresh_levels_text(r.get("command_levels"))
-                    parts.append(_whole(Text(f"      again: {r['command']}" + (f"  ({levels})" if levels else ""),
-                                             style="dim")))
+                    parts.append(_whole(Text(f"      again: {r['command']}", style="dim")))
+                    if levels:
+                        parts.append(Text(f"        ({levels})", style="dim"))
             continue
         table = Table(title=heading, title_justify="left")
         keep, absent = shown(group)
@@ -1296,7 +1298,9 @@ def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshol
         parts.append(table)
         parts += [Text(f"  {n}", style="dim") for n in absent]
         parts += [Text(f"  {n}", style="yellow") for n in notes(group)]
-        parts += [_whole(Text(f"  again: {line}", style="dim")) for line in again(group)]
+        for command, words in again(group):
+            parts += [_whole(Text(f"  again: {command}", style="dim"))] if command else []
+            parts += [Text(f"    {words}" if command else f"  again: {words}", style="dim")] if words else []
     if rows:
         parts.append(Text(legend(rows, threshold), style="dim"))
     return Group(*parts)

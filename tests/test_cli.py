@@ -78,6 +78,8 @@ def test_text_is_wrapped_between_words_a_command_whole_and_a_table_within_the_wi
     out.print(table)
     printed = capsys.readouterr()
     assert len(path) > width
+    out.print(f"plan\n    {command}")  # a line's indent stays with what follows it
+    assert capsys.readouterr().out == f"plan\n    {command}\n"
     for stream, console in ((printed.err, err), (printed.out.split("┏")[0], out)):
         lines = stream.splitlines()
         assert " ".join(lines) == said, lines  # every break between two words

@@ -68,14 +68,15 @@ _UNIT = re.compile(r"\S*`[^`\n]*`\S*|\S+")  # a backticked command (with what is
 
 def wrap_words(text: Text, width: int) -> list[Text]:
     """``text``'s lines wrapped at ``width`` between words (styles kept): a word or a backticked
-    command longer than the width on a line of its own, whole."""
+    command longer than the width on a line of its own (after the line's indent, if first), whole."""
     lines: list[Text] = []
     for line in text.split("\n", allow_blank=True):
-        cuts, start = [], 0
+        cuts, start, first = [], 0, True
         for unit in _UNIT.finditer(line.plain):
-            if unit.start() > start and unit.end() - start > width:
+            if not first and unit.end() - start > width:
                 cuts.append(unit.start())
                 start = unit.start()
+            first = False
         for piece in line.divide(cuts):
             piece.rstrip()
             lines.append(piece)

@@ -61,7 +61,10 @@ def _arity(p) -> str:
 
 def cli_markdown() -> str:
     out = [GENERATED, "# Command line\n\n",
-           "Every command and option, as `stackwars COMMAND --help` shows them.\n"]
+           "Every command and option, as `stackwars COMMAND --help` shows them. What a command prints is "
+           "wrapped at the output's width between words only: a path or a backticked command is never "
+           "broken, and where it is longer than the width it has a line of its own, so that it is copied "
+           "whole.\n"]
     for path, cmd in commands():
         out.append(f"\n## `{path}`\n\n")
         doc = (cmd.help or "").strip()

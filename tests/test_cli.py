@@ -59,7 +59,7 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, monkeypatch, args, messa
 
 def test_text_is_wrapped_between_words_a_command_whole_and_a_table_within_the_width(capsys):
     """What is copied from a message (a path, a command) is not broken by the consoles: rich broke
-    a line at its width (80 columns in a pipe, or what a table asked for) between a command's words
+    a line at its width (a terminal's, 250 columns in a pipe) between a command's words
     and a longer word mid-word. Text is wrapped between words; a backticked command and a path
     stay whole on a line of their own where longer than the width; tables keep within it."""
     from rich.table import Table

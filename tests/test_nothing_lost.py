@@ -267,8 +267,8 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(tmp_path):
 
 
 def long_folder(tmp_path: Path) -> Path:
-    """A folder whose path is longer than the 80 columns rich assumes in a pipe: a message that
-    names it must not be broken there (it was, mid-word, and the copied command with it)."""
+    """A folder whose path is over 100 characters: the command that names it, in a message longer
+    than the output's width, was broken between its words (copied, its first line ran alone)."""
     folder = tmp_path / ("results-of-a-long-study-" * 4 + "x")
     folder.mkdir()
     assert len(str(folder)) > 100

@@ -44,8 +44,8 @@ _usable_columns()
 
 class _Console(Console):
     """Text is wrapped at the width between words, never inside one: rich broke a word longer
-    than the width mid-word (a path in 80 columns, a file's or a pipe's width), and a command
-    between its words, so that what was copied from it was broken (the first line of a
+    than the width mid-word (a path, on a terminal; a file or a pipe gets 250 columns), and a
+    command between its words, so that what was copied from it was broken (the first line of a
     `stackwars run --resume ID --db PATH`, pasted, ran without --db). A word stays whole, a
     backticked command stays whole on one line, each longer than the width if it must be (a
     terminal wraps it for the eye and copies it whole). Tables and the progress bar are laid out

@@ -1299,8 +1299,10 @@ def render(rows: Sequence[Mapping[str, Any]], width: int | None = None, threshol
         parts += [Text(f"  {n}", style="dim") for n in absent]
         parts += [Text(f"  {n}", style="yellow") for n in notes(group)]
         for command, words in again(group):
-            parts += [_whole(Text(f"  again: {command}", style="dim"))] if command else []
-            parts += [Text(f"    {words}" if command else f"  again: {words}", style="dim")] if words else []
+            if command:
+                parts.append(_whole(Text(f"  again: {command}", style="dim")))
+            if words:
+                parts.append(Text(f"    {words}" if command else f"  again: {words}", style="dim"))
     if rows:
         parts.append(Text(legend(rows, threshold), style="dim"))
     return Group(*parts)

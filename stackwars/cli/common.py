@@ -71,12 +71,11 @@ def wrap_words(text: Text, width: int) -> list[Text]:
     command longer than the width on a line of its own (after the line's indent, if first), whole."""
     lines: list[Text] = []
     for line in text.split("\n", allow_blank=True):
-        cuts, start, first = [], 0, True
-        for unit in _UNIT.finditer(line.plain):
-            if not first and unit.end() - start > width:
+        cuts, start = [], 0
+        for i, unit in enumerate(_UNIT.finditer(line.plain)):
+            if i and unit.end() - start > width:  # the first unit stays with the line's indent
                 cuts.append(unit.start())
                 start = unit.start()
-            first = False
         for piece in line.divide(cuts):
             piece.rstrip()
             lines.append(piece)

@@ -17,7 +17,11 @@ from stackwars.version import __version__
 from stackwars.harness.settings import available_cpus
 
 PACKAGES = ("numpy", "torch", "jax", "jaxlib", "flax", "optax", "torch-mlir", "pandas")
-ENV_VARS = ("STACKWARS_PLUGINS", "XLA_FLAGS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "JAX_PLATFORMS",
+# what a run's numbers depend on beside the code: among them the OpenMP runtimes' threads and how they wait
+# between parallel regions (libgomp's OMP_WAIT_POLICY and GOMP_SPINCOUNT, Intel's KMP_BLOCKTIME, where threads
+# are placed): a PyTorch process's idle threads spin or sleep by them, and the suite itself runs passive
+ENV_VARS = ("STACKWARS_PLUGINS", "XLA_FLAGS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
+            "KMP_BLOCKTIME", "OMP_PROC_BIND", "OMP_PLACES", "CUDA_VISIBLE_DEVICES", "JAX_PLATFORMS",
             "TORCHINDUCTOR_CACHE_DIR", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION")
 
 

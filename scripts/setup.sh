@@ -39,6 +39,10 @@ compile_venv() {
         touch "$marker"
         .venv/bin/python -m compileall -qq -j 0 "$site" || true
     fi
+    # stackwars's own modules too (checked each time: 153 files): where PYTHONDONTWRITEBYTECODE is set, as on
+    # these VMs, no process writes them, and each one that imports stackwars compiled its modules again (the CLI
+    # 0.27 s, a fork server's preload 0.14 s; 0.06 s each read back)
+    .venv/bin/python -m compileall -qq -j 0 stackwars || true
 }
 if [ "$TESTS" = 0 ]; then
     .venv/bin/python -m pip install --quiet --no-compile "$TORCH_SPEC" -e ".[mlir]"

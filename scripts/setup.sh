@@ -22,7 +22,6 @@ PYTHON=${PYTHON:-python3}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-# the mlir extra (torch-mlir: PyTorch -> StableHLO) is optional for users; the main job measures its backend
 # pip byte-compiles what it installs one file at a time (18,000 files with the test extras); it installs with
 # --no-compile instead, and compileall compiles the same files on every core afterwards: the same .pyc files
 # (18,315 either way). `setup.sh --tests` from a fresh clone, five of each in turn: 111-163 s (median 149 s)
@@ -31,19 +30,20 @@ TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 compile_venv() {
     local site marker=.venv/.compiled
     site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+    # the marker: when the last compile that ended began (an interrupted one leaves the one before)
+    touch "$marker.new"
     if [ -e "$marker" ]; then  # compiled before: only what pip wrote since (checking all 18,000 took 6 s)
-        touch "$marker.new"
         find "$site" -name '*.py' -newer "$marker" | .venv/bin/python -m compileall -qq -j 0 -i - || true
-        mv "$marker.new" "$marker"
     else
-        touch "$marker"
         .venv/bin/python -m compileall -qq -j 0 "$site" || true
     fi
+    mv "$marker.new" "$marker"
     # stackwars's own modules too (checked each time: 153 files): where PYTHONDONTWRITEBYTECODE is set, as on
     # these VMs, no process writes them, and each one that imports stackwars compiled its modules again (the CLI
     # 0.27 s, a fork server's preload 0.14 s; 0.06 s each read back)
     .venv/bin/python -m compileall -qq -j 0 stackwars || true
 }
+# the mlir extra (torch-mlir: PyTorch -> StableHLO) is optional for users; the main job measures its backend
 if [ "$TESTS" = 0 ]; then
     .venv/bin/python -m pip install --quiet --no-compile "$TORCH_SPEC" -e ".[mlir]"
     compile_venv

@@ -38,9 +38,9 @@ compile_venv() {
         .venv/bin/python -m compileall -qq -j 0 "$site" || true
     fi
     mv "$marker.new" "$marker"
-    # stackwars's own modules too (checked each time: 153 files): where PYTHONDONTWRITEBYTECODE is set, as on
-    # these VMs, no process writes them, and each one that imports stackwars compiled its modules again (the CLI
-    # 0.27 s, a fork server's preload 0.14 s; 0.06 s each read back)
+    # stackwars's own modules too (checked each time: 153 files): where PYTHONDONTWRITEBYTECODE is set, as in
+    # this project's development sessions, no process writes them, and each one that imports stackwars compiled
+    # its modules again (the CLI 0.27 s, a fork server's preload 0.14 s; 0.06 s each read back)
     .venv/bin/python -m compileall -qq -j 0 stackwars || true
 }
 # the mlir extra (torch-mlir: PyTorch -> StableHLO) is optional for users; the main job measures its backend

@@ -305,11 +305,15 @@ def test_caching_off_an_old_answer_or_a_corrupt_file_means_probing_again(monkeyp
 
 
 @pytest.mark.parametrize("var,value", [("OMP_WAIT_POLICY", "passive"), ("GOMP_SPINCOUNT", "0"),
-                                       ("KMP_BLOCKTIME", "0"), ("OMP_PROC_BIND", "close"), ("OMP_PLACES", "cores")])
+                                       ("KMP_BLOCKTIME", "0"), ("OMP_PROC_BIND", "close"), ("OMP_PLACES", "cores"),
+                                       ("GOMP_CPU_AFFINITY", "0-1"), ("KMP_AFFINITY", "compact"),
+                                       ("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"),
+                                       ("XLA_PYTHON_CLIENT_ALLOCATOR", "platform")])
 def test_how_the_openmp_threads_wait_and_sit_is_in_the_runs_environment(monkeypatch, var, value):
     """Whether a PyTorch process's idle threads spin or sleep between parallel regions, and where they
-    sit, changes what it measures (a loop of small matmuls: 1.28 s of CPU spinning, 0.37 s passive): a
-    run's fingerprint keeps each such variable its user set, and says nothing of one left unset."""
+    sit, changes what it measures (a loop of small matmuls: 1.28 s of CPU spinning, 0.37 s passive), as
+    each framework's allocator settings change its memory and speed: a run's fingerprint keeps each such
+    variable its user set, and says nothing of one left unset (harness/env.ENV_VARS, the one list)."""
     from stackwars.harness import env as envmod
 
     monkeypatch.delenv(var, raising=False)

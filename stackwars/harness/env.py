@@ -17,12 +17,14 @@ from stackwars.version import __version__
 from stackwars.harness.settings import available_cpus
 
 PACKAGES = ("numpy", "torch", "jax", "jaxlib", "flax", "optax", "torch-mlir", "pandas")
-# what a run's numbers depend on beside the code: among them the OpenMP runtimes' threads and how they wait
-# between parallel regions (libgomp's OMP_WAIT_POLICY and GOMP_SPINCOUNT, Intel's KMP_BLOCKTIME, where threads
-# are placed): a PyTorch process's idle threads spin or sleep by them, and the suite itself runs passive
+# what a run's numbers depend on beside the code: among them the OpenMP runtimes' threads, how they wait between
+# parallel regions (libgomp's OMP_WAIT_POLICY and GOMP_SPINCOUNT, Intel's KMP_BLOCKTIME: a PyTorch process's idle
+# threads spin or sleep by them, and the suite itself runs passive) and where they are placed (OMP_PROC_BIND,
+# OMP_PLACES, GOMP_CPU_AFFINITY, KMP_AFFINITY); and each framework's allocator settings (memory and speed)
 ENV_VARS = ("STACKWARS_PLUGINS", "XLA_FLAGS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
-            "KMP_BLOCKTIME", "OMP_PROC_BIND", "OMP_PLACES", "CUDA_VISIBLE_DEVICES", "JAX_PLATFORMS",
-            "TORCHINDUCTOR_CACHE_DIR", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION")
+            "KMP_BLOCKTIME", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY", "CUDA_VISIBLE_DEVICES",
+            "JAX_PLATFORMS", "TORCHINDUCTOR_CACHE_DIR", "PYTORCH_CUDA_ALLOC_CONF", "XLA_PYTHON_CLIENT_PREALLOCATE",
+            "XLA_PYTHON_CLIENT_ALLOCATOR", "XLA_PYTHON_CLIENT_MEM_FRACTION")
 
 
 def _cpu_model() -> str:

@@ -234,8 +234,32 @@ def _quiet(item) -> bool:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    with _machine(_quiet(item), keep=_quiet(nextitem)):
+    with _machine(_quiet(item), keep=_quiet(nextitem)), _environment_kept():
         return (yield)
+
+
+@contextlib.contextmanager
+def _environment_kept():
+    """Each test leaves this process's environment as it found it, as a new process would start with it.
+    The program writes into its own process's environment by design (a model file it loaded joins
+    STACKWARS_PLUGINS for the workers, discovery.load_file; a resumed run sets the recorded plugins; the
+    Triton twin sets TRITON_INTERPRET; harness/settings.py a cell's variables, inline): run in a pytest worker,
+    what one test wrote went to every later test of the worker and every process they started. A model
+    file loaded by one test (two tests did) was import-checked in a worker forked from a server that
+    preloaded PyTorch, then imported with PyTorch, by each later `stackwars` command of the worker, `show` and
+    `verdict` included, and by every cell of theirs, a JAX cell too (a suite run on the 2-CPU AMD EPYC VM:
+    17 such commands, 17 servers); a variable a fork server is keyed by started servers of their own. Put back after
+    the test's teardown, whatever wrote it (monkeypatch.delenv of a variable not set records nothing to
+    undo, so a test that cleared STACKWARS_PLUGINS to be safe kept what the program then set)."""
+    before = dict(os.environ)
+    try:
+        yield
+    finally:
+        for name in [n for n in os.environ if n not in before]:
+            del os.environ[name]
+        for name, value in before.items():
+            if os.environ.get(name) != value:
+                os.environ[name] = value
 
 
 # ``pytest -n N --dist loadfile``: each file goes whole to the next free worker, in the order

@@ -31,15 +31,6 @@ def data_dir(mnist_dir):
     return mnist_dir
 
 
-@pytest.fixture(scope="session", autouse=True)
-def decoded_cache(tmp_path_factory):
-    """The decoded .npz cache in a folder of this module's, never the user's ~/.cache."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("STACKWARS_CACHE_DIR", str(tmp_path_factory.mktemp("stackwars-cache")))
-    yield
-    mp.undo()
-
-
 @pytest.fixture(scope="module")
 def arrays(data_dir):
     return mnist.load(mnist.verify(data_dir))

@@ -1,6 +1,7 @@
 """The suite's own lock (tests/conftest.py): under ``pytest -n`` a test marked ``quiet`` waits
 for the test running beside it to end, and no test starts beside it until it has ended. And the
-session's temporary folder: what a test leaves in it fails the run."""
+session's temporary folder: what a test leaves in it fails the run. And the process's environment: what a test
+writes into it is gone for the next test."""
 
 import os
 import subprocess
@@ -138,3 +139,29 @@ def test_a_file_a_test_leaves_in_the_sessions_temporary_folder_fails_the_run(tmp
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert "left" not in clean.stdout
     assert os.listdir(outer) == []
+
+
+WRITES_ENV = """
+import os
+
+def test_the_program_writes_into_its_environment(monkeypatch):
+    monkeypatch.delenv("STACKWARS_PLUGINS", raising=False)  # not set: records nothing to undo
+    os.environ["STACKWARS_PLUGINS"] = "/a/model.py"  # as discovery.load_file does for the workers
+    os.environ["PATH"] = "/nowhere"
+    del os.environ["SW_SET_BEFORE"]
+
+def test_the_next_test_finds_the_environment_as_it_was():
+    assert "STACKWARS_PLUGINS" not in os.environ
+    assert os.environ["PATH"] != "/nowhere" and os.environ["SW_SET_BEFORE"] == "1"
+"""
+
+
+def test_what_a_test_writes_into_the_environment_is_gone_for_the_next(tmp_path):
+    """A pytest session of its own (this conftest as its plugin): the variables one test set, changed or
+    removed, in its own code or through the program, are as they were for the next test of the process."""
+    (tmp_path / "test_writes_env.py").write_text(WRITES_ENV)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("STACKWARS_TEST_", "PYTEST_", "STACKWARS_PLUGINS"))}
+    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path), SW_SET_BEFORE="1")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
+                           "test_writes_env.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout + done.stderr

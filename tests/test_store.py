@@ -1,4 +1,5 @@
 import json
+import os
 from pathlib import Path
 import sqlite3
 
@@ -166,3 +167,26 @@ def test_the_version_comes_from_the_project_not_from_a_repository_around_it(tmp_
     from stackwars.records import Env
     summary = Env({"versions": {"stackwars": "0.1.0"}, "git_revision": None}).summary()
     assert "stackwars 0.1.0 (no git checkout)" in summary
+
+
+def test_a_database_another_process_is_creating_is_not_taken_for_a_pseudo_file(tmp_path, monkeypatch):
+    """The path checked while another process creates the database: empty when its size was asked, its
+    first page there when read. The size is asked again after the read, so it is a database file (before,
+    one of test_many_processes_create_one_new_database_at_once's openers was refused as a pseudo-file);
+    /proc's files, which report no size however much they read, are still refused."""
+    from stackwars.store import results
+
+    path = tmp_path / "new.db"
+    path.write_bytes(b"SQLite format 3\0" + bytes(84))
+    real_stat = os.stat
+
+    def stat_before_the_write(p, *args, **kwargs):  # the moment before the other process wrote its first page
+        st = real_stat(p, *args, **kwargs)
+        if os.fspath(p) == str(path):
+            return os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid, 0,
+                                   st.st_atime, st.st_mtime, st.st_ctime))
+        return st
+
+    monkeypatch.setattr(results.os, "stat", stat_before_the_write)
+    assert results.not_a_database_file(path) is None
+    assert "is a pseudo-file" in results.not_a_database_file(Path("/proc/self/status"))

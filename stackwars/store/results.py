@@ -107,7 +107,11 @@ def not_a_database_file(path: Path) -> str | None:
     if os.stat(path).st_size == 0:
         try:
             with open(path, "rb") as f:
-                if f.read(1):
+                # its size asked again after the read: a database another process is creating was empty at
+                # the stat above and had its first page when read (16 processes opening one new database at
+                # once: one refused as a pseudo-file, a suite run on 2026-12-02); a file whose bytes were read
+                # reports them, a pseudo-file still none
+                if f.read(1) and os.fstat(f.fileno()).st_size == 0:
                     return "is a pseudo-file (it reports no size but reads text, as /proc's and /sys's do)"
         except OSError as exc:
             return f"cannot be read ({exc.strerror or exc})"

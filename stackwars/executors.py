@@ -113,6 +113,11 @@ class Executor:
     name = "executor"
     local = True
     shared_dir: str | None = None
+
+    def reach(self) -> None:
+        """Refuse, before the machine is probed, what this executor can tell without the plan (a
+        cluster address that does not answer)."""
+
     def check(self, specs: Sequence[CellSpec]) -> None:
         """Refuse, before anything is written, cells this executor cannot place."""
 
@@ -330,7 +335,7 @@ class Ray(Executor):
         import ray
 
         if not ray.is_initialized():
-            self._reachable()
+            self.reach()
 
             kw: dict[str, Any] = {"address": self.address, "include_dashboard": False, "log_to_driver": False,
                                   "logging_level": "ERROR"}
@@ -350,9 +355,9 @@ class Ray(Executor):
                                    "RAY_AUTH_TOKEN" if auth else "")) from None
         return [n["Resources"] for n in ray.nodes() if n.get("Alive")]
 
-    def _reachable(self, timeout_s: float = 10.0) -> None:
-        """An address that answers no TCP connection is refused at once (Ray itself retries for
-        minutes); ``auto`` and no address are left to Ray."""
+    def reach(self, timeout_s: float = 10.0) -> None:
+        """An address that answers no TCP connection, or not as a Ray cluster, is refused at once
+        (Ray itself retries for minutes); ``auto`` and no address are left to Ray."""
         if self.address is None or self.address == "auto":
             return
         host, _, port = self.address.rpartition(":")

@@ -211,7 +211,7 @@ class Prepared:
 
     request: Request
     executor: Executor
-    probe: Mapping[str, Any]
+    probe: Mapping[str, Any] | None  # None: a resume, which probes once its run is claimed (Run.resume)
     specs: list[CellSpec] = field(default_factory=list)
     references: str | None = None
 
@@ -221,24 +221,28 @@ class Prepared:
 
 
 def prepare(request: Request) -> Prepared:
-    """The executor made, the machine probed and a new run's cells planned on what it found. A
-    new run's first fork servers start while the probe runs, and the references its CUDA cells
-    compute in workers of their own are computed meanwhile (runner.start_servers_during_probe)."""
+    """The executor made and reached, the machine probed and a new run's cells planned on what it
+    found. A new run's first fork servers start while the probe runs, and the references its CUDA
+    cells compute in workers of their own are computed meanwhile
+    (runner.start_servers_during_probe). What can be refused without the probe is refused before
+    it (seconds of workers): an executor's cluster that does not answer here, a resume's run that
+    cannot be resumed in ``Run.resume``, which probes only once it holds the run."""
     config, cells = request.config, request.cells
     new = request.resume is None
     executor = request.executor.make(config.timeout_s if new else request.timeout_s or DEFAULT_TIMEOUT_S,
                                      available_cpus())
-    references = runner.run_references() if new and executor.name == "serial" and not request.inline else None
+    executor.reach()
+    if not new:
+        return Prepared(request, executor, None)
+    references = runner.run_references() if executor.name == "serial" and not request.inline else None
     early = ((lambda: runner.start_servers_during_probe(lambda found: cells.plan(config, found),
                                                         list(cells.devices), config, references))
              if references else None)
     probe = runner.probe_machine(request.inline, meanwhile=early)
-    ready = Prepared(request, executor, probe, references=references)
-    if new:
-        ready.specs = cells.plan(config, probe)
-        if config.cache_dir is not None:
-            Path(config.cache_dir).mkdir(parents=True, exist_ok=True)
-        executor.check(ready.specs)
+    ready = Prepared(request, executor, probe, cells.plan(config, probe), references)
+    if config.cache_dir is not None:
+        Path(config.cache_dir).mkdir(parents=True, exist_ok=True)
+    executor.check(ready.specs)
     return ready
 
 
@@ -248,7 +252,8 @@ def open_run(store: Store, ready: Prepared, on_note: Callable[[str], None] = lam
     if r.resume is None:
         return Run.start(store, ready.specs, r.config, ready.probe, ready.executor, r.inline, r.command,
                          references=ready.references)
-    return Run.resume(store, r.resume, ready.probe, ready.executor, r.inline, r.timeout_s, on_note)
+    return Run.resume(store, r.resume, lambda: runner.probe_machine(r.inline), ready.executor, r.inline, r.timeout_s,
+                      on_note)
 
 
 class _Unsaved(Exception):
@@ -285,8 +290,12 @@ class Run:
                    references=references, lock=lock)
 
     @classmethod
-    def resume(cls, store: Store, run_id: str, probe: Mapping[str, Any], executor: Executor, inline: bool = False,
-               timeout_s: float | None = None, on_note: Callable[[str], None] = lambda text: None) -> "Run":
+    def resume(cls, store: Store, run_id: str, probe: Callable[[], Mapping[str, Any]], executor: Executor,
+               inline: bool = False, timeout_s: float | None = None,
+               on_note: Callable[[str], None] = lambda text: None) -> "Run":
+        """The stored run's missing cells, resumed. ``probe`` is called once the run is held and
+        has cells left: a resume refused (another process measures the run, nothing is left, its
+        lock's path is not the tool's file) is refused before the machine is probed."""
         info = store.cell_run(run_id, "--resume")
         lock = RunLock(store.path, run_id).acquire()  # another process measuring it: refused, nothing written
         try:
@@ -296,8 +305,8 @@ class Run:
             raise
 
     @classmethod
-    def _resume(cls, store: Store, info, lock: RunLock, probe: Mapping[str, Any], executor: Executor, inline: bool,
-                timeout_s: float | None, on_note: Callable[[str], None]) -> "Run":
+    def _resume(cls, store: Store, info, lock: RunLock, probe: Callable[[], Mapping[str, Any]], executor: Executor,
+                inline: bool, timeout_s: float | None, on_note: Callable[[str], None]) -> "Run":
         run_id = info.run_id
         config = info.measure_config
         if timeout_s is not None and timeout_s != config.timeout_s:
@@ -309,7 +318,7 @@ class Run:
             # a command with nothing to do writes nothing: no session, no look
             raise SpecError(f"run {run_id} has no cell left to measure ({len(info.plan)} of {len(info.plan)} "
                             f"stored): nothing to resume; `stackwars show {run_id}` prints it")
-        env = envmod.fingerprint(config.threads, probe)
+        env = envmod.fingerprint(config.threads, probe())
         runner.check_resumable(info.env, env)
         executor.check(store.missing(run_id))  # before the session is written (Ray: the cluster reached)
         kept = store_pending(store, run_id, store.start_session(run_id, env))

@@ -3,16 +3,38 @@ wrong and what is allowed, and nothing written (no database, no run or session r
 output file). One table: the cases a reliability tester found accepted or crashing, and
 their neighbours."""
 
+import contextlib
 import os
 import sqlite3
+from unittest import mock
 
 import pytest
 from typer.testing import CliRunner
 
+from stackwars import runner as sw_runner
 from stackwars.cli import app
 from stackwars.store.results import Store
 
 runner = CliRunner()
+
+
+@contextlib.contextmanager
+def refused_before_the_probe(name: str):
+    """Around a refused command of the refusal tables (this file's and test_nothing_lost*'s):
+    bad input that needs no machine to be seen is refused before the machine is probed (the
+    probe starts a worker a framework, seconds of CPU; a resume of a finished run was once
+    refused only after it). A case that can only be refused by what the probe finds does not
+    belong in these tables."""
+    asked = []
+    real = sw_runner.probe_machine
+
+    def probe(*args, **kwargs):
+        asked.append(args)
+        return real(*args, **kwargs)
+
+    with mock.patch.object(sw_runner, "probe_machine", probe):
+        yield
+    assert not asked, f"{name}: the machine was probed before the refusal"
 
 
 def _corrupt(d):
@@ -142,7 +164,8 @@ def test_bad_input_exits_2_says_why_and_writes_nothing(case, tmp_path, monkeypat
     values = {"TMP": str(work), "MNIST": str(mnist_dir), **(setup(work) if setup else {})}
     before = _snapshot(work)
     args = [a.format(**values) for a in args]
-    result = runner.invoke(app, args, env=env)
+    with refused_before_the_probe(name):
+        result = runner.invoke(app, args, env=env)
     text = " ".join(result.output.split())  # rich may wrap long lines
     assert result.exit_code == 2, (name, result.exit_code, result.output)
     assert message.format(**values) in text, (name, text)

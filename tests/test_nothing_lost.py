@@ -20,7 +20,7 @@ from stackwars import outputs
 from stackwars.cli import app
 from stackwars.store.results import Store, pending_paths
 from tests.factories import measurement
-from tests.test_bad_input import _snapshot
+from tests.test_bad_input import _snapshot, refused_before_the_probe
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,7 +185,9 @@ def test_refused_before_any_work_and_nothing_changed(case, tmp_path, monkeypatch
     monkeypatch.delenv("STACKWARS_PLUGINS", raising=False)
     values = _values(work, setup, mnist_dir)
     before, digests = _snapshot(work), _hashes(work)
-    result = runner.invoke(app, [a.format(**values) for a in args], env={k: v.format(**values) for k, v in env.items()})
+    with refused_before_the_probe(name):
+        result = runner.invoke(app, [a.format(**values) for a in args],
+                               env={k: v.format(**values) for k, v in env.items()})
     text = " ".join(result.output.split())
     assert result.exit_code == 2, (name, result.exit_code, result.output)
     assert message.format(**values) in text, (name, text)

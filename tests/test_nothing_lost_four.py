@@ -19,7 +19,7 @@ from stackwars.report import format as fmt
 from stackwars.report import verdict as vd
 from stackwars.store.results import Store, rows
 from tests.factories import FakeExecutor, measurement
-from tests.test_bad_input import _snapshot
+from tests.test_bad_input import _snapshot, refused_before_the_probe
 
 runner = CliRunner()
 
@@ -89,7 +89,8 @@ def test_a_class_of_bad_input_is_refused_in_one_place(case, tmp_path, monkeypatc
     values = {"TMP": str(work), **(setup(work) if setup else {})}
     before = _snapshot(work) if not any(p.is_fifo() or p.is_symlink() for p in work.rglob("*")) else None
     t0 = time.monotonic()
-    result = runner.invoke(app, [a.format(**values) for a in args], env=env)
+    with refused_before_the_probe(name):
+        result = runner.invoke(app, [a.format(**values) for a in args], env=env)
     text = " ".join(result.output.split())
     assert result.exit_code == 2, (name, result.exit_code, result.output)
     assert message in text and text.count("error:") == 1, (name, text)

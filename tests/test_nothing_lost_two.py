@@ -24,7 +24,7 @@ from stackwars.store import results
 from stackwars.store.lock import RunLock
 from stackwars.store.results import Store
 from tests.factories import measurement
-from tests.test_bad_input import _snapshot
+from tests.test_bad_input import _snapshot, refused_before_the_probe
 from tests.test_nothing_lost import MICRO, _hashes, _results_db
 
 runner = CliRunner()
@@ -288,8 +288,9 @@ def assert_refused(work, values, name, args, env, message):
     ``work`` unchanged byte for byte and nothing added, within 60 s (the table tests' one check)."""
     before, digests = _snapshot(work), _hashes(work)
     start = time.monotonic()
-    result = runner.invoke(app, [a.format(**values) for a in args],  # wide: no path broken over lines
-                           env={"COLUMNS": "2000", **{k: v.format(**values) for k, v in env.items()}})
+    with refused_before_the_probe(name):
+        result = runner.invoke(app, [a.format(**values) for a in args],  # wide: no path broken over lines
+                               env={"COLUMNS": "2000", **{k: v.format(**values) for k, v in env.items()}})
     text = " ".join(result.output.split())
     assert result.exit_code == 2, (name, result.exit_code, result.output)
     assert message.format(**values) in text, (name, text)

@@ -254,10 +254,10 @@ def test_a_ray_address_that_does_not_answer_is_refused_at_once():
         port = s.getsockname()[1]  # closed again: nothing listens there
     start = time.monotonic()
     with pytest.raises(SpecError, match=f"nothing answers at 127.0.0.1:{port}"):
-        executors.Ray(f"127.0.0.1:{port}")._reachable()
+        executors.Ray(f"127.0.0.1:{port}").reach()
     assert time.monotonic() - start < 10  # Ray itself would retry for minutes
     with pytest.raises(SpecError, match="give HOST:PORT"):
-        executors.Ray("headnode")._reachable()
+        executors.Ray("headnode").reach()
 
 
 def test_an_exception_escaping_a_command_is_itself_not_masked(monkeypatch):

@@ -85,3 +85,22 @@ def test_summaries_and_draws_are_computed_once_per_samples_and_stay_what_a_fresh
     assert len(stats._SUMMARIES.items) == 4
     monkeypatch.setattr(stats, "_SUMMARIES", stats._Memo(4))
     assert stats.summarize(a) == fresh  # computed again from nothing: the same value
+
+
+@pytest.mark.parametrize("kind", ["distinct", "ties", "signed"])
+def test_resampled_medians_are_numpys_medians_of_the_same_draws_bit_for_bit(kind):
+    """The bootstrap's resample medians come from rank counts (stats._resampled_medians), not a
+    sort per resample: each must equal np.median of the same resample exactly, for odd and even
+    n, ties and negative values, one chunk of draws or many (n = 20,000: 100 resamples a chunk)."""
+    from stackwars.stats import _resampled_medians
+
+    g = np.random.default_rng(11)
+    for n in (*range(2, 24), 64, 127, 128, 129, 1001, 20_000):
+        a = {"distinct": g.lognormal(size=n), "ties": g.integers(0, 3, size=n).astype(float),
+             "signed": g.normal(size=n)}[kind]
+        draws = 300
+        rng = np.random.default_rng(5)
+        chunk = max(1, 2_000_000 // n)
+        expected = np.concatenate([np.median(a[rng.integers(0, n, size=(min(draws, s + chunk) - s, n))], axis=1)
+                                   for s in range(0, draws, chunk)])
+        assert np.array_equal(_resampled_medians(a, draws, np.random.default_rng(5)), expected), (kind, n)

@@ -251,11 +251,11 @@ def test_the_cell_that_computes_the_reference_compares_with_what_it_stored(tmp_p
 
 
 def test_only_a_gpu_cells_reference_collects_the_process_garbage_first(tmp_path, monkeypatch):
-    """A full garbage collection before each reference walked every object of the process: 250 s
-    of the suite's CPU (the pytest workers compute references in-process), 0.2-0.3 s of each
-    fresh cell. It frees device buffers that only a cycle holds, before a GPU cell's reference is
-    placed; a CPU cell's needs none. (A GPU cell's reference forced to the host still collects:
-    the collection comes before the placement it serves.)"""
+    """A full garbage collection before each reference walked every object of the process: 0.2-0.3
+    s of each fresh cell, more in a pytest worker that computes references in-process (40 s of
+    test_parity's and test_loops' CPU). It frees device buffers that only a cycle holds, before a
+    GPU cell's reference is placed; a CPU cell's needs none. (A GPU cell's reference forced to the
+    host still collects: the collection comes before the placement it serves.)"""
     import gc
 
     wl = registry.workload("gemm")

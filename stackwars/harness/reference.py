@@ -273,8 +273,9 @@ def _release_device_memory() -> None:
     """Before a GPU cell's reference is placed: device buffers that only a reference cycle still
     holds are freed, so that ``placement`` counts them free. Not for a CPU cell's: a full
     collection walks every object of the process (0.2-0.3 s in a fresh cell, more in a long-lived
-    process: 250 s of the test suite's CPU when every in-process reference collected, 2026-12-02),
-    and host memory needs none (what no cycle holds is freed already, the rest in time)."""
+    one: test_parity.py and test_loops.py, whose references are computed in pytest's process, took
+    about 40 s more CPU with it on the 2-CPU VM, 2026-12-02), and host memory needs none (what no
+    cycle holds is freed already, the rest in time)."""
     import gc
     import sys
 

@@ -22,7 +22,7 @@ runner = CliRunner()
 def refused_before_the_probe(name: str):
     """Around a refused command of the refusal tables (this file's and test_nothing_lost*'s):
     bad input that needs no machine to be seen is refused before the machine is probed (the
-    probe starts a worker a framework, seconds of CPU; a resume of a finished run was once
+    probe starts a worker per framework, seconds of CPU; a resume of a finished run was once
     refused only after it). A case that can only be refused by what the probe finds does not
     belong in these tables."""
     asked = []

@@ -266,14 +266,16 @@ def _environment_kept():
 # collected. xdist's default order (the most tests first) sent a 250 s file near the end while
 # the other worker idled 47 s (the 2-core Zen 3 VM, 2026-11-26). Longest first instead (LPT):
 # the files that took 25 s or more (setup, call and teardown of their tests under -n 3), by those seconds, on
-# the 2-CPU AMD EPYC VM on 2026-11-29 (2126 s in all; the three workers ended within 14 s of each other); every
-# other file after them, in collection order. The figures only order the files: a stale one costs a little idle time.
+# the 2-CPU AMD EPYC VM on 2026-12-02 (2877 s in all; the three workers ended within 18 s of each other, ordered by
+# the 2026-11-29 figures); every other file after them, in collection order. The figures only order the files: a
+# stale one costs a little idle time.
 FILE_SECONDS = {
-    "test_models.py": 302, "test_user_model.py": 255, "test_forkserver.py": 182, "test_loops.py": 150,
-    "test_parity.py": 109, "test_nothing_lost_two.py": 97, "test_sweeps.py": 94, "test_nothing_lost_three.py": 78,
-    "test_scaling.py": 68, "test_external.py": 66, "test_isolation.py": 55, "test_fairness.py": 53, "test_cli.py": 47,
-    "test_terminal.py": 44, "test_hardening.py": 40, "test_executors.py": 33, "test_vmap_stream.py": 33,
-    "test_decides.py": 32, "test_mnist.py": 32, "test_studies.py": 30, "test_nothing_lost.py": 27, "test_ir.py": 25,
+    "test_models.py": 480, "test_user_model.py": 414, "test_forkserver.py": 312, "test_loops.py": 178,
+    "test_sweeps.py": 158, "test_scaling.py": 152, "test_external.py": 107, "test_isolation.py": 92,
+    "test_parity.py": 90, "test_nothing_lost_two.py": 84, "test_fairness.py": 74, "test_hardening.py": 57,
+    "test_studies.py": 49, "test_nothing_lost_three.py": 48, "test_nothing_lost.py": 38, "test_mnist.py": 36,
+    "test_cli.py": 35, "test_docs.py": 35, "test_ir.py": 35, "test_decides.py": 31, "test_terminal.py": 30,
+    "test_calibration.py": 25,
 }
 
 

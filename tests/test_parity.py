@@ -6,6 +6,7 @@ that the measurement produced first/second/steady timings.
 """
 
 import dataclasses
+import warnings
 
 import numpy as np
 import pytest
@@ -197,7 +198,10 @@ def test_comparing_a_slice_at_a_time_gives_the_whole_tensors_answer(monkeypatch)
         broken["update.w"][where] = bad
         for workers in (1, 4):
             monkeypatch.setattr(parmod, "_workers", lambda: workers)
-            p = parmod.compare(broken, ref, 1e-4)
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                p = parmod.compare(broken, ref, 1e-4)
+            assert not [w for w in said if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in said]
             assert p.per_output["update.w"] == float("inf") and "NaN or infinity" in p.failure, (where, workers)
 
 

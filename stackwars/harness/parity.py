@@ -101,7 +101,10 @@ def _max_error(out: np.ndarray, ref: np.ndarray, g: np.ndarray | None, threshold
             if row_rule:
                 keep |= np.all(gc == 0, axis=1, keepdims=True)
             kept = int(np.count_nonzero(keep))
-            err *= keep  # left-out elements count as agreeing; NaN or infinity times 0 is still NaN
+            # left-out elements count as agreeing; NaN or infinity times 0 is still NaN, on purpose (the
+            # caller reports it), so numpy's "invalid value" warning would only say it again in the log
+            with np.errstate(invalid="ignore"):
+                err *= keep
         return (float(np.max(err)) if err.size else 0.0), kept
 
     parts = _in_threads(part, range(0, rows, step))

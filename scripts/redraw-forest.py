@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from stackwars import stats  # noqa: E402
-from stackwars.report import verdict as vd  # noqa: E402
+from stackwars import verdict as vd  # noqa: E402
+from stackwars.report import verdict as view  # noqa: E402
 
 FOLDER = ROOT / "results" / "verdict-cpu"
 
@@ -22,5 +23,5 @@ for r in rows:
     if r["verdict"] == "tie":  # stored before the two words: read again by the one rule
         c = stats.Comparison(r["ratio"], r["ci_low"], r["ci_high"], False)
         r["verdict"] = vd.word("tie", c, data.get("threshold", stats.TIE_THRESHOLD))
-(FOLDER / "forest.png").write_bytes(vd.forest_png(rows))
+(FOLDER / "forest.png").write_bytes(view.forest_png(rows))
 print([r["verdict"] for r in rows])

@@ -16,7 +16,8 @@ import json
 import sys
 
 from stackwars.cli.verdict_cmd import load
-from stackwars.report import verdict as vd
+from stackwars import verdict as vd
+from stackwars.report import verdict as view
 from stackwars.store.results import Store
 
 
@@ -31,7 +32,7 @@ def main(out: str, dbs: list[str]) -> None:
                 found[db] = {"rows": rows, "verdicts": repr(exc)}
                 continue
             verdicts = vd.verdicts(cells, profiles, anatomy, duets=duets)
-            found[db] = {"rows": rows, "verdicts": verdicts, "markdown": vd.markdown(verdicts)}
+            found[db] = {"rows": rows, "verdicts": verdicts, "markdown": view.markdown(verdicts)}
     with open(out, "w") as f:
         json.dump(found, f, default=str)
     print(f"{len(dbs)} database(s), {sum(len(v['rows']) for v in found.values())} rows, "

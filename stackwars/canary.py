@@ -15,7 +15,7 @@ because the host took part of one CPU away.
 of the run's readings: the machine near its best): a process whose reading is off it by
 more than the canary's own noise (never less than ``FLOOR``) is flagged ``slowed``, and
 like a process measured while the machine was busy, its figures decide nothing
-(report/gate.py). ``differ`` says whether two runs' canaries differ, so that ``stackwars
+(verdict/gate.py). ``differ`` says whether two runs' canaries differ, so that ``stackwars
 compare`` does not call a slower host a regression.
 
 Pure Python and numpy: records, the store and the report may import it; it imports no

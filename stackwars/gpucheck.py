@@ -105,7 +105,7 @@ def _cells(backends: Sequence[str], size: str, per_backend: int) -> tuple[tuple[
 
 
 # on CUDA a verdict sets programs that replay CUDA graphs against each other, and those that do not
-# (report/verdict.py): each side's program of both kinds, so that every row is best against best
+# (verdict/choose.py): each side's program of both kinds, so that every row is best against best
 MATCHED = ("torch-compile", "torch-cudagraphs", "jax-jit", "jax-jit-no-graphs")
 NO_GRAPHS = ("torch-compile", "jax-jit-no-graphs")  # the pair without graph replay, for big models and knobs
 MICRO_BACKENDS = ("torch-eager", *MATCHED)

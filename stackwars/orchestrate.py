@@ -8,18 +8,17 @@ plain functions and one class a test can drive:
   pending cells stored;
 * ``Run.measure``: every planned cell through the executor (where the run screens, every
   cell's first process, which chooses each row's two bests, then ``--processes`` rounds of the two
-  chosen cells, one fresh process of each back to back in a drawn order: report/verdict.screen,
-  ``_complete_first_look``), then the looks: while a verdict cannot decide (a busy machine, a CI
-  too wide) or finds no difference it can bound, the next look measures more rounds of its two
-  chosen cells (``verdict.more_processes``), up to ``--max-processes`` rounds, no more
-  looks than the run's error was shared over, never for a row more processes cannot decide
-  (a faster candidate that failed parity, a machine that stayed busy through the cells'
-  latest look: verdict.no_top_up, said once), and only while the run's ``--budget`` (from
-  this session's start) allows another (``Budget``: the look's estimated cost from what its
-  cells' processes took so far); it stops as soon as no verdict asks for more. Each look
-  spends a share of the verdict's error (stats.look_alpha), so that stopping when decided
-  names a false winner at most 5% of the time. The run's compile caches and float64
-  references last across its looks.
+  chosen cells, one fresh process of each back to back in a drawn order: verdict/choose.screen),
+  then the looks: while a verdict is open (not decided, before its cap, not futile), the next look
+  measures the rounds that bring its clean rounds to its next look (``next_look``: verdict/plan.py;
+  a busy round is replaced and uses up no look), the rows most likely to decide a second first
+  where the run's ``--budget`` (from this session's start) cannot afford them all; never for a
+  row more processes cannot decide (a faster candidate that failed parity, a machine that stayed
+  busy through the cells' latest processes: verdict.no_top_up, said once). Each look reads at its
+  boundary's level (verdict/sequential.py: 5% spent over the looks and the machine's rows), so
+  stopping when decided names a false winner at most 5% of the time. The run's compile caches and
+  float64 references last across its looks. ``Run.resume`` goes on where a run stopped: its
+  missing cells, its screening, and the looks its open verdicts still take.
 
 Cells the database refuses are kept in the run's pending file and reported (``Hooks``); the
 caller decides how to tell the user.
@@ -36,12 +35,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pathlib import Path
 
-from stackwars import registry, runner, stats
+from stackwars import registry, runner
 from stackwars.errors import SpecError
 from stackwars.executors import Choice, Executor
 from stackwars.harness import env as envmod
 from stackwars.harness.settings import available_cpus
-from stackwars.report import verdict as vd
+from stackwars import verdict as vd
 from stackwars.records import CellSpec, MeasureConfig, Measurement
 from stackwars.store.lock import RunLock
 from stackwars.store.results import SCREENING, Store, StoreWriteError, pending_paths, rows, store_pending
@@ -194,13 +193,14 @@ class Request:
     config: MeasureConfig | None = None
     resume: str | None = None
     timeout_s: float | None = None  # resume: the cell timeout given now (None: the stored run's)
+    budget_s: float | None = None  # resume: the seconds this session may take (None: the stored run's budget)
     inline: bool = False  # debug: cells in this process
     json_out: Path | None = None  # the cells also written as a JSON list
     command: str | None = None  # the command line, stored with a new run
 
 
 # the options --resume accepts (a request's where and its cell timeout); the rest are the stored run's
-RESUME_MAY_CHANGE = ("resume", "db", "json_out", "timeout", "inline", "verbose",
+RESUME_MAY_CHANGE = ("resume", "db", "json_out", "timeout", "budget", "inline", "verbose",
                      *(f.name for f in dataclasses.fields(Choice)))
 
 
@@ -253,7 +253,21 @@ def open_run(store: Store, ready: Prepared, on_note: Callable[[str], None] = lam
         return Run.start(store, ready.specs, r.config, ready.probe, ready.executor, r.inline, r.command,
                          references=ready.references)
     return Run.resume(store, r.resume, lambda: runner.probe_machine(r.inline), ready.executor, r.inline, r.timeout_s,
-                      on_note)
+                      on_note, r.budget_s)
+
+
+def _more_to_decide(store: Store, run_id: str, config: MeasureConfig) -> bool:
+    """Whether a stored run has more to do than its missing cells: its first round measured but not
+    screened, or a verdict (an ``--aa`` check) still open that its next look could decide."""
+    if config.processes < 2:
+        return False
+    plan = store.run(run_id).plan
+    if config.screens and not any(s.repeat > 0 for s in plan):
+        return True
+    found = rows(store, run_id)
+    if config.aa:
+        return bool(vd.aa_more(vd.self_check(found)))
+    return bool(vd.wanted(vd.verdicts(found)))
 
 
 class _Unsaved(Exception):
@@ -292,21 +306,22 @@ class Run:
     @classmethod
     def resume(cls, store: Store, run_id: str, probe: Callable[[], Mapping[str, Any]], executor: Executor,
                inline: bool = False, timeout_s: float | None = None,
-               on_note: Callable[[str], None] = lambda text: None) -> "Run":
+               on_note: Callable[[str], None] = lambda text: None, budget_s: float | None = None) -> "Run":
         """The stored run's missing cells, resumed. ``probe`` is called once the run is held and
         has cells left: a resume refused (another process measures the run, nothing is left, its
         lock's path is not the tool's file) is refused before the machine is probed."""
         info = store.cell_run(run_id, "--resume")
         lock = RunLock(store.path, run_id).acquire()  # another process measuring it: refused, nothing written
         try:
-            return cls._resume(store, info, lock, probe, executor, inline, timeout_s, on_note)
+            return cls._resume(store, info, lock, probe, executor, inline, timeout_s, on_note, budget_s)
         except BaseException:
             lock.release()
             raise
 
     @classmethod
     def _resume(cls, store: Store, info, lock: RunLock, probe: Callable[[], Mapping[str, Any]], executor: Executor,
-                inline: bool, timeout_s: float | None, on_note: Callable[[str], None]) -> "Run":
+                inline: bool, timeout_s: float | None, on_note: Callable[[str], None],
+                budget_s: float | None = None) -> "Run":
         run_id = info.run_id
         config = info.measure_config
         if timeout_s is not None and timeout_s != config.timeout_s:
@@ -314,10 +329,14 @@ class Run:
                     f"{config.timeout_s:g} s)")
             config = dataclasses.replace(config, timeout_s=timeout_s)
             runner.validate_config(config)
-        if not store.missing(run_id) and not any(p.is_file() for p in pending_paths(store.path, run_id)):
+        if budget_s is not None:
+            config = dataclasses.replace(config, budget_s=budget_s)
+        if not store.missing(run_id) and not any(p.is_file() for p in pending_paths(store.path, run_id)) \
+                and not _more_to_decide(store, run_id, config):
             # a command with nothing to do writes nothing: no session, no look
             raise SpecError(f"run {run_id} has no cell left to measure ({len(info.plan)} of {len(info.plan)} "
-                            f"stored): nothing to resume; `stackwars show {run_id}` prints it")
+                            f"stored) and no verdict a look could still decide: nothing to resume; "
+                            f"`stackwars show {run_id}` prints it")
         env = envmod.fingerprint(config.threads, probe())
         runner.check_resumable(info.env, env)
         executor.check(store.missing(run_id))  # before the session is written (Ray: the cluster reached)
@@ -325,7 +344,8 @@ class Run:
         if kept:
             on_note(f"stored {kept} cell(s) an earlier session measured but could not store")
         specs = store.missing(run_id)
-        on_note(f"resuming run {run_id}: {len(specs)} of {len(info.plan)} cells still to measure")
+        on_note(f"resuming run {run_id}: {len(specs)} of {len(info.plan)} cells still to measure"
+                + (", then the looks its open verdicts still take" if _more_to_decide(store, run_id, config) else ""))
         return cls(store, run_id, specs, config, env, executor, inline, len(info.plan), Budget(config.budget_s),
                    lock=lock)
 
@@ -348,7 +368,7 @@ class Run:
 
     def _screen(self, hooks: Hooks) -> list[CellSpec]:
         """After every cell's first process: the choice of each row's two bests on it, and the rest
-        for the cells that can still change a verdict (report/verdict.screen: the two chosen, in
+        for the cells that can still change a verdict (verdict/choose.screen: the two chosen, in
         --processes rounds after the choice; a candidate measured only while busy, once more to be
         judged; in a table of one framework, every mode not clearly slower); the decisions kept
         with the run, the plan extended, each round's two chosen cells next to each other in a drawn
@@ -374,25 +394,6 @@ class Run:
             hooks.on_more(len(extra))  # the progress counts the session's cell-processes as planned so far
         return extra
 
-    def _complete_first_look(self, hooks: Hooks, unsaved: list) -> list[Measurement]:
-        """The rounds each row's two chosen cells still lack of --processes after the choice (a
-        candidate judged after the first round became a best; a run that did not screen planned
-        every cell in --processes, one of which chose): measured before the first look reads them.
-        None for a run of one process a cell (no verdict is asked of it)."""
-        done: list[Measurement] = []
-        if self.config.processes < 2:
-            return done
-        for _ in range(2):  # a best judged late is completed once; a second pass finds nothing more
-            found = vd.verdicts(rows(self.store, self.run_id))
-            wanted = vd.first_look(found, self.config.processes)
-            extra = self._rounds(self.store.run(self.run_id).plan, wanted, vd.pairs(found))
-            if not extra:
-                break
-            self.store.extend_plan(self.run_id, extra)
-            hooks.on_more(len(extra))
-            done += self._execute(extra, hooks, unsaved)
-        return done
-
     def _rounds(self, plan: Sequence[CellSpec], wanted: Mapping[str, int], pairs: Sequence[tuple[str, str]]
                 ) -> list[CellSpec]:
         """More processes of ``wanted`` cells; with ``--aa`` a chosen cell's processes come in back-to-back
@@ -402,50 +403,25 @@ class Run:
         return runner.more_rounds(plan, wanted, pairs, self.config.seed)
 
     def measure(self, hooks: Hooks | None = None) -> list[tuple[Measurement, Any, StoreWriteError]]:
-        """The planned cells, then a look more while a verdict cannot decide and the budget and
-        the cap allow. Returns the cells the database refused (kept in the pending file)."""
+        """The planned cells, then the looks: while a verdict is open (undecided, before its cap, not
+        futile) the next look measures its rounds, the rows most likely to decide a second first where
+        the budget cannot afford them all (verdict/plan.py). Returns the cells the database refused
+        (kept in the pending file)."""
         hooks = hooks or Hooks()
         unsaved: list[tuple[Measurement, Any, StoreWriteError]] = []
-        # a verdict is judged once after the planned processes and once after each top-up: no more
-        # top-ups than the looks the error budget was shared over (stats.looks_allowed)
-        top_ups = stats.looks_allowed(self.config.processes, self.config.max_processes) - 1
-        # the run's compile caches, one folder per cell, kept across its looks: a top-up process
-        # starts warm from what the cell's first process compiled (runner.cell_cache)
+        # the run's compile caches, one folder per cell, kept across its looks: a later process of a cell
+        # starts warm from what its first process compiled (runner.cell_cache)
         self.caches = self.executor.scratch("caches")
-        # and its float64 references: a top-up process compares with the reference its cell's
-        # first process had computed, not computing it again in a worker of its own (the folder
-        # made before the probe where there was one: references may have been computed into it)
+        # and its float64 references: a later process compares with the reference its cell's first process
+        # had computed, not computing it again in a worker of its own (the folder made before the probe where
+        # there was one: references may have been computed into it)
         self.references = self.references or self.executor.scratch("reference")
         try:
             done = self._execute(self.specs, hooks, unsaved)
             extra = self._screen(hooks)
             if extra:
                 done += self._execute(extra, hooks, unsaved)
-            done += self._complete_first_look(hooks, unsaved)
-            held: set[str] = set()  # rows already said to get no more processes
-            for _ in range(top_ups):
-                found = vd.verdicts(rows(self.store, self.run_id))
-                for v in found:
-                    if v.get("no_top_up") and vd.title(v) not in held:
-                        held.add(vd.title(v))
-                        hooks.on_note(f"{vd.title(v)}: {v['no_top_up']}")
-                wanted = vd.more_processes(found, self.config.max_processes or 0, self.config.processes)
-                extra = runner.more_rounds(self.store.run(self.run_id).plan, wanted, vd.pairs(found), self.config.seed)
-                if not extra:
-                    break
-                expected = look_cost(extra, [(m.spec.key, m.wall_s) for m in done])
-                if not self.budget.allows(expected):
-                    hooks.on_note(f"{len(wanted)} verdict cell(s) that could not decide: a look of {len(extra)} more "
-                                  f"process(es) would take about {expected:.0f} s, more than the "
-                                  f"{max(0.0, self.budget.left()):.0f} s left of the run's budget of "
-                                  f"{self.budget.seconds:.0f} s; stopped undecided")
-                    break
-                hooks.on_note(f"{len(wanted)} cell(s) of verdicts that could not decide (busy machine, a wide CI, or "
-                              f"no difference found): {len(extra)} more process(es), each row's two in rounds, about "
-                              f"{expected:.0f} s")
-                self.store.extend_plan(self.run_id, extra)
-                hooks.on_more(len(extra))
-                done += self._execute(extra, hooks, unsaved)
+            self._looks(hooks, unsaved, done)
         except _Unsaved:
             pass
         finally:
@@ -457,3 +433,45 @@ class Run:
                 self.lock.release()
         return unsaved
 
+    def next_look(self, done: Sequence[Measurement] = ()
+                  ) -> tuple[list[CellSpec], list["vd.Want"], list["vd.Want"], list[dict[str, Any]]]:
+        """What the run measures next: the processes of each open row's next look that the budget
+        affords (the rows most likely to decide a second first), and the looks chosen and left out.
+        Nothing where every row decided, reached its cap, stopped as futile or cannot be helped. With
+        ``--aa``, the next pairs of each open check instead (verdict.self_check)."""
+        found = rows(self.store, self.run_id)
+        verdicts = vd.verdicts(found, lean=True)
+        if self.config.processes < 2:  # a run of one process a cell asks no verdict
+            return [], [], [], verdicts
+        plan = self.store.run(self.run_id).plan
+        if self.config.aa:
+            wanted = vd.aa_more(vd.self_check(found))
+            return _back_to_back(plan, wanted), [], [], verdicts
+        wants = vd.wanted(verdicts)
+        walls = [m.wall_s for m in done if m.wall_s] or [r["wall_s"] for r in found if r.get("wall_s")]
+        fallback = 2 * statistics.median(walls) if walls else 0.0
+        chosen, left = vd.allot(wants, self.budget.left(), fallback)
+        extra = runner.more_rounds(plan, vd.as_cells(chosen), vd.pairs(verdicts), self.config.seed)
+        return extra, chosen, left, verdicts
+
+    def _looks(self, hooks: Hooks, unsaved: list, done: list[Measurement]) -> None:
+        """Look after look while a row is open and the budget affords its next look."""
+        held: set[str] = set()  # rows already said to get no more processes
+        while True:
+            extra, chosen, left, verdicts = self.next_look(done)
+            for v in verdicts:
+                if v.get("no_top_up") and vd.title(v) not in held:
+                    held.add(vd.title(v))
+                    hooks.on_note(f"{vd.title(v)}: {v['no_top_up']}")
+            if left:
+                hooks.on_note("the budget left ({:.0f} s of {:.0f} s) does not afford the next look of: ".format(
+                    max(0.0, self.budget.left()), self.budget.seconds or 0.0)
+                    + "; ".join(f"{w.row} ({w.why}, {w.rounds} round(s), about {w.seconds or 0:.0f} s)" for w in left))
+            if not extra:
+                break
+            hooks.on_note(f"{len(chosen) or 'the'} open verdict(s) look again: {len(extra)} more process(es), each "
+                          f"row's two in rounds" + (f", about {sum(w.seconds or 0 for w in chosen):.0f} s" if chosen
+                                                    else ""))
+            self.store.extend_plan(self.run_id, extra)
+            hooks.on_more(len(extra))
+            done += self._execute(extra, hooks, unsaved)

@@ -25,7 +25,7 @@ DEVICES = ("cpu", "cuda")
 MATMUL_PRECISIONS = ("float32", "tf32")
 
 # the GPU clock reasons a record stores (``gpu_clock_reasons``), here where the harness that reads
-# them from NVML (harness/issue.py) and the report that reads them from the record (report/spread.py)
+# them from NVML (harness/issue.py) and the report that reads them from the record (verdict/spread.py)
 # both find them without the report importing the harness
 # NVML's clocks-event (formerly "throttle") reason bits, as nvml.h defines them
 CLOCK_REASONS = {
@@ -131,11 +131,14 @@ class MeasureConfig:
     flush_cache: bool = False  # write a buffer larger than the last-level cache before every timed call
     cuda_graph_replay: bool = False  # CUDA: time the steady state as replays of one captured call (torch forward)
     processes: int = 1  # fresh worker processes per cell (run --processes); the verdict needs several
-    max_processes: int | None = None  # a verdict that cannot decide (busy, noisy) may add processes up to this
+    # a verdict that has not decided may add rounds up to this (its looks: --processes, then every stats.LOOK_STEP
+    # more, up to this; verdict/sequential.py); None: one look
+    max_processes: int | None = None
     budget_s: float | None = None  # wall seconds a run may take: no look of more processes starts past it
+    margin: float = stats.MARGIN  # "same speed" within +-margin, declared before the run (two one-sided tests)
     energy: bool = True  # after the steady state, a window on the device's energy counter where it has one
     # with processes > 1: every cell's first process first (it chooses each row's two bests), then more
-    # only for the cells that can still change a verdict (report/verdict.screen); False: every cell in all
+    # only for the cells that can still change a verdict (verdict/choose.screen); False: every cell in all
     # its processes
     screen: bool = True
     # an A/A check of the deciding design: each chosen cell's processes after the choice come in back-to-back
@@ -188,7 +191,7 @@ class MemoryStats:
     baseline_rss_bytes: int | None = None  # just before the first call, inputs already resident
     rss_counter: str | None = None
     compiled: Mapping[str, int] = field(default_factory=dict)  # XLA memory_analysis()
-    # what the harness itself held through the memory phase, which no figure counts (tables.added_memory):
+    # what the harness itself held through the memory phase, which no figure counts (figures.added_memory):
     # the host copies of the outputs kept for the parity check, a flush buffer (host or device)
     harness_host_bytes: int = 0
     harness_device_bytes: int = 0
@@ -505,7 +508,7 @@ class Measurement:
             "readout_windows": readout_windows(self.settings),
             # the host's time to issue a call, and the GPU's clocks while it ran (harness/issue.py)
             **_issue_row((self.settings or {}).get("issue")),
-            # the profiled steps' median (run --profile N), for why a cell's processes disagree (report/spread.py)
+            # the profiled steps' median (run --profile N), for why a cell's processes disagree (verdict/spread.py)
             **_profile_row(((self.settings or {}).get("profile") or {}).get("summary")),
             # joules per call from the device's energy counter (harness/energy.py), None where there is none
             # (why: energy_why) or where another process on the GPU voided it (energy_voided)

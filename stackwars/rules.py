@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from stackwars import canary, registry, stats
+from stackwars.verdict import sequential
 from stackwars.harness.reference import FLOAT32_BATCHES, FLOAT32_ERROR_FACTOR, PEER_TOLERANCE_FACTOR, TENSOR_FLOOR, \
     UPDATE_FLOOR
 
@@ -51,21 +52,33 @@ def _tolerances() -> dict[str, float]:
 def _rules() -> dict[str, Rule]:
     out = {
         "tie_threshold": Rule(stats.TIE_THRESHOLD, _pct(stats.TIE_THRESHOLD, True),
-                              "a ratio whose whole CI lies within this band is the same speed"),
+                              "stackwars compare and the energy ratio: a change whose whole CI lies within this band "
+                              "is the same"),
+        "margin": Rule(stats.MARGIN, _pct(stats.MARGIN, True),
+                       "a verdict's \"same speed\": both one-sided tests at this margin pass (run --margin), declared "
+                       "before the run"),
         "noisy_bound": Rule(stats.NOISY_BOUND, _pct(stats.NOISY_BOUND, True),
                             "a CI that holds 1 but reaches past the tie band reads no difference found when it "
                             "allows no difference beyond this; else cannot say (noisy)"),
         "min_processes": Rule(stats.MIN_PROCESSES, str(stats.MIN_PROCESSES),
-                              "clean processes a side before a verdict names a winner"),
+                              "clean rounds (or processes a side) before any look of a verdict names a winner"),
         "min_processes_word": Rule(stats.MIN_PROCESSES, WORDS.get(stats.MIN_PROCESSES, str(stats.MIN_PROCESSES)),
                                    "the same, in words"),
         "verdict_alpha": Rule(stats.VERDICT_ALPHA, _pct(stats.VERDICT_ALPHA),
                               "the chance, over all of a verdict's looks together, of naming a winner between two "
                               "equal programs"),
-        "first_look_alpha": Rule(stats.FIRST_LOOK_ALPHA, _pct(stats.FIRST_LOOK_ALPHA),
-                                 "what the look at the planned processes spends where the run may add processes "
-                                 "(the top-ups spend the rest by a group-sequential boundary that counts the "
-                                 "processes the looks share)"),
+        "first_look": Rule(stats.FIRST_LOOK, str(stats.FIRST_LOOK),
+                           "clean rounds at a verdict's first look (run --processes)"),
+        "look_step": Rule(stats.LOOK_STEP, str(stats.LOOK_STEP), "clean rounds a later look adds"),
+        "max_rounds": Rule(stats.MAX_ROUNDS, str(stats.MAX_ROUNDS),
+                           "clean rounds a verdict may take, its looks together (run --max-processes)"),
+        "futility_difference": Rule(sequential.FUTILITY_DIFFERENCE, _pct(sequential.FUTILITY_DIFFERENCE),
+                                    "the difference whose chance of being decided by the cap a row's futility reads"),
+        "futility_chance": Rule(sequential.FUTILITY_CHANCE, _pct(sequential.FUTILITY_CHANCE),
+                                "below this chance of deciding that difference, and of showing the same speed, a "
+                                "row may stop (non-binding)"),
+        "equivalence_alpha": Rule(sequential.EQUIVALENCE_ALPHA, _pct(sequential.EQUIVALENCE_ALPHA),
+                                  "what each one-sided test of \"same speed\" spends over all looks"),
         "noise_threshold": Rule(stats.NOISE_THRESHOLD, _pct(stats.NOISE_THRESHOLD),
                                 "an IQR above this fraction of the median marks a cell (noisy)"),
         "contention_threshold": Rule(stats.CONTENTION_THRESHOLD, _pct(stats.CONTENTION_THRESHOLD),

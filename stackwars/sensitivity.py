@@ -37,7 +37,8 @@ from stackwars import orchestrate, registry, stats
 from stackwars.errors import SpecError
 from stackwars.records import CellSpec, MeasureConfig
 from stackwars.report import tables
-from stackwars.report import verdict as vd
+from stackwars.verdict import figures
+from stackwars import verdict as vd
 from stackwars.store.results import rows
 
 FRAMEWORKS = (("torch", "PyTorch"), ("jax", "JAX"))
@@ -103,7 +104,7 @@ def _graph_twin(spec: CellSpec) -> CellSpec | None:
 
 def _graphs(t: CellSpec, j: CellSpec, config: MeasureConfig, params: Mapping[str, Any]) -> Variant:
     """Graph replay turned over on both sides at once. On CUDA every verdict row sets programs
-    of one kind against each other (report/verdict.py: graph replay, or none), so the knob sets
+    of one kind against each other (verdict/choose.replay_kinds: graph replay, or none), so the knob sets
     both-on against both-off: PyTorch between torch-compile and torch-cudagraphs, JAX between
     jax.jit with XLA's command buffers (its default) and without. A side whose best has no twin
     (an eager mode) keeps its program, and the row says so."""
@@ -252,7 +253,7 @@ def change(base: Mapping[str, Any], changed: Mapping[str, Any], base_rows: Seque
 
 def _process_samples(found: Sequence[Mapping[str, Any]], cell: str) -> list[list[float]]:
     """A cell's clean processes' samples, as the verdict resamples them."""
-    (row,) = tables.combine_repeats([r for r in vd.latest_processes(found) if vd.cell_id(r) == cell])
+    (row,) = figures.combine_repeats([r for r in vd.latest_processes(found) if vd.cell_id(r) == cell])
     return row["process_samples"]
 
 

@@ -1,6 +1,6 @@
 """Statistics over raw timing samples: median, IQR, bootstrap CI, noise, significance.
 
-Pure numpy. Every function takes raw samples (seconds) and is deterministic: the
+numpy, with quantiles from scipy.stats. Every function takes raw samples (seconds) and is deterministic: the
 bootstrap uses a fixed seed so a report rendered twice prints the same interval.
 
 Two levels of repetition (Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time"):
@@ -22,7 +22,7 @@ import hashlib
 import math
 import threading
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -87,17 +87,9 @@ def _order_statistic_ci(a: np.ndarray, confidence: float) -> tuple[float, float]
 
 
 def _z(confidence: float) -> float:
-    # Inverse normal CDF by bisection on erf; only used for non-default confidence.
-    from math import erf, sqrt
-    target = 0.5 + confidence / 2.0
-    lo, hi = 0.0, 10.0
-    for _ in range(100):
-        mid = (lo + hi) / 2.0
-        if 0.5 * (1.0 + erf(mid / sqrt(2.0))) < target:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2.0
+    """The two-sided normal quantile of ``confidence`` (0.95 -> 1.96), from scipy.stats."""
+    from scipy.stats import norm
+    return float(norm.ppf(0.5 + confidence / 2.0))
 
 
 NOISE_THRESHOLD = 0.10  # an IQR above this fraction of the median flags samples (or process medians) noisy
@@ -222,29 +214,13 @@ def hierarchical_draws(processes: "Processes | Sequence[float]", resamples: int 
     return np.exp(np.log(per[which, col]).mean(axis=1))
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=1024)
 def t_quantile(p: float, df: float) -> float:
-    """Student's t quantile (p in (0.5, 1)) for real df >= 1: the density integrated by
-    Simpson's rule, inverted by bisection. Pure numpy, no scipy; exact to ~1e-6 here."""
+    """Student's t quantile (p in (0.5, 1)) for real df >= 1, from scipy.stats."""
     if not 0.5 < p < 1.0 or not df >= 1.0:
         raise ValueError(f"need 0.5 < p < 1 and df >= 1, got p={p}, df={df}")
-    if df > 1e6:
-        return _z(2.0 * p - 1.0)
-    log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-
-    def cdf(x: float) -> float:
-        grid = np.linspace(0.0, x, 4001)
-        f = np.exp(log_c - (df + 1) / 2 * np.log1p(grid * grid / df))
-        h = x / 4000
-        return 0.5 + h / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
-
-    lo, hi = 0.0, 1.0
-    while cdf(hi) < p:
-        lo, hi = hi, hi * 2.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
-    return (lo + hi) / 2
+    from scipy.stats import t
+    return float(t.ppf(p, df))
 
 
 def _t_width(var_target: float, var_boot: float, df: float, confidence: float) -> float:
@@ -386,7 +362,7 @@ def compare_change(base: tuple, changed: tuple, confidence: float = 0.95,
 
 
 MIN_PROCESSES = 3  # fresh processes per side before a comparison may name a winner
-# screening (report/verdict.screen): a backend whose fastest sample in its first process is over this
+# screening (verdict/choose.screen): a backend whose fastest sample in its first process is over this
 # multiple of its framework's best median is clearly slower; it is measured in no more processes
 SCREEN_FACTOR = 1.5
 # a memory difference worth a claim: beyond the spread of either side's processes, and at least this
@@ -428,117 +404,26 @@ HOST_BOUND_SHARE = 0.8
 TIE_THRESHOLD = 0.05  # a ratio whose whole CI lies within 1/(1+t) .. 1+t is a tie
 NOISY_BOUND = 0.20  # a CI that holds 1 but reaches past 1/(1+b) or 1+b cannot decide
 
-# a verdict looks at its processes more than once where the run may add processes to an undecided
-# one (runner's top-up): every look that could name a winner spends part of one error budget
-VERDICT_ALPHA = 0.05  # the chance, all looks together, of naming a winner between two equal programs
-FIRST_LOOK_ALPHA = 0.04  # what the planned processes' look spends where later looks may follow
-
+# the verdict's group-sequential design (stackwars/verdict/sequential.py): a row is read after FIRST_LOOK clean
+# rounds (run --processes), then every LOOK_STEP more, up to MAX_ROUNDS (run --max-processes); 5% of error in all
+VERDICT_ALPHA = 0.05  # the chance, all looks and all rows of a machine together, of naming a winner between equal programs
+FIRST_LOOK = 4  # rounds of a row's first look: run --processes by default
+LOOK_STEP = 2  # rounds between two looks
+MAX_ROUNDS = 16  # rounds a row may take: run --max-processes by default
+MARGIN = 0.10  # "same speed within +-10%" by default (run --margin), declared before the run
 
 MAX_PROCESSES = 1000  # processes of one cell
-DEFAULT_LOOKS = 2  # a run without --max-processes may measure an undecided verdict's cells once more
-BUDGET_LOOKS = 4  # with --budget, a cell may be measured in up to this many looks of --processes each
 
 
-def default_max_processes(processes: int, budgeted: bool = False) -> int:
-    """The cap of processes a cell a run takes when --max-processes is not given: DEFAULT_LOOKS
-    (BUDGET_LOOKS with --budget) looks of ``processes`` each."""
-    return min(MAX_PROCESSES, max(processes, (BUDGET_LOOKS if budgeted else DEFAULT_LOOKS) * processes))
-
-
-def fresh_levels(processes: int) -> list[float]:
-    """The confidence each look of a fresh ``stackwars run ... --processes N`` (no
-    --max-processes, no --budget) reads its verdicts at, a row alone (Holm's step-down shares it
-    among a table's rows): what a row's "again" command measures at, Student's t over N rounds a look."""
-    looks = looks_allowed(processes, default_max_processes(processes))
-    return [1.0 - look_alpha(k, looks, rounds=processes if processes >= 2 else 0) for k in range(looks)]
-
-
-def looks_allowed(processes: int, max_processes: int | None) -> int:
-    """How many looks a run's verdicts may take: the planned ``processes``, then one look after
-    each top-up of as many processes again, up to ``max_processes`` a cell."""
-    if not max_processes or max_processes <= processes:
-        return 1
-    return 1 + math.ceil((max_processes - processes) / processes)
-
-
-def look_of(repeat: int, processes: int) -> int:
-    """The look a process (numbered from 0) was planned for: 0 for the planned ones, k for the k-th top-up."""
-    return max(0, int(repeat) // max(1, int(processes)))
-
-
-SEQUENTIAL_PATHS = 1_000_000  # simulated looks of the boundary's computation (its levels to about 1e-4)
-
-
-@functools.lru_cache(maxsize=256)
-def sequential_levels(looks: int, alpha: float = VERDICT_ALPHA, first: float = FIRST_LOOK_ALPHA,
-                      rounds: int = 0) -> tuple[float, ...]:
-    """The nominal level each look of a group-sequential verdict is read at (two-sided error),
-    so that all looks together name a false winner ``alpha`` of the time: the planned look
-    spends ``first``, the top-ups the rest, in proportion to the processes they add (a
-    Lan-DeMets spending function, linear in information after the first look). Each look holds
-    the processes of the looks before it, so the statistics of two looks are correlated; the
-    levels count that, where a split of the error into shares (Bonferroni) ignores it.
-
-    ``rounds`` 0: the looks' statistics are normal (a Brownian motion at the looks' information
-    fractions): with 2 looks 4% then 1.8% (Bonferroni: 1%), with 4 looks 4%, 0.75%, 0.68%, 0.72%.
-    ``rounds`` R >= 2: they are Student's t of a paired comparison over R, 2R, ... rounds (a
-    verdict's rounds, report/verdict._deciding), whose variance each look estimates again from
-    few rounds: the looks are less alike than normal statistics are, so the normal boundary
-    would spend more than ``alpha`` (6.5% with 3 rounds a look, two looks, in
-    scripts/verdict-calibration.py); the t statistics are simulated exactly instead (each look's
-    sum and sum of squares of R standard normals: a normal of variance R and an independent
-    chi-square of R - 1 degrees of freedom plus the sum's square over R), and each level is the
-    share of all paths whose statistic reaches that look's critical value. Computed once a
-    process for each argument set."""
-    if looks <= 1:
-        return (alpha,)
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    t = np.arange(1, looks + 1) / looks
-    if rounds >= 2:
-        inc = rng.standard_normal((SEQUENTIAL_PATHS, looks)) * math.sqrt(rounds)
-        squares = rng.chisquare(rounds - 1, (SEQUENTIAL_PATHS, looks)) + inc * inc / rounds
-        total, sq = np.cumsum(inc, axis=1), np.cumsum(squares, axis=1)
-        n = rounds * np.arange(1, looks + 1)
-        var = np.maximum(sq - total * total / n, 1e-300) / (n - 1)
-        stat = np.abs(total / n) / np.sqrt(var / n)
-    else:
-        stat = np.abs(np.cumsum(rng.standard_normal((SEQUENTIAL_PATHS, looks)) * np.sqrt(np.diff(t, prepend=0.0)),
-                                axis=1) / np.sqrt(t))
-    alive = np.ones(SEQUENTIAL_PATHS, bool)
-    levels, spent = [], 0.0
-    for k in range(looks):
-        target = first + (alpha - first) * (t[k] - t[0]) / (1.0 - t[0])
-        if k == 0:  # the planned look alone: exactly its own level
-            c = _z(1.0 - first) if rounds < 2 else t_quantile(1.0 - first / 2.0, rounds - 1)
-        else:
-            need = int(round((target - spent) * SEQUENTIAL_PATHS))  # the paths this look may stop, falsely
-            live = stat[alive, k]
-            c = float(np.partition(live, live.size - need)[live.size - need]) if 0 < need <= live.size else math.inf
-        hit = alive & (stat[:, k] >= c)
-        spent += float(hit.mean())
-        alive &= ~hit
-        if not math.isfinite(c):
-            levels.append(0.0)
-        elif rounds >= 2:
-            levels.append(first if k == 0 else float((stat[:, k] >= c).mean()))
-        else:
-            levels.append(float(1.0 - math.erf(c / math.sqrt(2.0))))
-    return tuple(levels)
-
-
-def look_alpha(look: int, looks: int, alpha: float = VERDICT_ALPHA, first: float = FIRST_LOOK_ALPHA,
-               rounds: int = 0) -> float:
-    """The error a verdict spends at ``look`` (0: the planned processes) of a run allowing
-    ``looks``: all of it where there is one look; else the group-sequential boundary's level
-    (``sequential_levels``), so that a run that adds processes until a verdict decides and stops
-    there names a false winner at most VERDICT_ALPHA of the time, and a top-up can decide what
-    the first look could not."""
-    return sequential_levels(looks, alpha, first, rounds)[min(max(look, 0), looks - 1)] if looks > 1 else alpha
+def default_max_processes(processes: int) -> int:
+    """The cap of rounds a row takes when --max-processes is not given: MAX_ROUNDS (never fewer
+    than --processes: then one look)."""
+    return min(MAX_PROCESSES, max(processes, MAX_ROUNDS))
 
 
 def compare_paired(ratios: Sequence[float], confidence: float = 0.95) -> Comparison:
     """The ratio of two programs measured in rounds (a round: one fresh process of each, adjacent in
-    time; a verdict's rounds, report/verdict._deciding), from one figure a round (B's process
+    time; a verdict's rounds, verdict/decide._deciding), from one figure a round (B's process
     median over A's): their geometric mean, with Student's t interval on the log ratios (n - 1
     degrees of freedom). What the host did during a round (a slow stretch of seconds) falls on
     both of its processes and cancels within its ratio, so the interval holds what remains: how
@@ -551,54 +436,18 @@ def compare_paired(ratios: Sequence[float], confidence: float = 0.95) -> Compari
     if n < 2:
         r = math.exp(centre)
         return Comparison(r, r, r, False, (n, n))
-    half = t_quantile(0.5 + confidence / 2, n - 1) * float(logs.std(ddof=1)) / math.sqrt(n)
-    lo, hi = math.exp(centre - half), math.exp(centre + half)
+    # a look that may spend nothing reads at 100%: an interval of every ratio (an early look's level can be 1e-12,
+    # whose quantile times a wide spread is past what a float's exponent holds: clamped to 1e-300..1e300, which
+    # JSON still writes as a number)
+    q = t_quantile(0.5 + confidence / 2, n - 1) if confidence < 1.0 else math.inf
+    half = q * float(logs.std(ddof=1)) / math.sqrt(n) if q < math.inf else math.inf
+    lo, hi = _exp(centre - half), _exp(centre + half)
     return Comparison(math.exp(centre), lo, hi, bool(lo > 1.0 or hi < 1.0), (n, n))
 
 
-def step_down(reads: Sequence[tuple[int, int, int]], compare_at: "Callable[[int, float], Comparison]",
-              alpha: float = VERDICT_ALPHA, first: float = FIRST_LOOK_ALPHA
-              ) -> list[tuple[float, Comparison, int]]:
-    """The levels of m verdicts read together, so that the chance of naming any false winner among
-    them, over all their looks, stays within ``alpha`` (Holm's step-down, each row on a group-
-    sequential boundary of its own: a group-sequential Holm procedure). ``reads``: each row's
-    (look, looks, rounds a look: 0 for a normal statistic, look_alpha); ``compare_at(i,
-    confidence)``: row i's interval at that confidence.
-
-    At step r, with r rows already shown to differ (their interval excludes 1), every row still
-    open is read at the boundary of a design that spends alpha / (m - r) (first / (m - r) at the
-    planned look); the rows whose interval then excludes 1 are shown to differ, and the next step
-    reads the rest at the larger share; a step that shows none ends it. Reading all that differ at
-    one step at once is Holm's order: each would pass at its turn, the shares only growing. Returns
-    per row its confidence, its interval there and the step it was read at (0: alpha / m)."""
-    m = len(reads)
-    out: list = [None] * m
-    open_rows, shown = list(range(m)), 0
-    while open_rows:
-        share = m - shown
-        differ = []
-        for i in open_rows:
-            look, looks, rounds = reads[i]
-            level = look_alpha(look, looks, alpha / share, first / share, rounds)
-            c = compare_at(i, 1.0 - level)
-            out[i] = (1.0 - level, c, shown)
-            if c.ci_low > 1.0 or c.ci_high < 1.0:
-                differ.append(i)
-        if not differ:
-            break
-        shown += len(differ)
-        open_rows = [i for i in open_rows if i not in differ]
-    return out
-
-
-def bonferroni_alpha(look: int, looks: int, alpha: float = VERDICT_ALPHA, first: float = FIRST_LOOK_ALPHA,
-                     rounds: int = 0) -> float:
-    """The split the verdict used before the sequential boundary: FIRST_LOOK_ALPHA at the planned
-    look, the rest in equal shares (a union bound, blind to the data the looks share). Kept to
-    set the boundary against it (tests/test_decides.py)."""
-    if looks <= 1:
-        return alpha
-    return first if look <= 0 else (alpha - first) / (looks - 1)
+def _exp(x: float) -> float:
+    """exp, within 1e-300..1e300 (an interval so wide says nothing either way)."""
+    return math.exp(min(max(x, -690.0), 690.0))
 
 
 def decide(c: Comparison, threshold: float = TIE_THRESHOLD, noisy_bound: float = NOISY_BOUND) -> str:

@@ -73,8 +73,8 @@ CASES = [
     ("min-time inf", ["run", "gemm", "--min-time", "inf"], {}, None, "min-time must be a finite number"),
     ("min-time beyond timeout", ["run", "gemm", "--min-time", "700", "--processes", "1"], {}, None,
      "must be shorter than the per-cell timeout"),
-    ("min-time per process beyond timeout", ["run", "gemm", "--min-time", "1900"], {}, None,
-     "633.333 s per process, --min-time spread over 3 processes) must be shorter than the per-cell timeout"),
+    ("min-time per process beyond timeout", ["run", "gemm", "--min-time", "2500"], {}, None,
+     "625 s per process, --min-time spread over 4 processes) must be shorter than the per-cell timeout"),
     # every sample is one block: 10 blocks of 30 s cannot fit a cell of 120 s (issue 67's command, bounded)
     ("min-block-time x min-samples beyond timeout",
      ["run", "gemm", "--preset", "tiny", "-b", "torch-eager", "--processes", "1", "--min-time", "0.05",

@@ -21,8 +21,8 @@ from stackwars import canary
 from stackwars.cli import app
 from stackwars.harness.timer import Timer
 from stackwars.records import Parity
-from stackwars.report import compare as cmp
-from stackwars.report import verdict as vd
+from stackwars.verdict import runs
+from stackwars import verdict as vd
 from tests.factories import measurement
 from stackwars.records import MeasureConfig
 from tests.test_verdict import SyntheticMachine, _store
@@ -70,12 +70,14 @@ def test_processes_of_a_slowed_machine_are_flagged_and_decide_nothing(tmp_path):
     slow = {3, 4}
     cells = [_process("torch-eager", p, 1.0, seed=p) for p in range(5)]
     cells += [_process("jax-jit", p, 2.0 if p in slow else 1.0, seed=100 + p) for p in range(5)]
-    _, found = _store(tmp_path / "c.db", cells)
+    # looks at 3 and 5 rounds: the five rounds are read where all five are clean
+    _, found = _store(tmp_path / "c.db", cells, config=MeasureConfig(processes=3, max_processes=5))
     flagged = {(r["backend"], r["repeat"]) for r in found if r["slowed"]}
     assert flagged == {("jax-jit", 3), ("jax-jit", 4)}
     assert all(r["canary_ratio"] == pytest.approx(2.0, rel=0.1) for r in found if r["slowed"])
     (v,) = vd.verdicts(found)
-    assert v["jax_processes"] == 3 and v["jax_processes_busy"] == 2 and v["torch_processes"] == 5
+    # the rounds both sides have clean (0, 1, 2) decide: the row reads its rounds, a process of each
+    assert v["jax_processes"] == 3 and v["jax_processes_busy"] == 2 and v["torch_processes"] == 3
     assert vd.tied(v["verdict"]), v["reason"]
     # without the canary the slowed processes would have decided: JAX slower
     unflagged = [{**r, "slowed": False} for r in found]
@@ -93,7 +95,7 @@ def test_too_few_unslowed_processes_cannot_say_and_ask_for_more(tmp_path):
     (v,) = vd.verdicts(found)
     assert v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine"
     # JAX's slowed third process loses its round: one more round, a process of each side
-    assert vd.more_processes([v], max_processes=6) == {"gemm/small/forward/torch-eager/cpu/float32": 1,
+    assert vd.as_cells(vd.wanted([v])) == {"gemm/small/forward/torch-eager/cpu/float32": 1,
                                                        "gemm/small/forward/jax-jit/cpu/float32": 1}
 
 
@@ -106,10 +108,10 @@ def test_compare_refuses_two_runs_whose_canaries_differ(tmp_path):
     path = tmp_path / "ab.db"
     run_a, rows_a = _store(path, a)
     run_b, rows_b = _store(path, b)
-    result = cmp.compare_cells(rows_a, rows_b)
+    result = runs.compare_cells(rows_a, rows_b)
     assert {r["verdict"] for r in result} == {"machine differs"}
     assert {r["reading"] for r in result} == {"regression"}  # what it would have said, kept, not acted on
-    state = cmp.machine_state(rows_a, rows_b)
+    state = runs.machine_state(rows_a, rows_b)
     assert state["differs"]["ratio"] == pytest.approx(1.5, rel=0.05)
     done = runner.invoke(app, ["compare", run_a, run_b, "--db", str(path), "--fail-on-regression"])
     assert done.exit_code == 0, done.output
@@ -119,8 +121,8 @@ def test_compare_refuses_two_runs_whose_canaries_differ(tmp_path):
     c = [_process(b, p, 1.0, seed=900 + 10 * p + i) for i, b in enumerate(("torch-eager", "jax-jit"))
          for p in range(3)]
     _, rows_c = _store(path, c)
-    assert cmp.machine_state(rows_a, rows_c)["differs"] is None
-    assert "machine differs" not in {r["verdict"] for r in cmp.compare_cells(rows_a, rows_c)}
+    assert runs.machine_state(rows_a, rows_c)["differs"] is None
+    assert "machine differs" not in {r["verdict"] for r in runs.compare_cells(rows_a, rows_c)}
 
 
 def test_a_process_is_flagged_only_when_both_its_readings_are_off():

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stackwars.cli import app
-from stackwars.report import verdict as vd
+from stackwars import verdict as vd
 from stackwars.records import ROW_KEYS
 
 runner = CliRunner()
@@ -97,14 +97,14 @@ def test_typer_usage_errors_also_exit_2():
 
 @pytest.mark.slow
 def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
-    """The issue's command: two micro-ops on two backends, three processes a cell (the
-    default), ends with the verdict table; the same verdict is JSON from `stackwars verdict`.
-    No more looks (--max-processes 3): on a machine the other test worker loads, the default's
-    second look added up to six processes and six fork servers a run, by chance; the looks
-    are tested in test_verdict.py."""
+    """The issue's command: two micro-ops on two backends, three processes a cell, ends with the
+    verdict table; the same verdict is JSON from `stackwars verdict`. One look (--max-processes 3):
+    on a machine the other test worker loads, a second look added up to six processes and six fork
+    servers a run, by chance; the looks are tested in test_verdict.py."""
     db, out = tmp_path / "r.db", tmp_path / "cells.json"
     cmd = [sys.executable, "-m", "stackwars", "run", "gemm", "ffn", "--preset", "tiny", "-b", "torch-eager",
-           "-b", "jax-jit", "--phase", "forward", "--min-time", "0.15", "--max-processes", "3", "--db", str(db),
+           "-b", "jax-jit", "--phase", "forward", "--min-time", "0.15", "--processes", "3", "--max-processes", "3",
+           "--db", str(db),
            "--json", str(out)]
     # the machine probe itself, not an answer an earlier test kept (harness/probe.py): its workers
     # are what the first fork servers overlap
@@ -123,13 +123,13 @@ def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
     everything = json.loads(out.read_text())
     cells = [c for c in everything if c["repeat"] < 3]
     assert len(cells) == 12 and {c["repeat"] for c in cells} == {0, 1, 2}
-    # beyond them, only where a neighbour's load made the machine busy: the cap counts the processes
-    # after the one each side's best is chosen on, so a busy row may get one round more, both sides
-    # (a suite run on the 2-CPU AMD EPYC VM: ffn's fourth round after eleven of twelve busy processes)
+    # beyond them, only where a neighbour's load made the machine busy: a busy round is replaced (it uses
+    # up no look), both sides, at most the first look's rounds again (a suite run on the 2-CPU AMD EPYC VM:
+    # ffn's fourth round after eleven of twelve busy processes)
     extra = {(c["workload"], c["framework"]): 0 for c in cells}
     for c in everything:
         if c["repeat"] >= 3:
-            assert c["repeat"] == 3 and any(p["contended"] for p in cells if p["workload"] == c["workload"]), c
+            assert c["repeat"] <= 5 and any(p["contended"] for p in everything if p["workload"] == c["workload"]), c
             extra[c["workload"], c["framework"]] += 1
     assert all(extra[wl, "torch"] == extra[wl, "jax"] for wl, _ in extra), extra
     # the run's six fork servers (two backends, three process numbers) started in one batch while

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from stackwars.cli import app
 from stackwars.records import CellSpec, MeasureConfig
 from stackwars.report import compare as cmp
+from stackwars.verdict import runs
 from stackwars.store.results import Store
 
 from tests.factories import measurement
@@ -51,7 +52,7 @@ def test_a_real_slowdown_is_a_regression_and_noise_is_not():
          *_procs("jax-eager", 1.0, seed=4, spread=0.001)]
     b = [*_procs("torch-eager", 1.3, seed=5), *_procs("jax-jit", 1.0, seed=6), *_procs("torch-compile", 0.7, seed=7),
          *_procs("jax-eager", 1.02, seed=8, spread=0.001)]
-    result = _by_backend(cmp.compare_cells(_rows(a), _rows(b), threshold=0.05))
+    result = _by_backend(runs.compare_cells(_rows(a), _rows(b), threshold=0.05))
     slow, same, fast, tiny = result["torch-eager"], result["jax-jit"], result["torch-compile"], result["jax-eager"]
     assert slow["verdict"] == "regression" and slow["ci_low"] > 1.2 and slow["ci_high"] < 1.4
     assert same["verdict"] == "not significant" and same["ci_low"] < 1 < same["ci_high"]
@@ -60,7 +61,7 @@ def test_a_real_slowdown_is_a_regression_and_noise_is_not():
     assert tiny["significant"] and tiny["verdict"] == "same"
     assert slow["basis"] == "3 / 3 processes" and slow["n_a"] == slow["n_b"] == 3
     # the same slowdown, with a threshold above it, is no longer called a regression
-    loose = _by_backend(cmp.compare_cells(_rows(a), _rows(b), threshold=0.5))
+    loose = _by_backend(runs.compare_cells(_rows(a), _rows(b), threshold=0.5))
     assert loose["torch-eager"]["verdict"] == "same"
 
 
@@ -68,7 +69,7 @@ def test_contended_cells_status_changes_and_cells_on_one_side():
     a = [_m("torch-eager"), _m("jax-jit", seed=1), _m("torch-compile", seed=2), _m("jax-eager", status="error")]
     b = [_m("torch-eager", 2.0, seed=3, contended=True), _m("jax-jit", status="timeout"),
          _m("jax-eager", seed=4), _m("gemm-new", seed=5, workload="ffn")]
-    result = cmp.compare_cells(_rows(a), _rows(b))
+    result = runs.compare_cells(_rows(a), _rows(b))
     by = {(r["workload"], r["backend"]): r for r in result}
     assert by[("gemm", "torch-eager")]["verdict"] == "unreliable"  # twice as slow, but the machine was busy
     assert by[("gemm", "jax-jit")]["verdict"] == "broke"
@@ -83,7 +84,7 @@ def test_contended_cells_status_changes_and_cells_on_one_side():
 def test_repeated_cells_are_compared_over_their_processes():
     a = [_m("jax-jit", 1.0, seed=s, repeat=s) for s in range(4)]
     b = [_m("jax-jit", 1.5, seed=10 + s, repeat=s) for s in range(4)]
-    (row,) = cmp.compare_cells(_rows(a), _rows(b))
+    (row,) = runs.compare_cells(_rows(a), _rows(b))
     assert row["basis"] == "4 / 4 processes" and row["n_a"] == row["n_b"] == 4
     assert row["processes_a"] == 4 and row["verdict"] == "regression"
 
@@ -91,7 +92,7 @@ def test_repeated_cells_are_compared_over_their_processes():
 def test_one_process_a_side_never_names_a_regression():
     """A 50% slowdown in one process each is what it reads, not a verdict: one process's
     interval says nothing of the spread between launches."""
-    (row,) = cmp.compare_cells(_rows([_m("jax-jit", 1.0, seed=1)]), _rows([_m("jax-jit", 1.5, seed=2)]))
+    (row,) = runs.compare_cells(_rows([_m("jax-jit", 1.0, seed=1)]), _rows([_m("jax-jit", 1.5, seed=2)]))
     assert row["verdict"] == "too few processes" and row["reading"] == "regression"
     assert "too few processes (reads regression)" in cmp._cells(row)
 
@@ -99,7 +100,7 @@ def test_one_process_a_side_never_names_a_regression():
 def test_environment_differences_are_named():
     env_a = {"cpu_model": "x", "versions": {"torch": "2.13.0", "jax": "0.10.2"}}
     env_b = {"cpu_model": "x", "versions": {"torch": "2.14.0", "jax": "0.10.2"}, "gpus": [{"name": "H100"}]}
-    diffs = cmp.environment_differences(env_a, env_b, {"measure": {"min_time_s": 1.0}},
+    diffs = runs.environment_differences(env_a, env_b, {"measure": {"min_time_s": 1.0}},
                                         {"measure": {"min_time_s": 2.0}})
     assert "torch: 2.13.0 -> 2.14.0" in diffs and "GPUs: none -> H100" in diffs
     assert "measurement min_time_s: 1.0 -> 2.0" in diffs and not any(d.startswith("jax") for d in diffs)
@@ -179,7 +180,7 @@ def test_cli_compare_refuses_runs_with_nothing_in_common(tmp_path):
 
 def test_cell_identity_ignores_the_process_number():
     row = _m("jax-jit", repeat=2).to_row()
-    assert cmp.cell_id(row) == CellSpec("gemm", "small", "forward", "jax-jit").key
+    assert runs.cell_id(row) == CellSpec("gemm", "small", "forward", "jax-jit").key
 
 
 def test_a_busy_process_is_left_out_not_the_whole_cell():
@@ -188,5 +189,5 @@ def test_a_busy_process_is_left_out_not_the_whole_cell():
     a = [_m("jax-jit", 1.0, seed=s, repeat=s) for s in range(4)]
     b = [_m("jax-jit", 1.0, seed=10 + s, repeat=s) for s in range(3)] + [_m("jax-jit", 2.0, seed=20, repeat=3,
                                                                           contended=True)]
-    (row,) = cmp.compare_cells(_rows(a), _rows(b))
+    (row,) = runs.compare_cells(_rows(a), _rows(b))
     assert row["n_b"] == 3 and row["verdict"] == "not significant" and not row["busy_b"]

@@ -10,7 +10,8 @@ import pytest
 
 from stackwars.harness import energy
 from stackwars.harness.timer import Timer
-from stackwars.report import verdict as vd
+from stackwars import verdict as vd
+from stackwars.report import verdict as view
 from tests.test_verdict import _cell, _store
 
 
@@ -289,10 +290,10 @@ def test_the_verdict_gives_the_energy_ratio_with_its_ci_and_the_report_a_column(
     assert v["energy_ci_low"] < v["energy_ratio"] < v["energy_ci_high"] < 1.0
     assert v["energy_verdict"] == "JAX uses less"
     assert v["torch_energy_j"] == pytest.approx(0.0101) and v["jax_energy_j"] == pytest.approx(0.00808)
-    column = vd.cells(v)[vd.COLUMNS.index("energy JAX/PyTorch (CI)")]
+    column = view.cells(v)[view.COLUMNS.index("energy JAX/PyTorch (CI)")]
     assert column.startswith("0.800 (") and column.endswith("10.1 mJ / 8.08 mJ a call")
-    assert "energy JAX/PyTorch (CI)" in vd.markdown([v])
-    assert vd.forest_png([v])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "energy JAX/PyTorch (CI)" in view.markdown([v])
+    assert view.forest_png([v])[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_too_few_processes_with_a_figure_give_no_energy_ratio_and_say_why(tmp_path):
@@ -302,7 +303,7 @@ def test_too_few_processes_with_a_figure_give_no_energy_ratio_and_say_why(tmp_pa
     (v,) = vd.verdicts(found)
     assert v["energy_ratio"] is None and v["verdict"] == "PyTorch faster"  # the time verdict stands
     assert v["energy_why"].startswith("3 PyTorch / 0 JAX process(es) with an energy figure; the ratio needs 3")
-    assert vd.cells(v)[vd.COLUMNS.index("energy JAX/PyTorch (CI)")] == "—"
+    assert view.cells(v)[view.COLUMNS.index("energy JAX/PyTorch (CI)")] == "—"
 
 
 def test_a_runs_summary_says_what_it_spent(tmp_path):

@@ -20,6 +20,7 @@ from stackwars.harness import forkserver, isolation
 from stackwars.harness.settings import environment
 from stackwars.records import MeasureConfig
 from stackwars.report import tables
+from stackwars.verdict import figures
 from stackwars.store.results import Store, rows
 from tests.conftest import ROOT
 
@@ -110,11 +111,11 @@ def test_first_process_cold_later_ones_warm_from_the_same_program_and_first_call
         assert shas[b][0] and shas[b][0] == shas[b][1], (b, shas[b])
         # first-call figures from the cold process alone; steady state from both
         procs = [r for r in flat if r["backend"] == b]
-        figures = tables._figures(procs, stats.NOISE_THRESHOLD)
-        assert figures["first_call_cache"] == "cold" and figures["first_call_processes"] == 1
+        got = figures._figures(procs, stats.NOISE_THRESHOLD)
+        assert got["first_call_cache"] == "cold" and got["first_call_processes"] == 1
         cold = next(r for r in procs if r["cache"] == "cold")
-        assert figures["first_call_s"] == pytest.approx(cold["first_call_s"])
-        assert len(figures["process_medians"]) == 2
+        assert got["first_call_s"] == pytest.approx(cold["first_call_s"])
+        assert len(got["process_medians"]) == 2
         if b == "torch-compile":
             threads = [m.settings["applied"]["inductor_compile_threads"] for m in (first, second)]
             default = threads[0]["inductor_default"]

@@ -109,7 +109,7 @@ def test_issue54_matched_pairs_torch_compile_and_jax_memory_cold_and_warm(gpu_pr
     (which autotuned) as in its warm one, within 5% (XLA's peak, which cannot be reset, read
     1.8x higher in a cold gpt2 process on the H100: compile scratch counted as the program's)."""
     from stackwars.harness import env as envmod
-    from stackwars.report import verdict as vd
+    from stackwars import verdict as vd
     from stackwars.store.results import Store, rows
 
     backends = ["torch-compile", "torch-cudagraphs", "jax-jit", "jax-jit-no-graphs"]

@@ -65,7 +65,8 @@ def test_custom_kernels_run_only_where_a_kernel_language_exists():
 def test_one_table_holds_the_framework_operators_and_the_kernels_labelled():
     """--set impl=framework,custom plans both implementations; the table groups them as rows."""
     from stackwars import runner
-    from stackwars.report.tables import formatted, group_rows, title
+    from stackwars.report.tables import formatted, title
+    from stackwars.verdict.figures import group_rows
 
     specs = runner.plan_cells(["softmax"], ["tiny"], ["forward"], ["torch-eager", "jax-jit"],
                               overrides={"impl": "framework,custom"})
@@ -88,7 +89,7 @@ def test_compile_break_even_sets_a_compiled_operator_against_the_same_eager_oper
     """torch-compile of torch.softmax is set against torch-eager's torch.softmax, not against
     the (interpreted) Triton kernel in the same table."""
     from stackwars.report import build
-    from stackwars.report.tables import group_rows
+    from stackwars.verdict.figures import group_rows
 
     def row(backend, impl, first, steady):
         return {"workload": "softmax", "preset": "small", "phase": "forward", "device": "cpu", "dtype": "float32",

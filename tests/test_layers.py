@@ -36,26 +36,29 @@ FLOORS: dict[str, int] = {
     "stackwars.runner": 5, "stackwars.executors": 5,
     # 6: structured experiments, planned through the runner
     "stackwars.studies": 6,
-    # 7: what a reader sees: tables, verdicts, plots, the report; the rules the docs state
-    "stackwars.report": 7, "stackwars.rules": 7,
-    # 8: what drives runs and reads their verdicts: top-ups, knobs, the published studies' plans, the GPU check
-    "stackwars.orchestrate": 8, "stackwars.sensitivity": 8, "stackwars.reproduce": 8, "stackwars.gpucheck": 8,
-    "stackwars.calibration": 8,
-    # 9: discovery and the package's face (the public API), which installs it
-    "stackwars.discovery": 9, "stackwars": 9,
-    # 10: the command line: parses, makes one call
-    "stackwars.cli": 10, "stackwars.__main__": 11,
+    # 7: the verdict's own rooms: which processes decide, each side's best, the decision, the next look
+    "stackwars.verdict": 7,
+    # 8: what a reader sees: tables, verdicts, plots, the report (it draws, it decides nothing); the rules the docs state
+    "stackwars.report": 8, "stackwars.rules": 8,
+    # 9: what drives runs and reads their verdicts: the looks, knobs, the published studies' plans, the GPU check
+    "stackwars.orchestrate": 9, "stackwars.sensitivity": 9, "stackwars.reproduce": 9, "stackwars.gpucheck": 9,
+    "stackwars.calibration": 9,
+    # 10: discovery and the package's face (the public API), which installs it
+    "stackwars.discovery": 10, "stackwars": 10,
+    # 11: the command line: parses, makes one call
+    "stackwars.cli": 11, "stackwars.__main__": 12,
 }
 
 UPWARD = re.compile(r"#\s*upward:\s*\S")
 NEVER = [  # (importer prefix, imported prefix, why): arrows no floor number may allow
     ("stackwars.report", "stackwars.harness", "the report reads records, never the harness"),
+    ("stackwars.verdict", "stackwars.harness", "the verdict reads records, never the harness"),
     ("stackwars.registry", "stackwars", "the registry is a leaf: it names, it does not discover"),
 ]
 LEAF_ALLOWED = {"stackwars.registry": {"stackwars.errors"}}
 FRAMEWORKS = ("torch", "jax", "flax", "optax", "triton")
 NO_FRAMEWORK = ("stackwars.errors", "stackwars.version", "stackwars.stats", "stackwars.records", "stackwars.canary",
-                "stackwars.parse", "stackwars.outputs", "stackwars.registry", "stackwars.store", "stackwars.report",
+                "stackwars.parse", "stackwars.outputs", "stackwars.registry", "stackwars.store", "stackwars.verdict", "stackwars.report",
                 "stackwars.rules", "stackwars.discovery", "stackwars.commands")
 
 
@@ -317,3 +320,78 @@ def test_every_option_resume_keeps_or_a_row_writes_back_is_an_option_of_run():
         p = params[flag[2:].replace("-", "_")]
         assert flag in p.opts, (opt, flag, p.opts)
     assert set(RESUME_MAY_CHANGE) <= set(params), set(RESUME_MAY_CHANGE) - set(params)
+
+
+# ---- the report draws; the verdict decides ---------------------------------------------------------------------
+
+# the rules that turn figures into a decision: where any of them is called, a decision is made
+DECIDING_CALLS = {"stats": {"decide", "compare_paired", "within_band", "tie_bound", "memory_difference"},
+                  "sequential": None, "plan": None, "decide": None, "choose": None}  # None: every name
+DECIDING_MODULES = ("stackwars.verdict.sequential", "stackwars.verdict.plan", "stackwars.verdict.decide",
+                    "stackwars.verdict.choose", "stackwars.verdict.runs")
+# what the verdict's rooms define: a function of that name in report/ is deciding code come back
+DECIDING_NAMES = {"choose", "screen", "verdicts", "decide", "step_down", "wanted", "allot", "self_check",
+                  "compare_cells", "next_look", "more_processes", "first_look", "critical", "sequential_levels"}
+
+
+def deciding_code(package: Path, under: str = "report") -> list[str]:
+    """Where modules under ``package/under`` decide: a call of a deciding rule (``stats.decide``, ``stats.
+    compare_paired``, anything of the verdict's sequential design or its plan), an import of a deciding
+    room's functions (its constants, the words and numbers a legend states, may be read;
+    ``stackwars.verdict``'s own entry points are how the report gets its rows), or a function named as
+    one of the verdict's rooms names its own."""
+    out = []
+    for path in sorted((package / under).rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        where = f"{path.relative_to(package.parent)}"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                full = [f"{node.module}.{a.name}" for a in node.names if not a.name.isupper()]
+                full += [node.module] if not all(a.name.isupper() for a in node.names) else []
+                hit = next((m for m in full if m in DECIDING_MODULES or m.rsplit(".", 1)[0] in DECIDING_MODULES), None)
+                if hit:
+                    out.append(f"{where}:{node.lineno} imports {hit}: a room of the verdict's, not its rows")
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name in DECIDING_MODULES:
+                        out.append(f"{where}:{node.lineno} imports {a.name}: a room of the verdict's, not its rows")
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                names = DECIDING_CALLS.get(node.value.id, set())
+                if names is None or node.attr in names:
+                    out.append(f"{where}:{node.lineno} calls {node.value.id}.{node.attr}: a decision, made in "
+                               f"stackwars/verdict/")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in DECIDING_NAMES:
+                out.append(f"{where}:{node.lineno} defines {node.name}: the verdict's rooms define it")
+    return out
+
+
+def test_the_report_holds_no_deciding_code():
+    """Choosing a best, deciding a row and planning the next look live in stackwars/verdict/ (issue 87:
+    report/verdict.py had grown to 1,400 lines of both); report/ only draws the rows they return."""
+    found = deciding_code(ROOT / "stackwars")
+    assert found == [], "\n".join(found)
+
+
+def test_the_deciding_code_check_finds_what_it_forbids(tmp_path):
+    """The check can fail: a report module that decides, imports the sequential design, or defines
+    a choice of its own is named, line by line; one that draws rows is not."""
+    pkg = _house(tmp_path, {"__init__.py": "", "report/__init__.py": "",
+                            "report/bad.py": """\
+                                from stackwars import stats
+                                from stackwars.verdict.sequential import critical
+                                from stackwars.verdict import plan
+
+                                def choose(rows):
+                                    return stats.decide(rows[0]), plan.wanted(rows)
+                                """,
+                            "report/good.py": """\
+                                from stackwars import stats, verdict
+                                from stackwars.verdict.words import SAME
+
+                                def draw(rows):
+                                    return [r["verdict"] == SAME for r in verdict.verdicts(rows)], stats.MARGIN
+                                """})
+    found = deciding_code(pkg)
+    assert [f.split(" ")[0] + " " + f.split(" ")[1] for f in found] == [
+        "pkg/report/bad.py:2 imports", "pkg/report/bad.py:3 imports", "pkg/report/bad.py:5 defines",
+        "pkg/report/bad.py:6 calls", "pkg/report/bad.py:6 calls"], found

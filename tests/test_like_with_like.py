@@ -13,7 +13,9 @@ from stackwars.harness import energy
 from stackwars.harness.measure import measure_cell
 from stackwars.records import CellSpec, Measurement, MeasureConfig
 from stackwars.report import tables
-from stackwars.report import verdict as vd
+from stackwars.verdict import figures
+from stackwars import verdict as vd
+from stackwars.report import verdict as view
 from tests.test_verdict import _store, _three
 
 QUICK = MeasureConfig(warmup=1, min_samples=4, min_time_s=0.05)
@@ -60,7 +62,7 @@ def test_a_verdict_between_sides_timed_unlike_cannot_say(tmp_path):
     _, found = _store(tmp_path / "alike.db", [*_three("torch-eager", 2.0), *jax_side])
     (v,) = vd.verdicts(found)
     assert v["verdict"] == "JAX faster" and v["timing"] == "throughput"
-    assert "3 · throughput" in vd.cells(v)[5]
+    assert "3 · throughput" in view.cells(v)[5]
 
 
 class SteppingCounter:
@@ -132,7 +134,7 @@ def test_the_digest_and_the_parity_copy_are_counted_in_no_memory_figure(tmp_path
     assert row["harness_host_bytes"] >= output  # the parity copy, held until the comparison
     for key in ("peak_rss_bytes", "peak_rss_first_call_bytes", "peak_rss_steady_bytes"):
         assert row[key] - row["baseline_rss_bytes"] < temporary, (key, row[key] - row["baseline_rss_bytes"])
-    added = tables.added_memory(row)
+    added = figures.added_memory(row)
     # the GEMM's own output (64 MiB) and what the step allocates; neither the fold's 512 MiB nor the copy
     assert added is not None and added < temporary and added <= row["peak_rss_steady_bytes"] - row[
         "baseline_rss_bytes"] - output

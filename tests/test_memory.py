@@ -31,7 +31,7 @@ def test_a_device_peak_reached_before_the_first_call_is_no_memory_figure():
     the program's. Such a peak gives no memory figure; PyTorch's, reset before the first
     call, and an XLA peak that grew in the window, still do."""
     from stackwars.records import MemoryStats, _peak_before_first_call
-    from stackwars.report.tables import added_memory
+    from stackwars.verdict.figures import added_memory
 
     mem = MemoryStats(peak_device_bytes=33_401_872_384)
     xla = {"peak_before_first_call_bytes": 33_401_872_384, "resets": False}
@@ -50,6 +50,7 @@ def test_a_compiled_cells_memory_is_its_warm_processes_compile_left_out():
     more than the warm ones of every compiled cell, against the promise "compile left out". The
     figure is the warm processes'; an eager cell's processes (all "cold": nothing to cache) all count."""
     from stackwars.report import tables
+    from stackwars.verdict import figures
 
     mib = 2**20
 
@@ -57,10 +58,10 @@ def test_a_compiled_cells_memory_is_its_warm_processes_compile_left_out():
         return {"status": "ok", "cache": cache, "baseline_rss_bytes": 500 * mib,
                 "peak_rss_bytes": (500 + added_mib) * mib}
 
-    compiled = tables._figures([proc("cold", 155), proc("warm", 98), proc("warm", 97)], 0.1)
+    compiled = figures._figures([proc("cold", 155), proc("warm", 98), proc("warm", 97)], 0.1)
     assert compiled["memory_added_bytes"] == 97.5 * mib and compiled["memory_cache"] == "warm"
     assert sorted(compiled["process_memory_bytes"]) == [97 * mib, 98 * mib]
     assert compiled["first_call_cache"] == "cold"  # the first call is still the cold process's
-    eager = tables._figures([proc("cold", 40), proc("cold", 42), proc("cold", 41)], 0.1)
+    eager = figures._figures([proc("cold", 40), proc("cold", 42), proc("cold", 41)], 0.1)
     assert eager["memory_added_bytes"] == 41 * mib and eager["memory_cache"] == "cold"
     assert len(eager["process_memory_bytes"]) == 3

@@ -1,7 +1,7 @@
 """Nothing lost, round four (issue 64): each class the hostile sweep found, refused or kept in one
 place, a case a class. Every case asserts its exit status, one `error:` line (or the data kept),
 no traceback, and the files it must not touch byte for byte. The rounds a verdict reads are cells
-of their run (report/verdict.py), so a stopped run's rounds are kept and resumed like any cell:
+of their run (stackwars/verdict), so a stopped run's rounds are kept and resumed like any cell:
 test_a_run_stopped_during_its_rounds_resumes_them_once_and_reads_the_same_verdict."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from stackwars.cli import app
 from stackwars.report import format as fmt
-from stackwars.report import verdict as vd
+from stackwars import verdict as vd
+from stackwars.report import verdict as view
 from stackwars.store.results import Store, rows
 from tests.factories import FakeExecutor, measurement
 from tests.test_bad_input import _snapshot, refused_before_the_probe
@@ -275,14 +276,14 @@ def test_a_row_that_cannot_say_reads_alike_everywhere_and_names_every_stuck_side
     _, found = _store(tmp_path / "busy.db", cells)
     (v,) = vd.verdicts(found)
     assert v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine"
-    narrow, wide = vd.to_text([v], width=100), vd.to_text([v], width=250)
+    narrow, wide = view.to_text([v], width=100), view.to_text([v], width=250)
     assert "cannot say (busy machine)" in " ".join(narrow.split()) and "cannot say (busy machine)" in wide
     assert "no more processes: PyTorch's and JAX's sides cannot get the clean ones they need" in v["reason"]
     # its cells ran and passed parity while busy: the row says so, not "unchecked" (issue 65)
-    parity = vd.cells(v)[vd.COLUMNS.index("parity (PyTorch / JAX)")]
+    parity = view.cells(v)[view.COLUMNS.index("parity (PyTorch / JAX)")]
     assert "unchecked" not in parity and parity.startswith("torch-eager ") and " / jax-jit " in parity, parity
     assert parity.count("✓") == 2
-    png = vd.forest_png([v])
+    png = view.forest_png([v])
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -167,7 +167,7 @@ CASES = [
                                                                 "--timeout", "8", "--db", "{DB}"], {},
      _loops_at_import, "loops.py: importing it did not finish within 8 s"),
     (5, "resume of a finished run", ["run", "--resume", "{RUN}", "--db", "{DB}"], {}, _results_db,
-     "has no cell left to measure (2 of 2 stored): nothing to resume"),
+     "has no cell left to measure (2 of 2 stored) and no verdict a look could still decide: nothing to resume"),
     (5, "resume of it through STACKWARS_DB", ["run", "--resume", "{RUN}"], {"STACKWARS_DB": "{DB}"}, _results_db,
      "nothing to resume"),
     (5, "a refused Ray executor's missing shared folder", ["run", "gemm", *MICRO, "--executor", "ray",

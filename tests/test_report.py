@@ -42,7 +42,7 @@ def test_table_content():
 def test_repeated_cells_are_summarised_over_processes():
     from dataclasses import replace
 
-    from stackwars.report.tables import combine_repeats
+    from stackwars.verdict.figures import combine_repeats
 
     def proc(backend, i, median):
         m = measurement(backend, samples=(median, median * 1.01, median * 0.99))
@@ -63,14 +63,14 @@ def test_repeated_cells_are_summarised_over_processes():
     assert "3/3 procs" in text
     table = text.split("Processes that disagree")[0]
     assert len([line for line in table.splitlines() if "torch-eager" in line]) == 1  # one row per backend
-    # its processes 1.0-1.3 ms apart (30%): explained beneath the table (report/spread.py)
+    # its processes 1.0-1.3 ms apart (30%): explained beneath the table (verdict/spread.py)
     assert "torch-eager: process medians 1.00 ms (#0) to 1.30 ms (#1), +30%: eager: the same operators" in text
 
 
 def test_a_busy_process_is_left_out_of_a_cells_estimate():
     from dataclasses import replace
 
-    from stackwars.report.tables import combine_repeats
+    from stackwars.verdict.figures import combine_repeats
 
     def proc(i, median, contended=False):
         m = measurement("jax-jit", samples=(median, median * 1.01, median * 0.99), framework="jax")
@@ -95,14 +95,16 @@ def test_a_busy_process_is_left_out_of_a_cells_estimate():
 def test_table_verdict_and_report_give_one_memory_figure():
     """The quickstart once showed jax-jit +4.4 MiB against torch +4.5 MiB in the table while the
     verdict said memory 0.55x: the table took the highest peak of any process over the first
-    process's baseline, the verdict a median per process. One definition now (tables.added_memory:
+    process's baseline, the verdict a median per process. One definition now (figures.added_memory:
     the steady-state peak over the worker's baseline before the first call, median over clean
     processes), read by the table, the verdict, the report's chart and the published claims."""
     from dataclasses import replace
 
     from stackwars.records import MemoryStats
-    from stackwars.report import build, published, verdict as vd
-    from stackwars.report.tables import combine_repeats, group_rows
+    from stackwars import verdict as vd
+    from stackwars.report import build, published
+    from stackwars.report import verdict as view
+    from stackwars.verdict.figures import combine_repeats, group_rows
 
     MiB = 2**20
 
@@ -131,12 +133,12 @@ def test_table_verdict_and_report_give_one_memory_figure():
     # 5 MiB against 10 MiB: under the size where a memory claim means anything on a host's RSS
     assert "jax-jit +5.0 MiB, torch-mlir-xla +10.0 MiB (no difference here)" in memory["ours"]
     assert memory["verdict"] == "no difference here" and v["memory_differs"] is False
-    assert "0.50x (no difference here)" in vd.cells(v)[7]
+    assert "0.50x (no difference here)" in view.cells(v)[7]
     # ten times the size, the processes apart: a difference, and the claim holds
     rows = [proc("torch-eager", i, 300 * MiB, (400 + i) * MiB, 330 * MiB) for i in range(3)]
     rows += [proc("jax-jit", i, 250 * MiB, (300 + i) * MiB, 400 * MiB) for i in range(3)]
     (v,) = vd.verdicts(rows)
-    assert v["memory_differs"] is True and vd.cells(v)[7] == "0.50x"
+    assert v["memory_differs"] is True and view.cells(v)[7] == "0.50x"
     (_, memory) = published.s3([{**r, "backend": "torch-mlir-xla" if r["backend"] == "torch-eager" else r["backend"],
                                  "second_call_s": 1e-3} for r in rows])
     assert memory["verdict"] == "holds here", memory
@@ -152,7 +154,7 @@ def test_first_and_second_call_come_from_clean_processes_only():
     included busy processes."""
     from dataclasses import replace
 
-    from stackwars.report.tables import combine_repeats
+    from stackwars.verdict.figures import combine_repeats
 
     def proc(i, first, busy):
         m = replace(measurement("jax-jit", framework="jax"), first_call_s=first, second_call_s=first / 2)
@@ -169,13 +171,14 @@ def test_the_first_call_chart_draws_a_bar_pair_a_cell_and_marks_a_busy_one(tmp_p
     """Issue 65: the first-call chart drew every process, three bars to one label, busy ones unmarked
     beside clean ones. One pair a cell, its clean processes' figures; a cell measured only while busy
     keeps its own, marked (labelled "(busy)", hatched)."""
-    from stackwars.report import build, tables
+    from stackwars.report import build
+    from stackwars.verdict import figures
     from tests.test_verdict import _cell, _store
 
     cells = ([_cell("torch-eager", 1.0, p, first=0.5) for p in range(3)]
              + [_cell("jax-jit", 1.0, p, first=2.0, contended=True) for p in range(3)])
     _, found = _store(tmp_path / "r.db", cells)
-    points = build.first_call_points(tables.group_rows(found))
+    points = build.first_call_points(figures.group_rows(found))
     assert [(b, busy) for _, b, _, _, busy in points] == [("torch-eager", False), ("jax-jit", True)]
     assert points[0][2] == pytest.approx(0.5) and points[1][2] == pytest.approx(2.0)
-    assert build.first_vs_steady_figure(tables.group_rows(found))[:8] == b"\x89PNG\r\n\x1a\n"
+    assert build.first_vs_steady_figure(figures.group_rows(found))[:8] == b"\x89PNG\r\n\x1a\n"

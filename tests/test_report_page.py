@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from stackwars.cli import app
-from stackwars.report import build, page, tables
+from stackwars.report import build, page
+from stackwars.verdict import figures
 from stackwars.store.results import Store
 from tests.factories import measurement
 
@@ -141,7 +142,7 @@ def test_figures_must_be_pngs_with_plain_names():
         page.Figure("x", b"GIF89a", "c")
     with pytest.raises(ValueError, match="letters, digits"):
         page.Figure("../x", b"\x89PNG\r\n\x1a\n", "c")
-    assert tables.EAGER_OF["jax-jit"] == "jax-eager"
+    assert figures.EAGER_OF["jax-jit"] == "jax-eager"
 
 
 def test_published_claims_get_verdicts_from_the_data():
@@ -262,7 +263,7 @@ def test_heatmap_colour_is_clipped_and_memory_chart_plots_what_it_says():
     # the chart plots the memory each cell added (its steady peak over the baseline), per process median
     cells = [dataclasses.replace(m, memory=dataclasses.replace(m.memory, peak_rss_steady_bytes=(250 + 10 + i) * 2**20))
              for i, m in enumerate(_processes(measurement("jax-jit", samples=FAST), 3))]
-    groups = tables.group_rows([m.to_row() for m in cells])
+    groups = figures.group_rows([m.to_row() for m in cells])
     (point,) = memory_points(groups)
     assert point[1] == "jax-jit" and point[2] == 11 * 2**20  # median of 10, 11, 12 MiB added; the total was 260+
     assert "added" in MEMORY_LABEL and "over the worker's baseline" in MEMORY_LABEL

@@ -230,7 +230,7 @@ def test_an_executor_whose_package_is_missing_is_named_with_its_extra(monkeypatc
 
 def test_cells_placed_on_another_kind_of_machine_keep_their_verdicts_apart(tmp_path):
     from stackwars.records import Env
-    from stackwars.report import verdict as vd
+    from stackwars.report import verdict as view
 
     env = Env({"cpu_model": "AMD EPYC", "cpu_count_logical": 2, "gpus": [{"name": "NVIDIA H100"}],
                "versions": {"torch": "2.11.0", "jax": "0.11.2"}})
@@ -241,8 +241,8 @@ def test_cells_placed_on_another_kind_of_machine_keep_their_verdicts_apart(tmp_p
     assert env.machine(same) == env.machine() and env.machine(None) == env.machine()
     assert env.machine(other) != env.machine() and "NVIDIA A100" in env.machine(other)
     assert "torch 2.9.0" in env.machine(older) and env.machine(older) != env.machine()
-    assert vd.mixed_machines([{"run_id": "a", "machine": env.machine()}] * 2) is None
-    warning = vd.mixed_machines([{"run_id": "a", "machine": env.machine()}, {"run_id": "a",
+    assert view.mixed_machines([{"run_id": "a", "machine": env.machine()}] * 2) is None
+    warning = view.mixed_machines([{"run_id": "a", "machine": env.machine()}, {"run_id": "a",
                                                                             "machine": env.machine(other)}])
     assert "run a's cells ran on 2 kinds of machine" in warning
 

@@ -25,7 +25,8 @@ from stackwars import stats
 from stackwars.cli import app
 from stackwars.harness.timer import Timer
 from stackwars.records import MeasureConfig, Parity
-from stackwars.report import verdict as vd
+from stackwars import verdict as vd
+from stackwars.report import verdict as view
 from stackwars.store.results import Store, rows
 
 from tests.factories import FakeExecutor, measurement
@@ -144,9 +145,9 @@ def test_same_speed_is_said_only_for_a_ci_inside_the_tie_band(ci, word, shown):
     assert vd.word(stats.decide(c), c) == word
     row = {"verdict": word, "tie_within": stats.tie_bound(c) if vd.tied(word) else None,
            "tie_threshold": stats.TIE_THRESHOLD}
-    assert row["verdict"] + vd.tie_text(row) == shown
+    assert row["verdict"] + view.tie_text(row) == shown
     if word != "same speed":
-        assert "same speed" not in vd.tie_text(row) and not stats.within_band(c)
+        assert "same speed" not in view.tie_text(row) and not stats.within_band(c)
 
 
 # ---- the verdict table -----------------------------------------------------------------------
@@ -175,6 +176,11 @@ def _store(path, cells, env=MACHINE, config=None):
         return run_id, rows(store, run_id)
 
 
+def _more(found):
+    """The processes a run's next look asks for these verdicts, per cell (verdict/plan.py)."""
+    return vd.as_cells(vd.wanted(found))
+
+
 def _three(backend, scale, n=3, **kw):
     return [_cell(backend, scale, p, **kw) for p in range(n)]
 
@@ -197,9 +203,9 @@ def test_best_of_each_framework_and_a_faster_parity_failure_kept_out(tmp_path):
     assert out["backend"] == "jax-eager" and "3.0e-03" in out["why"] and "tol 2e-04" in out["why"]
     # torch-compile pays for its 1.99 s longer first call at 1 ms saved a call
     assert v["torch_pays"]["calls"] == pytest.approx(1991, abs=30)
-    assert vd.cells(v)[6].startswith("torch-compile 1,9") and vd.cells(v)[6].endswith("calls / jax-jit jax-eager parity_fail")
-    assert "faster but out: jax-eager" in vd.cells(v)[2]
-    text = vd.to_text([v])
+    assert view.cells(v)[6].startswith("torch-compile 1,9") and view.cells(v)[6].endswith("calls / jax-jit jax-eager parity_fail")
+    assert "faster but out: jax-eager" in view.cells(v)[2]
+    text = view.to_text([v])
     assert "PyTorch faster" in text and "Test CPU" in text
 
 
@@ -240,11 +246,11 @@ def test_the_analysis_path_stands_in_only_where_no_native_mode_ran(tmp_path):
     assert v["best_torch"] == "torch-eager" and v["verdict"] == "JAX faster"
     assert v["torch_aside"][0]["backend"] == "torch-mlir-xla"
     assert any(n.startswith("ran faster than PyTorch's best own mode, but an analysis path") and
-               "gemm · small · forward · cpu · float32 torch-mlir-xla 8" in n for n in vd.notes([v]))
+               "gemm · small · forward · cpu · float32 torch-mlir-xla 8" in n for n in view.notes([v]))
     _, found = _store(tmp_path / "y.db", [*_three("torch-mlir-xla", 1.0, framework="torch"), *_three("jax-jit", 1.0)])
     (v,) = vd.verdicts(found)
     assert v["best_torch"] == "torch-mlir-xla" and v["torch_analysis_path"] and vd.tied(v["verdict"])
-    assert any("its analysis path stands in (two programs on one compiler)" in n for n in vd.notes([v]))
+    assert any("its analysis path stands in (two programs on one compiler)" in n for n in view.notes([v]))
 
 
 def test_machines_are_never_mixed(tmp_path):
@@ -258,7 +264,7 @@ def test_machines_are_never_mixed(tmp_path):
     assert [(v["machine"].split(" (")[0], v["verdict"]) for v in result] == [
         ("Test CPU", "JAX faster"), ("Other CPU", "PyTorch faster")]
     assert "1x H100" in result[1]["machine"]
-    md = vd.markdown(result)
+    md = view.markdown(result)
     assert md.count("**Verdict · ") == 2  # one table per machine
 
 
@@ -364,7 +370,7 @@ def test_the_verdict_at_a_glance_is_a_line_a_row_within_100_columns_and_explain_
         assert len(legend) <= 5, (columns, legend)  # issue 65: at most five lines, whatever the width
         said = " ".join(" ".join(legend).split())
         assert said.startswith("JAX/PyTorch < 1: JAX faster"), said  # the legend, not a note's second line
-        assert f"CI within ±{stats.TIE_THRESHOLD:.0%}" in said and "Words: docs/getting-started/verdict.md" in said
+        assert f"within ±{stats.MARGIN:.0%} by two one-sided tests" in said and "Words: docs/getting-started/verdict.md" in said
         # the command whole on a line of its own: the first part of a broken one, pasted, runs alone
         assert legend[-1].endswith(f"details: stackwars verdict {run_id} --explain"), legend
     explained = runner.invoke(app, ["verdict", "--db", str(path), "--explain"], env={"COLUMNS": "400"}).output
@@ -372,7 +378,7 @@ def test_the_verdict_at_a_glance_is_a_line_a_row_within_100_columns_and_explain_
     for v in result:
         assert " ".join(v["reason"].split()) in flat or v["verdict"] != "cannot say", v["reason"]
         assert v["command"] in flat
-    assert " ".join(vd.legend(result).split()) in flat
+    assert " ".join(view.legend(result).split()) in flat
     for columns in ("100", "250"):  # each command whole on a line, on a terminal narrower than it too
         lines = runner.invoke(app, ["verdict", "--db", str(path), "--explain"], env={"COLUMNS": columns}).output
         assert all(any(v["command"] in line for line in lines.splitlines()) for v in result if v.get("command"))
@@ -380,54 +386,74 @@ def test_the_verdict_at_a_glance_is_a_line_a_row_within_100_columns_and_explain_
     assert refused.exit_code == 2 and "--explain details the verdict's table" in refused.output
 
 
-def test_a_verdict_that_cannot_decide_asks_for_more_processes_once(tmp_path):
-    """Busy machine: as many more processes as were left out, on the side that lost them; a
-    CI too wide: as many again on both sides; never past the cap. The runner numbers them
-    after each cell's last process, interleaved."""
+def test_a_verdict_that_cannot_decide_asks_for_the_rounds_of_its_next_look(tmp_path):
+    """Busy machine: the round a busy process spoiled is replaced, on both sides (it uses up no look:
+    a look is a count of clean rounds), even at the cap, but the replacements end once the first
+    look's rounds again were spent on busy ones; a CI too wide: the rounds of its next look
+    (LOOK_STEP more), never past the cap. The runner numbers them after each cell's last process,
+    interleaved."""
     from stackwars import runner
 
     busy = [*_three("torch-eager", 1.0), _cell("jax-jit", 0.5, 0), _cell("jax-jit", 0.5, 1),
             _cell("jax-jit", 0.5, 2, contended=True)]
     _, found = _store(tmp_path / "b.db", busy, config=MeasureConfig(processes=3, max_processes=6))
     (v,) = vd.verdicts(found)
+    assert v["sequence"]["looks"] == [3, 5, 6] and v["sequence"]["look"] == 0
     # JAX's third process was busy: its round is lost, and one more round of both gives three
-    wanted = vd.more_processes([v], max_processes=6)
+    (want,) = vd.wanted([v])
+    wanted = vd.as_cells([want])
     assert wanted == {"gemm/small/forward/torch-eager/cpu/float32": 1, "gemm/small/forward/jax-jit/cpu/float32": 1}
-    assert vd.more_processes([v], max_processes=3) == {}  # the cap: no more than 3 a cell
+    assert want.planned and "first look (3 rounds)" in want.why
+    _, found = _store(tmp_path / "c.db", busy, config=MeasureConfig(processes=3, max_processes=3))
+    assert vd.as_cells(vd.wanted(vd.verdicts(found))) == wanted  # a replaced round, even at the cap
+    many = [*_three("torch-eager", 1.0, 8), _cell("jax-jit", 0.5, 0),
+            *[_cell("jax-jit", 0.5, p, contended=True) for p in range(1, 8)]]
+    _, found = _store(tmp_path / "m.db", many, config=MeasureConfig(processes=3, max_processes=3))
+    assert vd.wanted(vd.verdicts(found)) == []  # 7 busy of 7: past the cap and the first look's slack
     plan = [m.spec for m in busy]
     extra = runner.more_rounds(plan, wanted, vd.pairs([v]))
     assert sorted(s.key for s in extra) == ["gemm/small/forward/jax-jit/cpu/float32#r3",
                                             "gemm/small/forward/torch-eager/cpu/float32#r3"]
 
     rng = np.random.default_rng(3)
-    wide = [_cell("torch-eager", 1.0 + 0.3 * rng.random(), p) for p in range(3)] + \
-           [_cell("jax-jit", 1.0 + 0.3 * rng.random(), p) for p in range(3)]
-    _, found = _store(tmp_path / "n.db", wide)
+    wide = [_cell("torch-eager", 1.0 + 0.3 * rng.random(), p) for p in range(4)] + \
+           [_cell("jax-jit", 1.0 + 0.3 * rng.random(), p) for p in range(4)]
+    _, found = _store(tmp_path / "n.db", wide, config=MeasureConfig(processes=4, max_processes=16))
     (v,) = vd.verdicts(found)
-    assert v["reason_tag"] == "noisy", v["reason"]
-    wanted = vd.more_processes([v], max_processes=6)
-    assert wanted == {"gemm/small/forward/torch-eager/cpu/float32": 3, "gemm/small/forward/jax-jit/cpu/float32": 3}
-    extra = runner.more_rounds([m.spec for m in wide], wanted)
-    assert [(s.backend, s.repeat) for s in extra][:2] == [("torch-eager", 3), ("jax-jit", 3)]  # interleaved
-    assert len(extra) == 6 and max(s.repeat for s in extra) == 5
+    assert v["reason_tag"] == "noisy" and v["sequence"]["state"] == "open", v["reason"]
+    (want,) = vd.wanted([v])
+    assert vd.as_cells([want]) == {"gemm/small/forward/torch-eager/cpu/float32": 2,
+                                   "gemm/small/forward/jax-jit/cpu/float32": 2}
+    assert "look 2 of 7 (6 rounds)" in want.why and not want.planned and 0 <= want.chance <= 1
+    extra = runner.more_rounds([m.spec for m in wide], vd.as_cells([want]))
+    assert [(s.backend, s.repeat) for s in extra][:2] == [("torch-eager", 4), ("jax-jit", 4)]  # interleaved
+    assert len(extra) == 4 and max(s.repeat for s in extra) == 5
+    _, found = _store(tmp_path / "w.db", wide, config=MeasureConfig(processes=4, max_processes=4))
+    (v,) = vd.verdicts(found)
+    assert v["sequence"]["state"] == "capped" and vd.wanted([v]) == []  # its one look is read
 
 
 def test_self_check_reads_a_cells_processes_after_its_first_in_back_to_back_pairs(tmp_path):
     """`stackwars verdict --aa`: seven processes of one program, the six after its first in three
     back-to-back pairs, read as three rounds of the program against itself: the same speed; a cell
-    with fewer pairs is not checked; without any, exit 2, saying what measures them."""
+    with fewer pairs than a first look is not read (its check is open); without any read, exit 2,
+    saying what measures them."""
     cells = [_cell("jax-jit", 1.0, p, seed=4) for p in range(7)] + [*_three("torch-eager", 1.0)]
     path = tmp_path / "aa.db"
     _store(path, cells)
     with Store(path) as store:
-        (check,) = vd.self_check(rows(store))
+        check, short = sorted(vd.self_check(rows(store)), key=lambda c: -c["look"])
     assert check["backend"] == "jax-jit" and check["processes"] == [3, 3] and check["word"] == vd.SAME
+    assert short["backend"] == "torch-eager" and short["look"] == 0  # one pair: not read
     done = runner.invoke(app, ["verdict", "--aa", "--db", str(path), "-f", "json"])
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["counts"] == {vd.SAME: 1, vd.NO_DIFFERENCE: 0, "JAX faster": 0,
                                                  "PyTorch faster": 0, "cannot say": 0}
     few = tmp_path / "few.db"
     _store(few, _three("jax-jit", 1.0))
+    with Store(few) as store:
+        (check,) = vd.self_check(rows(store))  # one pair: before its first look, open for `run --aa`'s next pairs
+    assert check["look"] == 0 and check["state"] == "open" and check["word"] == "cannot say"
     done = runner.invoke(app, ["verdict", "--aa", "--db", str(few)])
     assert done.exit_code == 2 and "run ... --aa measures them" in " ".join(done.output.split())
 
@@ -450,7 +476,7 @@ def test_cells_of_one_run_placed_on_another_kind_of_machine_get_their_own_verdic
     result = vd.verdicts(found)
     assert [(v["machine"].split(" (")[0], v["verdict"], v["processes"]) for v in result] == [
         ("Test CPU", "JAX faster", 3), ("Other CPU", "PyTorch faster", 3)]
-    warning = vd.mixed_machines(found)
+    warning = view.mixed_machines(found)
     assert f"run {run_id}'s cells ran on 2 kinds of machine" in warning
     done = runner.invoke(app, ["verdict", "--db", str(path), "-f", "json"])
     assert done.exit_code == 0 and json.loads(done.stdout)["mixed_machines"] == warning
@@ -458,7 +484,7 @@ def test_cells_of_one_run_placed_on_another_kind_of_machine_get_their_own_verdic
     assert any(getattr(b, "text", "") == warning + "." for b in section.blocks)
 
 
-# ---- one gate for every claim (report/gate.py) ---------------------------------------------------------------
+# ---- one gate for every claim (verdict/gate.py) ---------------------------------------------------------------
 def test_a_run_measured_only_on_a_busy_machine_decides_nothing(tmp_path):
     """Every process contended: no verdict, ratio, memory ratio or first-call figure, in the
     table, the JSON and the report; and no top-up (issue 56): the machine stayed busy through
@@ -473,7 +499,7 @@ def test_a_run_measured_only_on_a_busy_machine_decides_nothing(tmp_path):
     assert v["processes_used"] == 0 and v["processes_busy"] == 6
     assert v["ratio"] is None and v["memory_ratio"] is None and v.get("torch_first_call_s") is None
     assert "measured only while the machine was busy" in v["reason"]
-    assert "cannot say (busy machine)" in vd.to_text([v])
+    assert "cannot say (busy machine)" in view.to_text([v])
     done = runner.invoke(app, ["verdict", "--db", str(path), "-f", "json"])
     (j,) = json.loads(done.stdout)["verdicts"]
     assert j["verdict"] == "cannot say" and j["reason_tag"] == "busy machine" and j["processes_busy"] == 6
@@ -481,12 +507,12 @@ def test_a_run_measured_only_on_a_busy_machine_decides_nothing(tmp_path):
         doc = build.document(build.collect(store), "now")
     from stackwars.report.page import to_markdown
     assert "cannot say (busy machine)" in to_markdown(doc)
-    assert vd.more_processes([v], max_processes=6) == {}
+    assert _more([v]) == {}
     assert "no more processes: PyTorch's and JAX's sides cannot get the clean ones they need here" in v["reason"], v["reason"]
     assert "torch-eager (its last 3 process(es), none clean)" in v["reason"] and v["no_top_up"]
     assert "no more processes" in j["reason"]
     # the forest plot draws it apart: no point, its reason beside its name
-    assert vd.forest_png([v]) is not None
+    assert view.forest_png([v]) is not None
 
 
 def test_a_busy_candidate_that_might_be_faster_blocks_the_side(tmp_path):
@@ -499,7 +525,7 @@ def test_a_busy_candidate_that_might_be_faster_blocks_the_side(tmp_path):
     assert "jax-jit was measured only while the machine was busy" in v["reason"]
     assert "it would read without it: PyTorch faster" in v["reason"]
     # its three processes were all busy: the machine stayed busy through the look, no top-up
-    assert vd.more_processes([v], max_processes=6) == {}
+    assert _more([v]) == {}
     assert "jax-jit (its last 3 process(es), none clean)" in v["no_top_up"]
     # one of them clean would have been a machine that is quiet at times: then the top-up is asked for
     cells = [*_three("torch-eager", 1.0), *_three("jax-eager", 2.0), _cell("jax-jit", 0.5, 0),
@@ -508,7 +534,7 @@ def test_a_busy_candidate_that_might_be_faster_blocks_the_side(tmp_path):
     (v,) = vd.verdicts(found)
     assert v["reason_tag"] == "busy machine" and "no_top_up" not in v
     # jax-jit's clean first process chose it; its two busy ones decide nothing: three rounds of both
-    assert vd.more_processes([v], max_processes=6) == {"gemm/small/forward/torch-eager/cpu/float32": 3,
+    assert _more([v]) == {"gemm/small/forward/torch-eager/cpu/float32": 3,
                                                        "gemm/small/forward/jax-jit/cpu/float32": 3}
     # a busy candidate slower even at its fastest process does not block: busy slows, never speeds
     cells = [*_three("torch-eager", 1.0), *_three("jax-jit", 0.5), *_three("jax-eager", 4.0, contended=True)]
@@ -520,7 +546,8 @@ def test_a_busy_candidate_that_might_be_faster_blocks_the_side(tmp_path):
 def test_compile_pays_and_memory_are_never_drawn_from_busy_processes(tmp_path):
     """The Mixer case: torch-compile's three processes all contended (320 us, 364 us, 2.35 ms
     against eager's 448 us) once read 'torch-compile never'; it cannot say."""
-    from stackwars.report import build, tables
+    from stackwars.report import build
+    from stackwars.verdict import figures
 
     compiled = [dataclasses.replace(_cell("torch-compile", s, p, contended=True), first_call_s=3.0)
                 for p, s in enumerate((0.320, 0.364, 2.35))]
@@ -529,12 +556,12 @@ def test_compile_pays_and_memory_are_never_drawn_from_busy_processes(tmp_path):
     _, found = _store(path, cells)
     (v,) = vd.verdicts(found)
     assert v["torch_pays"]["verdict"].startswith("cannot say (busy machine)"), v["torch_pays"]
-    assert "cannot say (busy machine)" in vd.cells(v)[6]
-    evens = build.break_even(tables.group_rows(found))
+    assert "cannot say (busy machine)" in view.cells(v)[6]
+    evens = build.break_even(figures.group_rows(found))
     (tc,) = [e for e in evens if e["compiled"] == "torch-compile"]
     assert tc["verdict"].startswith("cannot say (busy machine)") and tc["calls"] is None
     # memory: the busy rows carry no memory figure; the table, the verdict and the report agree
-    (row,) = [r for r in tables.combine_repeats(found) if r["backend"] == "torch-compile"]
+    (row,) = [r for r in figures.combine_repeats(found) if r["backend"] == "torch-compile"]
     assert row["memory_added_bytes"] is None and row["busy"]
 
 
@@ -594,8 +621,8 @@ def test_each_verdict_row_carries_the_command_that_measures_it_again(tmp_path, m
     (v2,) = vd.verdicts(found2)
     assert v2["command"].count("stackwars run") == 2 and " && " in v2["command"]
     # and the table, the JSON and the report carry it
-    assert f"again: {vd.title(v)}: {cmd}" in " ".join(vd.to_text([v], width=400).split())
-    assert f"`{cmd}`" in vd.markdown([v])
+    assert f"again: {vd.title(v)}: {cmd}" in " ".join(view.to_text([v], width=400).split())
+    assert f"`{cmd}`" in view.markdown([v])
 
 
 def test_a_user_models_command_names_its_file(tmp_path, monkeypatch):
@@ -623,15 +650,15 @@ def test_a_busy_top_up_is_asked_only_where_it_can_reach_a_verdict(tmp_path):
     _, found = _store(tmp_path / "one.db", cells)
     (v,) = vd.verdicts(found)
     assert v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine"
-    assert vd.more_processes([v], max_processes=2) == {}
+    assert _more([v]) == {}
     # nor with room for three: PyTorch's one process was busy, the machine busy through that look,
     # and without a clean PyTorch process more of JAX's would decide nothing either
-    assert vd.more_processes([v], max_processes=6) == {}
+    assert _more([v]) == {}
     assert v["no_top_up"].startswith("no more processes: PyTorch's side")
     cells = [_cell("torch-eager", 1.0, 0), _cell("jax-jit", 0.5, 0)]
     _, found = _store(tmp_path / "two.db", cells)
     (v,) = vd.verdicts(found)
-    assert v["reason_tag"] == "too few processes" and vd.more_processes([v], max_processes=2) == {}
+    assert v["reason_tag"] == "too few processes" and _more([v]) == {}
 
 
 # ---- stopping when decided (orchestrate.Run.measure's looks) ----------------------------------
@@ -698,30 +725,6 @@ class Clocked:
             yield m
 
 
-def test_the_looks_levels_spend_five_percent_and_count_what_the_looks_share():
-    """The levels: 4% at the planned look, the remaining 1% spent by the top-ups on the group-
-    sequential boundary, each wider than an equal share of it (the looks share their processes); 5%
-    in one look. For rounds (Student's t over 3 rounds a look) the looks share less than normal
-    statistics do (each re-estimates the variance from few rounds), and the exact boundary is
-    narrower: 1.45% at the second look, not 1.8%. The whole loop's false-winner rate is checked by
-    simulation in tests/test_calibration.py."""
-    assert stats.looks_allowed(3, 9) == 3 and stats.looks_allowed(3, 3) == 1 and stats.looks_allowed(3, 4) == 2
-    assert sum(stats.bonferroni_alpha(k, 3) for k in range(3)) == pytest.approx(stats.VERDICT_ALPHA)
-    assert stats.look_alpha(0, 3) == pytest.approx(stats.FIRST_LOOK_ALPHA)
-    assert all(stats.look_alpha(k, 3) > stats.bonferroni_alpha(k, 3) for k in (1, 2))
-    assert stats.look_alpha(0, 1) == stats.VERDICT_ALPHA and stats.look_of(5, 3) == 1
-    assert stats.look_alpha(1, 2) == pytest.approx(0.018, abs=5e-4)
-    assert stats.look_alpha(1, 2, rounds=3) == pytest.approx(0.0145, abs=5e-4)
-    assert stats.look_alpha(0, 2, rounds=3) == stats.FIRST_LOOK_ALPHA
-    # the exact t boundary holds the rate: 2 looks of 3 rounds, 200,000 null paths of normal rounds
-    rng = np.random.default_rng(1)
-    d = rng.standard_normal((200_000, 6))
-    t = lambda x: np.abs(x.mean(1)) / (x.std(1, ddof=1) / np.sqrt(x.shape[1]))  # noqa: E731
-    first = t(d[:, :3]) >= stats.t_quantile(1 - stats.look_alpha(0, 2, rounds=3) / 2, 2)
-    second = t(d) >= stats.t_quantile(1 - stats.look_alpha(1, 2, rounds=3) / 2, 5)
-    assert (first | second).mean() == pytest.approx(stats.VERDICT_ALPHA, abs=0.0015)
-
-
 def test_a_budget_stops_the_looks_that_would_not_fit_and_says_so(tmp_path, monkeypatch):
     """run --budget: processes 40% apart cannot decide in 3; a look of more starts only if what
     its cells took so far (1 s a cell-process here, on a clock the synthetic machine advances)
@@ -745,14 +748,20 @@ def test_a_budget_stops_the_looks_that_would_not_fit_and_says_so(tmp_path, monke
 
     unlimited, notes = measured(None)
     assert unlimited > 6 and "more process(es)" in notes[0]  # the undecided verdict looked again
-    n, notes = measured(7.0)  # the planned 6 s leave 1 s: no look of 2 or more fits
+    n, notes = measured(7.0)  # the planned 6 s leave 1 s: the next look's 2 rounds (4 s) do not fit
     assert n == 6 and len(notes) == 1
-    assert re.search(r"a look of \d+ more process\(es\) would take about \d+ s, more than the 1 s "
-                     r"left of the run's budget of 7 s; stopped undecided", notes[0]), notes
+    assert re.search(r"the budget left \(1 s of 7 s\) does not afford the next look of: gemm · small · forward · cpu "
+                     r"· float32 \(look 2 of 6 \(5 rounds\), 2 round\(s\), about 4 s\)", notes[0]), notes
+    with Store(tmp_path / "b-7.0.db") as store:
+        (v,) = vd.verdicts(rows(store))
+    # the row stays open and says what it would need, its estimate and spread taken as the truth
+    assert v["sequence"]["state"] == "open" and re.fullmatch(r"about \d+ more round\(s\), about \d+ s|more rounds "
+                                                              r"than its cap of 12 allows at its spread",
+                                                              vd.would_need(v)), vd.would_need(v)
 
 
 def test_a_run_with_top_ups_prints_one_interval_at_its_looks_level_everywhere(tmp_path):
-    """A verdict read at a later look (a top-up spent part of the 5%) is printed at that level,
+    """A verdict read at a later look (the boundary spends the 5% over the looks) is printed at that level,
     the same interval, by ``verdict``, ``verdict -f json``, ``verdict -f markdown``, the report's
     Markdown and HTML: none of them reads the run's rows at 95% again. The row's "again" command
     says the level a fresh run of it reads at."""
@@ -760,14 +769,14 @@ def test_a_run_with_top_ups_prints_one_interval_at_its_looks_level_everywhere(tm
     from stackwars.records import CellSpec
     from stackwars.report import format as fmt
 
-    config = MeasureConfig(processes=3, max_processes=9)
+    config = MeasureConfig(processes=3, max_processes=16)
     specs = [CellSpec("gemm", "small", "forward", b, repeat=r) for r in range(3) for b in ("torch-eager", "jax-jit")]
     db = tmp_path / "looks.db"
     with Store(db) as store:
         run_id = store.create_run(specs, {"measure": config.to_dict()}, command="looks")
         orchestrate.Run(store, run_id, specs, config, MACHINE, SyntheticExecutor(7, 0.4)).measure()
         (v,) = vd.verdicts(rows(store, run_id))
-    assert v["look"] >= 1 and v["confidence"] > 0.99, v  # a top-up: read at its share of the error, not 95%
+    assert v["look"] >= 2 and v["confidence"] > 0.95, v  # a later look: read at its boundary's level, not 95%
     text = fmt.interval(v["ratio"], v["ci_low"], v["ci_high"], v["confidence"])
     assert not text.endswith("95%)")
     env = {"COLUMNS": "300"}
@@ -784,14 +793,13 @@ def test_a_run_with_top_ups_prints_one_interval_at_its_looks_level_everywhere(tm
     assert report.exit_code == 0, report.output
     for name in ("report.md", "report.html"):
         assert text in (tmp_path / "report" / name).read_text(), name
-    # the again command: what a fresh run of it reads at (its own looks, from the start)
-    fresh = stats.fresh_levels(3)
-    assert fresh == pytest.approx([1 - stats.FIRST_LOOK_ALPHA, 1 - stats.look_alpha(1, 2, rounds=3)])
+    # the again command: where a fresh run of it reads (its own looks, from the start)
+    assert v["command_looks"] == [3, 5, 7, 9, 11, 13, 15, 16]
     # said once for the table where every row's is the same (issue 65), not repeated on each row
     text = " ".join(table.output.split())
     assert v["command"] in text
-    assert (f"each command above: a fresh run of it reads its verdict at 96% at look 1, {fmt.level(fresh[1])} at "
-            "look 2") in text
+    assert ("each command above: a fresh run of it reads its verdict at looks of 3, 5, ..., 16 rounds while "
+            "undecided, spending 5% over them") in text
 
 
 def _gpu_cell(backend, scale, proc, device_s, sha="p1", cache="cold", issue_s=None, sm_mhz=None, reasons=()):
@@ -813,6 +821,7 @@ def test_a_spread_between_processes_is_explained_and_device_time_stands_beside_w
     notes of the table and in the verdict's JSON; and a verdict whose device clock disagrees
     with its wall clock says both."""
     from stackwars.report import tables
+    from stackwars.verdict import figures
 
     cells = [_gpu_cell("torch-compile", s, p, 0.5e-3, cache="cold" if p == 0 else "warm")
              for p, s in enumerate((1.0, 2.0, 1.7))]
@@ -847,6 +856,7 @@ def test_device_time_that_rises_with_the_wall_clock_is_told_apart_by_the_hosts_i
     waited for its launches), or a device that ran slower (the host well ahead, or a lower SM
     clock with NVML's reason). Each reading is named only where its evidence holds."""
     from stackwars.report import tables
+    from stackwars.verdict import figures
 
     def spread(slow_issue_s, fast_mhz=1980, slow_mhz=1980, reasons=()):
         cells = [_gpu_cell("torch-compile", 2.0, 0, 2.0e-3, issue_s=1.9e-3, sm_mhz=fast_mhz),
@@ -881,6 +891,7 @@ def test_the_slowest_processs_energy_window_says_whether_its_calls_slowed_with_t
     energy window (a second of its calls, marked every 0.1 s with the SM clock) shows the same,
     and whether the clock moved with the calls."""
     from stackwars.report import tables
+    from stackwars.verdict import figures
 
     def line(clocks, rates=(250.0, 480.0)):
         cells = [_gpu_cell("torch-compile", s, p, s * 1e-3, issue_s=s * 0.9e-3, sm_mhz=1980)
@@ -907,6 +918,7 @@ def test_a_clock_nvml_read_unchanged_is_never_said_to_have_changed(tmp_path, mon
 
     from stackwars.harness import issue
     from stackwars.report import tables
+    from stackwars.verdict import figures
 
     fake = types.SimpleNamespace(
         NVML_CLOCK_SM=1, NVML_CLOCK_MEM=2, nvmlInit=lambda: None, nvmlShutdown=lambda: None,
@@ -948,6 +960,7 @@ def test_the_fastest_and_slowest_processes_profiles_say_whether_they_ran_the_sam
     slowest: the same kernels and a longer gap between them (host time), or other kernels
     (cuBLAS chose another GEMM), named; a run without profiles says how to get them."""
     from stackwars.report import tables
+    from stackwars.verdict import figures
 
     same = {"cublas_gemm_a": 2, "triton_poi_fused_add_0": 1}
     cells = [_profiled(0, 1.0, same, 40e-6, 2.4e-3), _profiled(1, 2.0, same, 41e-6, 4.2e-3),
@@ -992,16 +1005,17 @@ def test_the_spread_note_states_others_share_only_where_the_window_could_judge_i
     contended; its share (two ticks in 0.1 s on 2 CPUs read as 10%) must not be printed as if
     it were a figure either."""
     from stackwars.report import tables
+    from stackwars.verdict import figures
 
     long = [_shared(p, s, f, 0.5) for p, (s, f) in enumerate(((1.0, 0.0), (2.0, 0.04), (1.5, 0.0)))]
     (line,) = tables.spread_lines(_store(tmp_path / "a.db", long)[1])
     assert "others took 0% / 4% of its CPUs" in line and "not judged" not in line
-    # windows too short to be judged: their processes are not clean (report/gate.py), so no spread between
+    # windows too short to be judged: their processes are not clean (verdict/gate.py), so no spread between
     # clean processes is explained, and the cell says why it has none
     short = [_shared(p, s, f, 0.1) for p, (s, f) in enumerate(((1.0, 0.10), (2.0, 0.10), (1.5, 0.0)))]
     found = _store(tmp_path / "b.db", short)[1]
     assert tables.spread_lines(found) == []
-    (row,) = tables.combine_repeats(found)
+    (row,) = figures.combine_repeats(found)
     assert row["busy"] and row["busy_reasons"] == "3 not judged (window too short)"
 
 
@@ -1017,12 +1031,16 @@ def test_a_row_whose_fastest_candidate_failed_parity_spends_no_top_up(tmp_path):
     _, found = _store(tmp_path / "p.db", wide + failed, config=config)
     (v,) = vd.verdicts(found)
     assert v["verdict"] == "cannot say" and v["reason_tag"] == "noisy", v["reason"]
-    assert vd.more_processes([v], max_processes=6) == {}
+    assert _more([v]) == {}
     assert "no more processes: JAX's jax-eager, faster than the side's best, failed parity" in v["reason"]
-    _, found = _store(tmp_path / "q.db", wide, config=config)
+    _, found = _store(tmp_path / "q.db", wide, config=MeasureConfig(processes=3, max_processes=16))
     (v,) = vd.verdicts(found)
     assert v["reason_tag"] == "noisy" and "no_top_up" not in v
-    assert set(vd.more_processes([v], max_processes=6).values()) == {3}
+    assert set(_more([v]).values()) == {2}  # the rounds of its next look: 3 -> 5
+    # capped at 6 rounds, the same row could not decide a 15% difference there: it stops (futility)
+    _, found = _store(tmp_path / "r.db", wide, config=config)
+    (v,) = vd.verdicts(found)
+    assert v["sequence"]["state"] == "futile" and _more([v]) == {} and "(futility)" in v["reason"]
 
 
 def test_a_side_whose_every_candidate_failed_parity_shows_the_failure_not_unchecked(tmp_path):
@@ -1031,6 +1049,6 @@ def test_a_side_whose_every_candidate_failed_parity_shows_the_failure_not_unchec
     cells = [*_three("torch-eager", 1.0), *_three("jax-jit", 0.5, status="parity_fail", parity=0.145)]
     _, found = _store(tmp_path / "f.db", cells, config=MeasureConfig(processes=3, max_processes=6))
     (v,) = vd.verdicts(found)
-    assert v["reason_tag"] == "one side missing" and vd.more_processes([v], max_processes=6) == {}
-    parity = vd.cells(v)[8]
+    assert v["reason_tag"] == "one side missing" and _more([v]) == {}
+    parity = view.cells(v)[8]
     assert parity.endswith(" / jax-jit 1.4e-01 ✗ (tol 2e-04)") and "unchecked" not in parity, parity

@@ -13,6 +13,7 @@ from stackwars import outputs
 from stackwars.cli.common import DB_HELP, command, number, out, table_width
 from stackwars.errors import SpecError
 from stackwars.report import compare as cmp
+from stackwars.verdict import runs
 from stackwars.store.results import CELL_KINDS, Store, check_db, rows
 
 FORMATS = ("table", "markdown", "csv", "json")
@@ -51,12 +52,12 @@ def compare(
     path_b = check_db(db_b, create=False, flag="--db-b") if db_b is not None else path_a
     info_a, rows_a = _load(path_a, run_a, "A")
     info_b, rows_b = _load(path_b, run_b, "B")
-    result = cmp.compare_cells(rows_a, rows_b, threshold=threshold)
+    result = runs.compare_cells(rows_a, rows_b, threshold=threshold)
     if not any(r["verdict"] not in ("only in A", "only in B") for r in result):
         raise SpecError(f"runs {run_a} and {run_b} have no cell in common (same workload, preset, phase, backend, "
                         f"device, dtype and options); nothing to compare")
-    diffs = cmp.environment_differences(info_a.env, info_b.env, info_a.config, info_b.config)
-    machine = cmp.machine_state(rows_a, rows_b)
+    diffs = runs.environment_differences(info_a.env, info_b.env, info_a.config, info_b.config)
+    machine = runs.machine_state(rows_a, rows_b)
     machine_text = cmp.machine_line(machine)
     if format in ("csv", "json"):
         from stackwars.cli.export_cmd import to_csv

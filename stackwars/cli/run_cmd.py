@@ -24,7 +24,8 @@ from stackwars.errors import SpecError
 from stackwars.records import CellSpec, Env, MeasureConfig, Measurement
 from stackwars.report import format as fmt
 from stackwars.cli import verdict_cmd
-from stackwars.report import verdict as vd
+from stackwars import verdict as vd
+from stackwars.report import verdict as view
 from stackwars.report.tables import render
 from stackwars.store.results import Store, StoreWriteError, check_db, rows
 
@@ -81,20 +82,22 @@ def run(
     processes: int = typer.Option(DEFAULT_PROCESSES, "--processes", "--repeat",
                                   help="every cell's first process chooses each side's best; then N rounds of each "
                                        "row's two chosen cells (one fresh process of each, back to back, in a drawn "
-                                       "order) decide it; --min-time is spread over a cell's processes. The verdict "
-                                       "needs 3 rounds or more: its interval is Student's t over rounds"),
+                                       "order) make its first look, read on Student's t over rounds; --min-time is "
+                                       "spread over a cell's processes"),
     max_processes: Optional[int] = typer.Option(None, "--max-processes",
-                                                help="a verdict that cannot decide (a process measured while the "
-                                                     "machine was busy, a CI too wide) or finds no difference it can "
-                                                     "bound takes more rounds of its two chosen cells, up to N rounds "
-                                                     "after the choice (default: twice --processes; equal to "
-                                                     "--processes: never)"),
+                                                help="a verdict not yet decided takes more rounds of its two chosen "
+                                                     f"cells, {stats.LOOK_STEP} a look, up to N rounds after the "
+                                                     f"choice (default: {stats.MAX_ROUNDS}; equal to --processes: one "
+                                                     "look). The looks share the verdict's 5% on an O'Brien-Fleming "
+                                                     "boundary: a row that stops when decided stays honest"),
     budget: Optional[float] = typer.Option(None, "--budget",
-                                           help="seconds the run may take: while a verdict cannot decide, a look of "
-                                                "more processes starts only if its estimate fits what is left (the "
-                                                f"planned processes always run); with it, --max-processes defaults "
-                                                f"to {stats.BUDGET_LOOKS}x --processes. Each look spends a share of the "
-                                                "verdict's 5% error, so stopping when decided stays honest"),
+                                           help="seconds the run may take: a look of more rounds starts only where its "
+                                                "estimate fits what is left, the rows most likely to decide a second "
+                                                "first (the first look's rounds always run); a row left out says what "
+                                                "it would need. With --resume: the seconds this session may take"),
+    margin: float = typer.Option(stats.MARGIN, "--margin",
+                                 help="\"same speed\" within ±MARGIN (0.10: ±10%), declared before the run: two "
+                                      "one-sided tests show it, each spending 5% over the looks"),
     timing: Optional[str] = typer.Option(None, "--timing",
                                          help="how every cell's steady state is timed, both sides of every "
                                               "comparison alike: throughput (blocks of 2+ back-to-back calls lasting "
@@ -185,14 +188,17 @@ def parse(ctx: typer.Context, o: SimpleNamespace) -> orchestrate.Request:
                  if n not in orchestrate.RESUME_MAY_CHANGE]
         if fixed:
             raise SpecError(f"--resume measures what and how the stored run planned; {', '.join(fixed)} cannot "
-                            f"change it (allowed with --resume: --db, --timeout, --json, --inline, --executor and "
-                            f"its settings)")
+                            f"change it (allowed with --resume: --db, --timeout, --budget, --json, --inline, "
+                            f"--executor and its settings)")
         if not path.exists():
             raise SpecError(f"--resume {o.resume}: no results database at {path}")
         with Store(path, on_wait=waiting) as store:
             store.cell_run(o.resume, "--resume")  # an unknown id or a training/study run: refused here
+        if o.budget is not None:
+            number(o.budget, "--budget (seconds)", low=0)
         return orchestrate.Request(executor=_executor(o), resume=o.resume, **where,
-                                   timeout_s=o.timeout if "timeout" in given_options(ctx) else None)
+                                   timeout_s=o.timeout if "timeout" in given_options(ctx) else None,
+                                   budget_s=o.budget)
     if o.processes < 1:
         raise SpecError(f"--processes must be >= 1, got {o.processes}")
     number(o.min_time, "--min-time", low=0, low_inclusive=True)
@@ -201,9 +207,8 @@ def parse(ctx: typer.Context, o: SimpleNamespace) -> orchestrate.Request:
     config = MeasureConfig(
         warmup=o.warmup, min_samples=o.min_samples, min_time_s=o.min_time / o.processes, max_samples=o.max_samples,
         processes=o.processes, min_block_s=o.min_block_time, timeout_s=o.timeout, timing=o.timing,
-        max_processes=o.max_processes if o.max_processes is not None else
-        stats.default_max_processes(o.processes, o.budget is not None),
-        budget_s=o.budget, threads=o.threads, matmul_precision=o.matmul_precision,
+        max_processes=o.max_processes if o.max_processes is not None else stats.default_max_processes(o.processes),
+        budget_s=o.budget, margin=o.margin, threads=o.threads, matmul_precision=o.matmul_precision,
         cache_dir=str(warm_cache) if warm_cache else None, cold_every_process=o.cold_every_process,
         seed=o.seed, memory_limit_bytes=int(o.memory_limit * 2**30) if o.memory_limit else runner.default_memory_limit(),
         parity_mode=o.parity, flush_cache=o.flush_l2, cuda_graph_replay=o.cuda_graph_replay, energy=o.energy,
@@ -313,8 +318,8 @@ def _show(result_rows, run_env, profiles, anatomy, run_id: str, db_option, json_
         out.print(render(result_rows, Env(run_env).summary(), width=table_width()))
     decided = vd.verdicts(result_rows, profiles, anatomy)
     if decided:
-        out.print("\n".join(vd.brief(decided, [run_id], table_width())), highlight=False, markup=False,
-                  soft_wrap=True, width=max(table_width(), vd.BRIEF_WIDTH))  # laid out by brief
+        out.print("\n".join(view.brief(decided, [run_id], table_width())), highlight=False, markup=False,
+                  soft_wrap=True, width=max(table_width(), view.BRIEF_WIDTH))  # laid out by brief
         # a command a line, never broken by the console (soft_wrap): it is copied whole
         err.print(f"every row's details: stackwars verdict {run_id} --explain{where}", highlight=False,
                   soft_wrap=True)
@@ -326,7 +331,7 @@ def _show(result_rows, run_env, profiles, anatomy, run_id: str, db_option, json_
         outputs.write(json_out, json.dumps(result_rows, indent=1, default=str), "--json")
         err.print(f"wrote {len(result_rows)} cells to {json_out}")
     err.print(orchestrate.spent_text(orchestrate.spent(result_rows)), highlight=False)
-    mixed = vd.mixed_machines(result_rows)
+    mixed = view.mixed_machines(result_rows)
     if mixed:
         err.print(f"[yellow]{mixed}[/]", highlight=False)
     # an analysis path (PyTorch's program on XLA) decides no verdict: its failure is shown, not the run's

@@ -13,7 +13,8 @@ from stackwars import outputs
 from stackwars.cli.common import DB_HELP, command, err, number, out, table_width
 from stackwars.errors import SpecError
 from stackwars.report import format as fmt
-from stackwars.report import verdict as vd
+from stackwars import verdict as vd
+from stackwars.report import verdict as view
 from stackwars.store.results import CELL_KINDS, Store, check_db, rows
 
 FORMATS = ("table", "markdown", "json")
@@ -39,7 +40,7 @@ def load(store: Store, run_ids: list[str] | None) -> tuple[list[str], list[dict[
     return list(dict.fromkeys(run_ids)), found, profile_rows(measured), anatomy_rows(measured)
 
 
-def to_json(result: list[dict[str, Any]], run_ids: list[str], threshold: float, mixed: str | None = None) -> str:
+def to_json(result: list[dict[str, Any]], run_ids: list[str], threshold: float | None, mixed: str | None = None) -> str:
     return json.dumps({"runs": run_ids, "threshold": threshold, "min_processes": stats.MIN_PROCESSES,
                        "mixed_machines": mixed, "verdicts": result}, indent=1, default=str) + "\n"
 
@@ -49,8 +50,9 @@ def verdict(
     run_ids: Optional[list[str]] = typer.Argument(None, help="runs of measured cells (default: the latest); for a "
                                                              "cell in several, the latest run's processes count"),
     format: str = typer.Option("table", "--format", "-f", help="table, markdown or json"),
-    threshold: float = typer.Option(stats.TIE_THRESHOLD, "--threshold",
-                                    help="a ratio whose whole CI (at the level its look spent) lies within 1/(1+t)..1+t is the same speed"),
+    threshold: Optional[float] = typer.Option(None, "--threshold",
+                                              help="read \"same speed\" at this margin instead of the one each run "
+                                                   "declared (run --margin): its two one-sided tests at 1/(1+t)..1+t"),
     aa: bool = typer.Option(False, "--aa", help="self-check instead: the same program set against itself, each "
                                                "cell's processes after its first in back-to-back pairs (what `run "
                                                "--aa` measures), each pair a round read as a verdict reads its "
@@ -84,16 +86,17 @@ def verdict(
     if explain and (format != "table" or aa or sensitivity):
         raise SpecError("--explain details the verdict's table; the JSON and Markdown hold every detail already, "
                         "and --aa and --sensitivity print their own tables")
-    number(threshold, "--threshold", low=0, high=0.5, low_inclusive=True)
+    if threshold is not None:
+        number(threshold, "--threshold", low=0, high=0.5)
     if knob and not sensitivity:
         raise SpecError("--knob chooses the knobs of --sensitivity; give --sensitivity too")
     if aa and sensitivity:
         raise SpecError("--aa (the same program against itself) and --sensitivity (each row with a knob changed) are "
                         "two checks of their own; give one of them")
-    if sensitivity and threshold != stats.TIE_THRESHOLD:
-        raise SpecError(f"--threshold does not apply to --sensitivity: a knob's verdict is read with the tie band the "
-                        f"stored verdict was read with (±{stats.TIE_THRESHOLD:.0%}), so that a flip is the knob's and "
-                        f"not the band's; give one of them")
+    if sensitivity and threshold is not None:
+        raise SpecError("--threshold does not apply to --sensitivity: a knob's verdict is read with the margin the "
+                        "stored verdict was read with, so that a flip is the knob's and not the margin's; give one of "
+                        "them")
     if budget is not None:
         if not sensitivity:
             raise SpecError("--budget limits the knobs of --sensitivity; give --sensitivity too")
@@ -108,22 +111,22 @@ def verdict(
         _self_check(found, ids, threshold, format)
         return
     result = vd.verdicts(found, profiles, anatomy, threshold=threshold)
-    mixed = vd.mixed_machines(found)
+    mixed = view.mixed_machines(found)
     if mixed:
         err.print(f"[yellow]{mixed}[/]", highlight=False)
     if format == "json":
         outputs.emit(to_json(result, ids, threshold, mixed))
     elif format == "markdown":
-        outputs.emit(vd.markdown(result, threshold))
+        outputs.emit(view.markdown(result, threshold))
     else:
         if not result:
             out.print(f"runs {', '.join(ids)} hold no cells to decide on", highlight=False)
             return
         if explain:
-            out.print(vd.render(result, table_width(), threshold), width=table_width(), crop=False)
+            out.print(view.render(result, table_width(), threshold), width=table_width(), crop=False)
         else:
-            out.print("\n".join(vd.brief(result, ids, table_width(), threshold)), highlight=False, markup=False,
-                      soft_wrap=True, width=max(table_width(), vd.BRIEF_WIDTH))  # laid out by brief
+            out.print("\n".join(view.brief(result, ids, table_width(), threshold)), highlight=False, markup=False,
+                      soft_wrap=True, width=max(table_width(), view.BRIEF_WIDTH))  # laid out by brief
 
 
 def sensitivity_knobs(names: list[str]) -> list[str]:
@@ -186,10 +189,10 @@ def _sensitivity(run_ids: list[str] | None, knobs: list[str], format: str, db: O
     out.print(studies.sensitivity_table(results, f"Which knob flips the verdict of run {ids[0]}"), width=table_width())
 
 
-def _self_check(found: list[dict[str, Any]], ids: list[str], threshold: float, format: str) -> None:
-    checks = vd.self_check(found, threshold)
+def _self_check(found: list[dict[str, Any]], ids: list[str], threshold: float | None, format: str) -> None:
+    checks = [c for c in vd.self_check(found, threshold) if c["look"] >= 1]  # a look's pairs or more
     if not checks:
-        raise SpecError(f"runs {', '.join(ids)} have no cell with 3 or more back-to-back pairs of clean processes "
+        raise SpecError(f"runs {', '.join(ids)} have no cell with a look's back-to-back pairs of clean processes "
                         f"after its first; the self-check sets each cell against itself, a pair a round "
                         f"(run ... --aa measures them: --processes N gives N pairs a chosen cell)")
     counts = {w: sum(c["word"] == w for c in checks) for w in (vd.SAME, vd.NO_DIFFERENCE, "JAX faster",

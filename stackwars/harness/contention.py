@@ -135,6 +135,6 @@ class ForeignLoad:
                 "descendants_cpu_s": descendants,
                 "descendants_fraction": descendants / capacity if capacity > 0 else 0.0,
                 "steal_s": steal_s, "fraction": fraction, "threshold": THRESHOLD,
-                # a window under MIN_WINDOW_S cannot be judged (report/gate.py: never clean)
+                # a window under MIN_WINDOW_S cannot be judged (verdict/gate.py: never clean)
                 "judged": bool(wall >= MIN_WINDOW_S),
                 "contended": bool(wall >= MIN_WINDOW_S and fraction > THRESHOLD)}

@@ -25,7 +25,7 @@ Before, both came from calls of their own after the steady window, and a process
 speed between windows made them disagree with its wall time (an H100 mha process: wall 174.8 us,
 issue 296.6 us). Now they are read from the calls the wall time comes from.
 
-report/spread.py reads both (``issue_median_s``, ``gpu_sm_mhz``, ``gpu_clock_reasons`` in
+verdict/spread.py reads both (``issue_median_s``, ``gpu_sm_mhz``, ``gpu_clock_reasons`` in
 the row).
 """
 

@@ -357,7 +357,7 @@ def steady_phase(pc: PreparedCell, timer: Timer, between: Any) -> tuple[window.W
         return list(found.values())
 
     # never shorter than others' share of its CPUs can be read in (the kernel's 10 ms ticks): a window that
-    # could not be judged would count as clean (report/gate.py)
+    # could not be judged would count as clean (verdict/gate.py)
     min_time_s = max(cfg_m.min_time_s, CONTENTION_MIN_WINDOW_S)
     warm, steady = timer.warm_then_steady(cfg_m.warmup, cfg_m.min_samples, min_time_s, cfg_m.max_samples,
                                           cfg_m.min_block_s, second_s, before_steady=open_window,
@@ -385,7 +385,7 @@ def memory_phase(pc: PreparedCell, timer: Timer, rss: PeakRSS, first: FirstCall,
     cannot be reset, from its memory analysis: backends/jax_common.steady_peak). Compile and
     autotuning are behind it, the digest and the parity copy too; what the harness still holds
     (the parity copies, a flush buffer) is recorded apart, and no figure counts it
-    (tables.added_memory). The same in a cold process as in a warm one."""
+    (figures.added_memory). The same in a cold process as in a warm one."""
     cell, backend, settings, timeline = pc.cell, pc.backend, pc.settings, pc.timeline
     stage("memory")
     compiled = pc.prepared.memory_analysis()

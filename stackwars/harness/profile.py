@@ -22,7 +22,7 @@ Per step:
   self time, and the framework's named regions (PyTorch's ``Optimizer.step#...``);
 * the step's kernel mix: every kernel name with its count and time per step (the
   ``MIX`` longest), and a fingerprint of the whole multiset of names and counts, so two
-  processes' profiles can say whether they ran the same kernels (report/spread.py).
+  processes' profiles can say whether they ran the same kernels (verdict/spread.py).
 
 Pure Python: no framework is imported; the report and the tests read the same summary.
 """

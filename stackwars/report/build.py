@@ -22,7 +22,9 @@ from typing import Any, Mapping, Sequence
 from stackwars import canary, stats
 from stackwars.records import Env
 from stackwars.report import format as fmt
+from stackwars import verdict as vd
 from stackwars.report import tables, verdict
+from stackwars.verdict import figures, beside
 from stackwars.report.page import Bullets, Document, Figure, Para, Pre, Section, TableBlock, anchor
 from stackwars.report.plots import plt_agg, to_png
 from stackwars.report.profiles import ANATOMY_CAPTION, anatomy_matrix, anatomy_rows, profile_rows
@@ -66,7 +68,7 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
             studies.pop(f"{r['kind']}|{key}", None)
             studies[f"{r['kind']}|{key}"] = (info, study_rows_of(info.kind, r["run_id"], store, measured))
     # every process of each cell's latest run on each machine: a later run replaces an earlier one
-    cells = verdict.latest_processes(canary.judge(cells))
+    cells = vd.latest_processes(canary.judge(cells))
     return {"runs": runs, "cells": cells, "studies": studies, "envs": envs,
             "profiles": [p for p, _ in why.values() if p], "anatomy": [a for _, a in why.values() if a]}
 
@@ -87,15 +89,15 @@ def speedups(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str, 
     difference is significant (bootstrap of the two sets of samples)."""
     out = []
     for key, rows in groups.items():
-        combined = tables.combine_repeats(list(rows))
+        combined = figures.combine_repeats(list(rows))
         best, shadowed = tables.fastest(combined)
         if best is None:
             continue
         for r in combined:
             if r["status"] != "ok" or not r.get("steady_median_s"):
                 continue  # failed, or measured only while the machine was busy (the guide names those)
-            c = stats.compare(tables.compared(best), tables.compared(r)) if r is not best else None
-            out.append({"table": tables.title(key), "backend": tables.backend_variant(r),
+            c = stats.compare(figures.compared(best), figures.compared(r)) if r is not best else None
+            out.append({"table": tables.title(key), "backend": figures.backend_variant(r),
                         "ratio": c.ratio if c else 1.0,
                         "significant": bool(c.significant) if c else True, "fastest": r is best,
                         "doubtful": bool(r.get("noisy") or (r is best and shadowed))})
@@ -155,15 +157,15 @@ def break_even(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[dict[str
     for key, rows in groups.items():
         # a compiled backend is set against its eager one running the same implementation variant
         # a row measured only while the machine was busy is kept: its break-even says it cannot say
-        by = {(r["backend"], tables.variant(r)[1]): r for r in tables.combine_repeats(list(rows))
+        by = {(r["backend"], figures.variant(r)[1]): r for r in figures.combine_repeats(list(rows))
               if r["status"] == "ok" and (r.get("steady_median_s") or r.get("busy"))}
         for (compiled, what), c in list(by.items()):
-            e = by.get((tables.EAGER_OF.get(compiled), what))
+            e = by.get((figures.EAGER_OF.get(compiled), what))
             busy = bool(e and (c.get("busy") or e.get("busy")))
             if not e or (not busy and (c.get("first_call_s") is None or e.get("first_call_s") is None)):
                 continue
-            out.append({"table": tables.title(key), "compiled": tables.backend_variant(c),
-                        "eager": tables.backend_variant(e), **tables.pays_after(c, e),
+            out.append({"table": tables.title(key), "compiled": figures.backend_variant(c),
+                        "eager": figures.backend_variant(e), **beside.pays_after(c, e),
                         "doubtful": bool(c.get("noisy") or e.get("noisy"))})
     return out
 
@@ -199,11 +201,11 @@ def first_call_points(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[t
     the clean processes' figures, or a busy cell's own (``busy`` True: marked where drawn)."""
     out = []
     for k, rows in groups.items():
-        for r in tables.combine_repeats(list(rows)):
+        for r in figures.combine_repeats(list(rows)):
             busy = bool(r.get("busy"))
             f = (r.get("busy_figures") or {}) if busy else r
             if r["status"] == "ok" and f.get("first_call_s") and f.get("steady_median_s"):
-                out.append((tables.title(k), tables.backend_variant(r), f["first_call_s"], f["steady_median_s"], busy))
+                out.append((tables.title(k), figures.backend_variant(r), f["first_call_s"], f["steady_median_s"], busy))
     return out
 
 
@@ -214,8 +216,8 @@ MEMORY_LABEL = ("memory the cell added, MiB: its steady-state peak over the work
 
 def memory_points(groups: Mapping[tuple, list[Mapping[str, Any]]]) -> list[tuple[str, str, int]]:
     """(table, backend, bytes) per table and backend, its processes combined: what the chart plots."""
-    return [(tables.title(k), tables.backend_variant(r), int(r["memory_added_bytes"]))
-            for k, rows in groups.items() for r in tables.combine_repeats(list(rows))
+    return [(tables.title(k), figures.backend_variant(r), int(r["memory_added_bytes"]))
+            for k, rows in groups.items() for r in figures.combine_repeats(list(rows))
             if r["status"] == "ok" and r.get("memory_added_bytes")]
 
 
@@ -270,15 +272,15 @@ def decision_guide(points: Sequence[Mapping[str, Any]], evens: Sequence[Mapping[
             claim += " (a noisy or busy-machine measurement is involved: treat as provisional)"
         out.append((claim, link))
     failed: OrderedDict[tuple, list[str]] = OrderedDict()
-    for key, rows in tables.group_rows(cells).items():
-        busy = [r for r in tables.combine_repeats(list(rows)) if r.get("busy") and r["status"] == "ok"]
+    for key, rows in figures.group_rows(cells).items():
+        busy = [r for r in figures.combine_repeats(list(rows)) if r.get("busy") and r["status"] == "ok"]
         if busy:
-            out.append((f"{tables.title(key)}: {', '.join(tables.backend_variant(r) for r in busy)} measured only "
+            out.append((f"{tables.title(key)}: {', '.join(figures.backend_variant(r) for r in busy)} measured only "
                         f"while the machine was busy ({'; '.join(r['busy_reasons'] for r in busy)}): no figure of "
                         f"theirs decides anything here; measure again on a quiet machine", anchor(tables.title(key))))
         for r in rows:
             if r["status"] in ("oom", "error", "timeout", "parity_fail"):
-                failed.setdefault((tables.title(key), r["status"]), []).append(tables.backend_variant(r))
+                failed.setdefault((tables.title(key), r["status"]), []).append(figures.backend_variant(r))
     for (table, status), backends in failed.items():
         out.append((f"{table}: {status} for {', '.join(backends)}", anchor(table)))
     return out
@@ -291,7 +293,7 @@ def verdict_section(cells: Sequence[Mapping[str, Any]], profiles: Sequence[Mappi
     """What opens the report: per machine, the verdict table (best PyTorch against best JAX)
     and its forest plot."""
     s = Section("Verdict: JAX or PyTorch")
-    found = verdict.verdicts(cells, profiles, anatomy)
+    found = vd.verdicts(cells, profiles, anatomy)
     if not found:
         s.blocks.append(Para("These runs hold no measured cells to decide on; `stackwars run ...` measures them."))
         return s
@@ -410,7 +412,7 @@ def document(data: Mapping[str, Any], generated: str, ir_dirs: Sequence[Path] = 
     runs, cells = data["runs"], data["cells"]
     doc = Document("stackwars report: JAX or PyTorch, which execution mode, for this workload",
                    f"generated {generated} from {len(runs)} run(s), {len(cells)} cell(s)")
-    groups = tables.group_rows(cells)
+    groups = figures.group_rows(cells)
     points, evens = speedups(groups), break_even(groups)
     doc.sections.append(verdict_section(cells, data.get("profiles") or [], data.get("anatomy") or []))
     doc.sections += [_runs_section(data), _environment_section(data)]
@@ -505,7 +507,7 @@ def _measured_sections(groups, points, evens) -> list[Section]:
         s.blocks.append(TableBlock(tables.COLUMNS, tuple(tuple(str(x[c].plain if hasattr(x[c], "plain")
                                                                    else x[c]) for c in tables.COLUMNS)
                                                          for x in f)))
-        errors = [f"{tables.backend_variant(r)}: {fmt.error_line(r.get('error'))}"
+        errors = [f"{figures.backend_variant(r)}: {fmt.error_line(r.get('error'))}"
                   for r in rows if r["status"] != "ok" and r.get("error")]
         if errors:
             s.blocks.append(Bullets(tuple(errors)))
@@ -540,7 +542,7 @@ def _published_section(data: Mapping[str, Any]) -> Section:
     pub.blocks.append(TableBlock(("study", "what it is", "where it ran", "what it asked"), tuple(
         (sid, title, where, asked) for sid, (title, where, asked) in published.STUDIES.items())))
     profiles, anatomy = data.get("profiles") or [], data.get("anatomy") or []
-    found = published.answers(cells, data["studies"], profiles, anatomy, verdict.verdicts(cells, profiles, anatomy))
+    found = published.answers(cells, data["studies"], profiles, anatomy, vd.verdicts(cells, profiles, anatomy))
     pub.blocks.append(TableBlock(("study", "question or claim", "their figure", "our figure", "verdict", "why"),
                                  tuple((c["study_name"], c["claim"], c["figure"] or published.NO_FIGURE,
                                         c["ours"] or fmt.DASH, c["verdict"], c["why"]) for c in found),

@@ -24,7 +24,7 @@ def interval(ratio: float | None, low: float | None, high: float | None, confide
     """A ratio with its interval and the level the interval was read at: '0.798 (0.686-0.882, 99%)'.
     The one way every output prints a verdict's interval (the table, the Markdown, the report and
     its figure's labels, ``compare``), so that none prints another level than the one the
-    decision spent (a run that adds processes reads each look at its own, stats.look_alpha)."""
+    decision spent (a run that adds rounds reads each look at its own: verdict/sequential.py)."""
     if ratio is None or low is None or high is None:
         return DASH
     if confidence is None:

@@ -16,7 +16,8 @@ from typing import Any, Mapping, Sequence
 
 from stackwars import stats
 from stackwars.report import format as fmt
-from stackwars.report.tables import combined, variant
+from stackwars.verdict import beside
+from stackwars.verdict.figures import combined, variant
 
 NOT_MEASURED = "not measured in these runs"
 # the five write-ups the report answers: what each is, where it ran, what it asked (as published)
@@ -170,7 +171,7 @@ def s3_speed(cells: Sequence[Mapping[str, Any]], verdicts: Sequence[Mapping[str,
     (forward): S3's steady states beside ours, the same pair of backends (jax-jit, torch-mlir-xla),
     and the verdict of that table (each framework's best mode against the other's, on fresh
     processes) with its interval, or why it cannot say."""
-    from stackwars.report import verdict as vd
+    from stackwars.report import verdict as view
 
     steady = {}
     for r in combined(cells):
@@ -196,7 +197,7 @@ def s3_speed(cells: Sequence[Mapping[str, Any]], verdicts: Sequence[Mapping[str,
             text_ours = ", ".join(ours(b, r) for b, r in pair)
             if not any(_no_figure(r) for _, r in pair):
                 text_ours += f": JAX/PyTorch {pair[0][1]['steady_median_s'] / pair[1][1]['steady_median_s']:.2f}"
-            text = vd.cells(v)
+            text = view.cells(v)
             at = ", ".join([v["preset"], *([v["overrides"]] if v.get("overrides") else []), v["device"], v["dtype"]])
             if v.get("ratio") is not None:
                 verdict = f"{text[4]}: JAX/PyTorch {text[3]}"
@@ -305,7 +306,7 @@ def s3(cells: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
         out.append(_claim("S3", "JAX reaches its steady state on the second call, PyTorch on the third", "",
                           NOT_MEASURED, "needs jax-jit and torch-mlir-xla (or torch-compile) cells of the same table",
                           S3_SECOND))
-    # the verdict's memory figure (tables.added_memory over the clean processes): what the computation
+    # the verdict's memory figure (figures.added_memory over the clean processes): what the computation
     # added over the worker's baseline. A process's whole RSS is mostly what each framework takes to
     # load (0.25-0.6 GiB), which says nothing about a fused graph or buffer reuse.
     mem = []
@@ -315,9 +316,8 @@ def s3(cells: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
         if j and j.get("memory_added_bytes") and torch_side:
             t = min(torch_side, key=lambda r: r["memory_added_bytes"])
             # a difference counts only where it clears the processes' spread at a size that matters
-            d = stats.memory_difference(t.get("process_memory_bytes") or [t["memory_added_bytes"]],
-                                        j.get("process_memory_bytes") or [j["memory_added_bytes"]])
-            mem.append((key, j["memory_added_bytes"], t["backend"], t["memory_added_bytes"], d["differs"]))
+            d = beside.memory(t, j)  # the verdict's own rule: beyond both sides' spread, at a size that matters
+            mem.append((key, j["memory_added_bytes"], t["backend"], t["memory_added_bytes"], d["memory_differs"]))
     if mem:
         lower = [m for m in mem if m[4] and m[1] < m[3]]
         higher = [m for m in mem if m[4] and m[1] > m[3]]

@@ -29,7 +29,7 @@ from stackwars.records import (DEVICES, DTYPES, MATMUL_PRECISIONS, TIMING_MODES,
                                same_cpu_kind)
 from stackwars.stats import MAX_PROCESSES
 
-DEFAULT_PROCESSES = stats.MIN_PROCESSES  # `run` measures each cell in this many processes: enough for a verdict
+DEFAULT_PROCESSES = stats.FIRST_LOOK  # `run` plans this many rounds of each row: its verdict's first look
 
 
 MIN_MEMORY_LIMIT = 2**29  # 0.5 GiB: below it every worker would be killed before its first call
@@ -334,6 +334,9 @@ def validate_config(config: MeasureConfig) -> None:
     _steady_fits_the_timeout(config)
     if config.budget_s is not None and not 0 < config.budget_s < math.inf:
         raise SpecError(f"budget must be a finite number of seconds > 0, got {config.budget_s}")
+    if not (math.isfinite(config.margin) and 0 < config.margin < 1):
+        raise SpecError(f"margin must be a fraction between 0 and 1 (0.10: the same speed within ±10%), got "
+                        f"{config.margin}")
     if config.max_processes is not None and config.max_processes < config.processes:
         raise SpecError(f"max-processes ({config.max_processes}) must be at least --processes ({config.processes})")
     if config.threads is not None:

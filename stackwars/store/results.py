@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from stackwars import canary, stats
+from stackwars import canary
 from stackwars import outputs
 from stackwars.outputs import try_write_in
 from stackwars.errors import SpecError, StackwarsError
@@ -818,8 +818,8 @@ def study_rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
 def cell_row(run_id: str, m: Measurement, info: RunInfo | Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One flat row: Measurement.to_row plus its run id and, given the run (``RunInfo``; an
     environment alone is read as the run's first session's), the machine it was measured on
-    (every number carries it) and which look of its verdict the process was planned for, of
-    how many the run allows (stats.look_alpha: the level its interval is read at). Every
+    (every number carries it) and the design of its verdict: the looks the run allows and the
+    margin of "same speed" it declared (verdict/sequential.py). Every
     reader of a run's cells (the verdict, the report, an export) builds its rows here, so
     that none reads them at another level. A backend stored under an old name is shown under
     its current one."""
@@ -834,9 +834,11 @@ def cell_row(run_id: str, m: Measurement, info: RunInfo | Mapping[str, Any] | No
         cfg = info.measure_config
         if row.get("matmul_precision") is None:  # a cell that failed before it set one ran under its run's
             row["matmul_precision"] = cfg.matmul_precision
-        row["look"] = stats.look_of(m.spec.repeat, cfg.processes)
-        row["looks"] = stats.looks_allowed(cfg.processes, cfg.max_processes)
-        row["processes_planned"] = cfg.processes  # the rounds a look of its verdict adds (report/verdict)
+        # the looks of its verdict (verdict/sequential.schedule: --processes rounds, then every LOOK_STEP more, up
+        # to --max-processes) and the margin of "same speed" the run declared
+        row["processes_planned"] = cfg.processes
+        row["max_processes"] = cfg.max_processes
+        row["margin"] = cfg.margin
     return row
 
 
@@ -869,7 +871,7 @@ def merge_conflicts(store: Store, run_id: str) -> list[dict[str, Any]]:
     return store.study_rows(run_id, MERGE_CONFLICT)
 
 
-SCREENING = "screening"  # the study rows of a run's screening decisions (report/verdict.screen)
+SCREENING = "screening"  # the study rows of a run's screening decisions (verdict/choose.screen)
 
 
 def screening_rows(store: Store, run_id: str) -> list[dict[str, Any]]:

@@ -149,7 +149,7 @@ def fits(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         out.append({"workload": key[0], "phase": key[1], "backend": key[2], "impl": key[3], "remat": key[4],
                     "n": [r["n"] for r in rs], "statuses": [r["status"] for r in rs],
                     "compile_slope": slope(ns, [r["compile_s"] for r in ok]),
-                    # a time from a busy machine decides nothing (report/gate.py): not in the slope
+                    # a time from a busy machine decides nothing (verdict/gate.py): not in the slope
                     "steady_slope": slope([r["n"] for r in ok if not r.get("contended")],
                                           [r["steady_median_s"] for r in ok if not r.get("contended")]),
                     "memory_slope": slope(ns, [r["memory_added_bytes"] for r in ok]),

@@ -41,7 +41,7 @@ from typing import Any, Mapping, Sequence
 
 from stackwars.records import SLOWING
 from stackwars.report import format as fmt
-from stackwars.report import gate
+from stackwars.verdict import gate
 from stackwars.stats import CONTENTION_MIN_WINDOW_S as MIN_WINDOW_S
 from stackwars.stats import DEVICE_BOUND_SHARE, HOST_BOUND_SHARE
 

@@ -1052,3 +1052,31 @@ def test_a_side_whose_every_candidate_failed_parity_shows_the_failure_not_unchec
     assert v["reason_tag"] == "one side missing" and _more([v]) == {}
     parity = view.cells(v)[8]
     assert parity.endswith(" / jax-jit 1.4e-01 ✗ (tol 2e-04)") and "unchecked" not in parity, parity
+
+
+def test_a_lean_read_decides_as_the_full_one(tmp_path):
+    """verdicts(lean=True), what a run's next look and the calibration read, leaves out the figures shown
+    beside a row (each cell's bootstrap interval, the unpaired ratio), never a word or a level: on runs
+    through orchestrate.Run with looks and rows that decide, are the same speed, or stay open,
+    every row's verdict, reason, ratio, interval, level, look and state are the same."""
+    from stackwars import orchestrate
+    from stackwars.records import CellSpec
+
+    checked = 0
+    for seed, between, shift in ((1, 0.05, 0.0), (2, 0.4, 0.0), (3, 0.08, 0.3)):
+        config = MeasureConfig(processes=4, max_processes=16)
+        specs = [CellSpec("gemm", "small", "forward", b, repeat=r) for r in range(4) for b in ("torch-eager", "jax-jit")]
+        with Store(tmp_path / f"l{seed}.db") as store:
+            run_id = store.create_run(specs, {"measure": config.to_dict()}, command="lean")
+            executor = SyntheticExecutor(seed, between)
+            if shift:
+                from tests.test_decides import Shifted
+                executor = Shifted(seed, between, shift)
+            orchestrate.Run(store, run_id, specs, config, MACHINE, executor).measure()
+            found = rows(store, run_id)
+        for full, lean in zip(vd.verdicts(found), vd.verdicts(found, lean=True)):
+            for key in ("verdict", "reason", "reason_tag", "ratio", "ci_low", "ci_high", "confidence", "look"):
+                assert full.get(key) == lean.get(key), (key, full.get(key), lean.get(key))
+            assert full["sequence"]["state"] == lean["sequence"]["state"]
+            checked += 1
+    assert checked == 3

@@ -108,7 +108,10 @@ class MeasureConfig:
     """How cells are measured; identical for every cell of a run and stored with it."""
 
     warmup: int = 3  # untimed calls after the second call
-    min_samples: int = 10  # steady state stops once both min_samples and min_time_s are met
+    # steady state stops once both min_samples and min_time_s are met. Five samples a process, as pyperf takes a few
+    # values from each of many processes: a verdict's unit is the process (its median), and the spread between
+    # processes, not within one, sets its interval
+    min_samples: int = 5
     min_time_s: float = 1.0  # per process: `run --min-time` is the cell's, spread over its processes
     max_samples: int = 100_000
     min_block_s: float = 1e-3  # throughput mode: a block lasts at least this (and holds 2+ calls)

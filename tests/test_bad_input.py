@@ -82,7 +82,7 @@ CASES = [
      "--min-block-time (30 s a block) x --min-samples (10) = 300 s of steady state, not shorter than the per-cell "
      "timeout (120 s)"),
     ("min-block-time 1e308", ["run", "gemm", "--min-block-time", "1e308"], {}, None,
-     "--min-block-time (1e+308 s a block) x --min-samples (10) = inf s of steady state"),
+     "--min-block-time (1e+308 s a block) x --min-samples (5) = inf s of steady state"),
     ("processes 0", ["run", "gemm", "--processes", "0"], {}, None, "--processes must be >= 1, got 0"),
     ("max-processes below processes", ["run", "gemm", "--processes", "3", "--max-processes", "2"], {}, None,
      "max-processes (2) must be at least --processes (3)"),

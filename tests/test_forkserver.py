@@ -574,3 +574,36 @@ def test_a_server_whose_preload_touched_the_cuda_driver_refuses_to_fork():
         assert "initialised the CUDA driver: a forked child cannot use CUDA" in server.error, server.error
     finally:
         server.close()
+
+
+def test_a_later_rounds_compile_server_works_out_inductors_process_facts_before_it_forks():
+    """runner.process_request: a torch.compile cell's later processes on the CPU come from a server that
+    preloads backends/inductor_keys (the hashes of Inductor's and Triton's sources, the CPU's vector
+    instruction sets: what Inductor works out once a process and keeps), never its first process (its
+    first call is the figure), an eager cell's, or a CUDA cell's. Imported, the module leaves those answers
+    in its process's caches, no cache folder of its own behind, and TORCHINDUCTOR_CACHE_DIR as it found it."""
+    from stackwars import registry
+    from stackwars.records import CellSpec, MeasureConfig
+    from stackwars.runner import servers
+
+    config = MeasureConfig(processes=4)
+
+    def preload(backend, repeat, device="cpu"):
+        return runner.process_request(CellSpec("gemm", "tiny", "forward", backend, device=device, repeat=repeat),
+                                      config, None, None)["preload"]
+
+    assert servers.INDUCTOR_KEYS in preload("torch-compile", 1) and servers.INDUCTOR_KEYS in preload("torch-compile", 5)
+    assert servers.INDUCTOR_KEYS not in preload("torch-compile", 0)
+    assert servers.INDUCTOR_KEYS not in preload("torch-eager", 1) and servers.INDUCTOR_KEYS not in preload("jax-jit", 1)
+    assert servers.warm_keys(registry.backend("torch-compile"), CellSpec("gemm", "tiny", "forward", "torch-compile",
+                                                                         device="cuda", repeat=1)) == ()
+    code = ("import os; os.environ.pop('TORCHINDUCTOR_CACHE_DIR', None)\n"
+            "from stackwars.backends import inductor_keys\n"
+            "from torch._inductor import codecache, cpu_vec_isa\n"
+            "try:\n    codecache.torch_key.set(b'')\nexcept RuntimeError:\n    pass  # already worked out\n"
+            "else:\n    raise AssertionError('torch_key not worked out')\n"
+            "assert cpu_vec_isa.valid_vec_isa_list.cache_info().currsize == 1\n"
+            "assert 'TORCHINDUCTOR_CACHE_DIR' not in os.environ\n"
+            "assert inductor_keys.FOLDER and not os.path.exists(inductor_keys.FOLDER)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=str(ROOT))
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -330,7 +330,9 @@ def test_cli_verdict_json_and_refusals(tmp_path):
     assert data["runs"] == [run_id] and v["verdict"] == "JAX faster"
     done = runner.invoke(app, ["verdict", "--db", str(path)], env={"COLUMNS": "90"})
     assert done.exit_code == 0 and "JAX faster" in done.output and "┏" not in done.output
-    assert max(len(line) for line in done.output.splitlines()) <= 90
+    # no line past 90 columns but the details' command, never broken (it names --db: a long path here)
+    assert max(len(line) for line in done.output.splitlines() if not line.startswith("details: ")) <= 90
+    assert f"details: stackwars verdict {run_id} --explain --db {path}" in done.output.splitlines()
     for args, message in ((["-f", "csv"], "unknown format"), (["--threshold", "0.9"], "--threshold"),
                           (["nope"], "no run 'nope'")):
         done = runner.invoke(app, ["verdict", "--db", str(path), *args])
@@ -358,7 +360,9 @@ def test_the_verdict_at_a_glance_is_a_line_a_row_within_100_columns_and_explain_
         done = runner.invoke(app, ["verdict", "--db", str(path)], env={"COLUMNS": columns})
         assert done.exit_code == 0, done.output
         lines = done.output.rstrip("\n").splitlines()
-        assert max(map(len, lines)) <= min(100, int(columns)), (columns, done.output)
+        # no line past the width but the details' command, whole (it names --db: a long path here)
+        assert max(len(line) for line in lines if not line.startswith("details: ")) <= min(100, int(columns)), \
+            (columns, done.output)
         rows_ = [line for line in lines if re.match(r"  (gemm|ffn) ", line)]
         assert len(rows_) == 2, done.output  # one line a row
         gemm = next(line for line in rows_ if "gemm" in line)
@@ -372,7 +376,7 @@ def test_the_verdict_at_a_glance_is_a_line_a_row_within_100_columns_and_explain_
         assert said.startswith("JAX/PyTorch < 1: JAX faster"), said  # the legend, not a note's second line
         assert f"within ±{stats.MARGIN:.0%} by two one-sided tests" in said and "Words: docs/getting-started/verdict.md" in said
         # the command whole on a line of its own: the first part of a broken one, pasted, runs alone
-        assert legend[-1].endswith(f"details: stackwars verdict {run_id} --explain"), legend
+        assert legend[-1].endswith(f"details: stackwars verdict {run_id} --explain --db {path}"), legend
     explained = runner.invoke(app, ["verdict", "--db", str(path), "--explain"], env={"COLUMNS": "400"}).output
     flat = " ".join(explained.split())
     for v in result:
@@ -752,12 +756,28 @@ def test_a_budget_stops_the_looks_that_would_not_fit_and_says_so(tmp_path, monke
     assert n == 6 and len(notes) == 1
     assert re.search(r"the budget left \(1 s of 7 s\) does not afford the next look of: gemm · small · forward · cpu "
                      r"· float32 \(look 2 of 6 \(5 rounds\), 2 round\(s\), about 4 s\)", notes[0]), notes
-    with Store(tmp_path / "b-7.0.db") as store:
-        (v,) = vd.verdicts(rows(store))
-    # the row stays open and says what it would need, its estimate and spread taken as the truth
+    db = tmp_path / "b-7.0.db"
+    with Store(db) as store:
+        (v,) = vd.verdicts(rows(store), db=str(db))
+        run_id = store.run_ids()[-1]
+    # the row stays open and says what it would need, its estimate and spread taken as the truth, and the
+    # command that measures it: the run resumed with a budget of its own
     assert v["sequence"]["state"] == "open" and re.fullmatch(r"about \d+ more round\(s\), about \d+ s|more rounds "
                                                               r"than its cap of 12 allows at its spread",
                                                               vd.would_need(v)), vd.would_need(v)
+    assert v["more"]["command"] == f"stackwars run --resume {run_id} --budget {v['more']['command'].split()[-3]} " \
+                                   f"--db {db}" and v["more"]["command"] in v["reason"]
+    # resumed, with the budget it names: the looks go on where they stopped, on the same boundaries (on the
+    # synthetic machine the run was measured on: its fingerprint, not this host's)
+    monkeypatch.setattr(orchestrate.envmod, "fingerprint", lambda threads, probe: dict(MACHINE))
+    with Store(db) as store:
+        run = orchestrate.Run.resume(store, run_id, lambda: MACHINE, Clocked(SyntheticExecutor(7, 0.4), clock),
+                                     budget_s=float(v["more"]["command"].split()[-3]))
+        run.measure()
+        assert len(rows(store, run_id)) > 6
+        (after,) = vd.verdicts(rows(store, run_id))
+    assert after["sequence"]["rounds_measured"] > v["sequence"]["rounds_measured"]
+    assert after["sequence"]["looks"] == v["sequence"]["looks"]
 
 
 def test_a_run_with_top_ups_prints_one_interval_at_its_looks_level_everywhere(tmp_path):
@@ -1080,3 +1100,32 @@ def test_a_lean_read_decides_as_the_full_one(tmp_path):
             assert full["sequence"]["state"] == lean["sequence"]["state"]
             checked += 1
     assert checked == 3
+
+
+def test_a_run_stopped_after_its_first_round_resumes_into_its_screening_and_looks(tmp_path, monkeypatch):
+    """Issue 88: a run stopped between its first round and its screening (Ctrl-C after its second
+    result line) had nothing missing from its plan, and its resume said "nothing to resume" with
+    2 of 6 processes stored. Its resume now screens, measures the first look's rounds and the looks
+    after; a run whose rows all decided has nothing to resume, and says so."""
+    from stackwars import orchestrate
+    from stackwars.errors import SpecError
+    from stackwars.records import CellSpec
+
+    monkeypatch.setattr(orchestrate.envmod, "fingerprint", lambda threads, probe: dict(MACHINE))
+    config = MeasureConfig(processes=3, max_processes=6)
+    first = [CellSpec("gemm", "small", "forward", b) for b in ("torch-eager", "jax-jit")]
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        run_id = store.create_run(first, {"measure": config.to_dict()}, command="stopped")
+        session = store.start_session(run_id, MACHINE)
+        for m in SyntheticExecutor(5, 0.02).run(first, None):  # the first round stored, then the stop
+            store.add_cell(run_id, session, m)
+        run = orchestrate.Run.resume(store, run_id, lambda: MACHINE, SyntheticExecutor(5, 0.02))
+        assert run.specs == []  # nothing missing from the plan: the screening and the looks are what is left
+        run.measure()
+        found = rows(store, run_id)
+    assert len(found) >= 2 + 2 * 3
+    (v,) = vd.verdicts(found)
+    assert v["processes"] >= 3 and v["verdict"] in vd.DECIDED, v["reason"]
+    with Store(db) as store, pytest.raises(SpecError, match="no verdict a look could still decide: nothing to resume"):
+        orchestrate.Run.resume(store, run_id, lambda: MACHINE, SyntheticExecutor(5, 0.02))

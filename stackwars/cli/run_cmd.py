@@ -75,7 +75,8 @@ def run(
                                                   "... --framework torch --stage stablehlo`) instead of exporting"),
     timeout: float = typer.Option(orchestrate.DEFAULT_TIMEOUT_S, "--timeout", help="per-cell wall-clock limit, seconds"),
     warmup: int = typer.Option(3, help="warm-up calls after the second call"),
-    min_samples: int = typer.Option(10, help="steady state: at least this many samples"),
+    min_samples: int = typer.Option(MeasureConfig.min_samples, help="steady state: at least this many samples a "
+                                                                     "process (each a block of calls)"),
     min_time: float = typer.Option(1.0, help="steady state: at least this many seconds of sampling per cell, "
                                              "spread over its processes"),
     max_samples: int = typer.Option(100_000, help="steady state: stop at this many samples"),
@@ -316,9 +317,10 @@ def _show(result_rows, run_env, profiles, anatomy, run_id: str, db_option, json_
     where = f" --db {db_option}" if db_option else ""
     if tables:
         out.print(render(result_rows, Env(run_env).summary(), width=table_width()))
-    decided = vd.verdicts(result_rows, profiles, anatomy)
+    db = str(db_option) if db_option else None  # named in the commands printed where it is not the default
+    decided = vd.verdicts(result_rows, profiles, anatomy, db=db)
     if decided:
-        out.print("\n".join(view.brief(decided, [run_id], table_width())), highlight=False, markup=False,
+        out.print("\n".join(view.brief(decided, [run_id], table_width(), db=db)), highlight=False, markup=False,
                   soft_wrap=True, width=max(table_width(), view.BRIEF_WIDTH))  # laid out by brief
         # a command a line, never broken by the console (soft_wrap): it is copied whole
         err.print(f"every row's details: stackwars verdict {run_id} --explain{where}", highlight=False,

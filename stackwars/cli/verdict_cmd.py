@@ -110,7 +110,7 @@ def verdict(
     if aa:
         _self_check(found, ids, threshold, format)
         return
-    result = vd.verdicts(found, profiles, anatomy, threshold=threshold)
+    result = vd.verdicts(found, profiles, anatomy, threshold=threshold, db=str(db) if db else None)
     mixed = view.mixed_machines(found)
     if mixed:
         err.print(f"[yellow]{mixed}[/]", highlight=False)
@@ -125,7 +125,7 @@ def verdict(
         if explain:
             out.print(view.render(result, table_width(), threshold), width=table_width(), crop=False)
         else:
-            out.print("\n".join(view.brief(result, ids, table_width(), threshold)), highlight=False, markup=False,
+            out.print("\n".join(view.brief(result, ids, table_width(), threshold, str(db) if db else None)), highlight=False, markup=False,
                       soft_wrap=True, width=max(table_width(), view.BRIEF_WIDTH))  # laid out by brief
 
 

@@ -327,14 +327,14 @@ def _fit(text: str, width: int) -> str:
 
 
 def brief(rows: Sequence[Mapping[str, Any]], run_ids: Sequence[str] = (), width: int = BRIEF_WIDTH,
-          threshold: float | None = None) -> list[str]:
+          threshold: float | None = None, db: str | None = None) -> list[str]:
     """The verdict at a glance, as hyperfine or pyperf's compare_to end: for each machine a heading,
     one line a row (its workload, each side's best with its time, JAX/PyTorch with its CI, the
     verdict in words), short notes marked a, b, ... below, and a legend of at most five lines that
     names the page explaining every word and ends with the command of the details. No line is wider
     than ``width`` (at most 100) but that command, never broken (pasted, its first line would run
     alone). Every row's details (compile pays, memory, parity, why, its command again) are
-    ``verdict --explain``'s."""
+    ``verdict --explain``'s, whose command names ``db`` where the runs are not in the default database."""
     width = max(40, min(width, BRIEF_WIDTH))
     out: list[str] = []
     marks = iter("abcdefghijklmnopqrstuvwxyz")
@@ -369,8 +369,8 @@ def brief(rows: Sequence[Mapping[str, Any]], run_ids: Sequence[str] = (), width:
             out += _wrap(f"  ({mark}) {note}", width, subsequent_indent="      ", max_lines=2)
     if rows:
         levels = ", ".join(dict.fromkeys(fmt.level(r["confidence"]) for r in rows if r.get("confidence")))
-        explain = f"stackwars verdict {' '.join(run_ids)} --explain".replace("  ", " ") if run_ids else \
-            "stackwars verdict --explain"
+        explain = (f"stackwars verdict {' '.join(run_ids)} --explain".replace("  ", " ") if run_ids else
+                   "stackwars verdict --explain") + (f" --db {db}" if db else "")
         at = levels + "; " if levels else ""
         legend_text = (f"JAX/PyTorch < 1: JAX faster; best mode of each side, rounds of fresh processes, CI at the "
                        f"row's level ({at}{stats.VERDICT_ALPHA:.0%} shared by a machine's rows and looks). same "

@@ -38,7 +38,8 @@ from stackwars.verdict.words import DECIDED, FRAMEWORKS, NO_DIFFERENCE, REPLAY_K
 
 def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, Any]] = (),
              anatomy: Sequence[Mapping[str, Any]] = (), threshold: float | None = None,
-             min_processes: int = stats.MIN_PROCESSES, lean: bool = False) -> list[dict[str, Any]]:
+             min_processes: int = stats.MIN_PROCESSES, lean: bool = False, db: str | None = None
+             ) -> list[dict[str, Any]]:
     """One verdict per machine x workload x preset x phase x device x dtype (x overrides that
     change the computation, x matmul precision; on CUDA x graph replay, ``replay_kinds``), from
     flat cell rows (``store.results.rows``), one row per process. ``profiles`` / ``anatomy``:
@@ -49,7 +50,8 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
     together (``_read_together``), and each row's decision, the gates that may withhold it and
     what stands beside it follow. ``lean``: every word and level as the full rows have them, without
     the figures shown beside (the bootstraps of each cell's interval and of the unpaired ratio): what
-    a run's next look reads, many times a run."""
+    a run's next look reads, many times a run. ``db``: where the runs are stored, named in the command
+    that resumes a run whose row is still open (None: the default database)."""
     rows = latest_processes(rows)
     prof = {str(p["cell"]).split("#r")[0]: p for p in profiles}
     anat = {str(a["cell"]).split("#r")[0]: a for a in anatomy}
@@ -74,7 +76,7 @@ def verdicts(rows: Iterable[Mapping[str, Any]], profiles: Sequence[Mapping[str, 
     for row, best in built:
         if "_deciding" in row:
             margin = threshold if threshold is not None else _margin(best)
-            _decided(row, best, margin, min_processes)
+            _decided(row, best, margin, min_processes, db)
         said_no_top_up(row)
     return [row for row, _ in built]
 
@@ -169,7 +171,8 @@ def _read_together(rows: Sequence[dict[str, Any]]) -> None:
                           "share": stats.VERDICT_ALPHA / max(1, len(family) - (step or 0))}
 
 
-def _decided(row: dict[str, Any], best: Mapping[str, Any], margin: float, min_processes: int) -> None:
+def _decided(row: dict[str, Any], best: Mapping[str, Any], margin: float, min_processes: int,
+             db: str | None = None) -> None:
     """A row with a best on each side: the decision at the level it was read at, the gates that
     may withhold it, what it would need where it stays open, and what stands beside it."""
     c, verdict, reason, tag = _decide(row, best, margin)
@@ -180,7 +183,7 @@ def _decided(row: dict[str, Any], best: Mapping[str, Any], margin: float, min_pr
     if c is not None:
         _beside_decided(row, best, c, margin, min_processes)
     row.update(verdict=verdict, reason=reason, reason_tag=tag)
-    _open(row)
+    _open(row, db)
 
 
 def _decide(row: dict[str, Any], best: Mapping[str, Any], margin: float
@@ -298,12 +301,14 @@ def _gates(row: dict[str, Any], c: stats.Comparison | None, verdict: str, reason
     return verdict, reason, tag
 
 
-def _open(row: dict[str, Any]) -> None:
+def _open(row: dict[str, Any], db: str | None = None) -> None:
     """Where an undecided row stands in its run's design: ``open`` (its next look may add rounds),
     ``futile`` (its chance of deciding a 15% difference by the cap, and of showing the same speed,
-    are both under 10%: it may stop, sequential.futile), ``capped`` (its last look is read); and
-    what it would need: the rounds at which, its estimate and spread taken as the truth, it would
-    decide half the time, and about how long that takes."""
+    are both under 10%: it may stop, sequential.futile), ``capped`` (its last look is read); and,
+    for an open row, what it would need: the rounds at which, its estimate and spread taken as the
+    truth, it would decide half the time, about how long they take (its two cells' processes so far,
+    a round each), and the command that measures them (``more``: a run stopped by its budget or
+    interrupted goes on with ``--resume``, on the same boundaries)."""
     seq = row.get("sequence")
     if not seq or row["verdict"] in DECIDED:
         if seq:
@@ -325,9 +330,20 @@ def _open(row: dict[str, Any]) -> None:
     else:
         seq["state"] = "open"
     need = sequential.rounds_needed(logs, looks, seq["share"], row["tie_threshold"], after=k) if k >= 0 else looks[0]
-    seq["would_need"] = None if need is None else {
-        "rounds": max(0, need - seq["rounds_measured"]),
-        "seconds": None if row.get("round_s") is None else max(0, need - seq["rounds_measured"]) * row["round_s"]}
+    rounds = max(0, (need if need is not None else looks[-1]) - seq["rounds_measured"])
+    seconds = None if row.get("round_s") is None else rounds * row["round_s"]
+    seq["would_need"] = None if need is None else {"rounds": rounds, "seconds": seconds}
+    if seq["state"] != "open" or len(row.get("runs") or ()) != 1:
+        return
+    # a budget for the resumed session: the rounds, and the half minute a session takes to start its servers
+    budget = 10 * math.ceil(((seconds or 60.0) * 1.2 + 30) / 10)
+    command = f"stackwars run --resume {row['runs'][0]} --budget {budget}" + (f" --db {db}" if db else "")
+    row["more"] = {"rounds": rounds, "seconds": seconds, "command": command}
+    took = f", about {seconds:.0f} s" if seconds is not None else ""
+    row["reason"] += ("; still open: " + (f"it would need about {rounds} more round(s){took}, its estimate and spread "
+                                          f"taken as the truth" if need is not None else
+                      f"at its estimate and spread no look up to its cap of {looks[-1]} rounds would decide half "
+                      f"the time; its {rounds} round(s) left{took}") + f": {command}")
 
 
 def _command(row: dict[str, Any], best: Mapping[str, Any], sides: Mapping[str, list], shadowed: Mapping[str, list],

@@ -118,7 +118,7 @@ def as_cells(wants: Sequence[Want]) -> dict[str, int]:
 
 
 def would_need(v: Mapping[str, Any]) -> str | None:
-    """What an open row would need to decide, in words ("about 6 more rounds, about 25 s"), its
+    """What an open row would need to decide, in words ("about 6 more round(s), about 25 s"), its
     estimate and spread taken as the truth; None for a row that is not open."""
     seq = v.get("sequence") or {}
     if seq.get("state") != "open":

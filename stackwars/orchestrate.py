@@ -469,9 +469,12 @@ class Run:
                     + "; ".join(f"{w.row} ({w.why}, {w.rounds} round(s), about {w.seconds or 0:.0f} s)" for w in left))
             if not extra:
                 break
-            hooks.on_note(f"{len(chosen) or 'the'} open verdict(s) look again: {len(extra)} more process(es), each "
-                          f"row's two in rounds" + (f", about {sum(w.seconds or 0 for w in chosen):.0f} s" if chosen
-                                                    else ""))
+            if self.config.aa:
+                hooks.on_note(f"the open A/A checks look again: {len(extra)} more process(es), each cell's in "
+                              f"back-to-back pairs")
+            else:
+                hooks.on_note(f"{len(chosen)} open verdict(s) look again: {len(extra)} more process(es), each row's two "
+                              f"in rounds, about {sum(w.seconds or 0 for w in chosen):.0f} s")
             self.store.extend_plan(self.run_id, extra)
             hooks.on_more(len(extra))
             done += self._execute(extra, hooks, unsaved)

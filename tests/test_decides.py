@@ -430,3 +430,27 @@ def test_a_cuda_row_says_whether_each_side_was_host_or_device_bound(tmp_path):
     (cpu,) = vd.verdicts(_store(tmp_path / "c.db", [_proc(b, 1.0, p, device="cpu") for p in range(3)
                                                     for b in ("torch-eager", "jax-jit")])[1])
     assert cpu["torch_bound"] is None and cpu["measured"] is None
+
+
+def test_run_aa_takes_the_looks_its_checks_need_and_reads_them_as_a_verdict_reads_its_rounds(tmp_path):
+    """`run --aa`: each chosen cell's processes after its first in back-to-back pairs, a first look's
+    pairs, then two pairs a look while its check (the cell against itself) is open, on the verdict's
+    boundaries: on a machine whose processes spread 8%, every check reads the same speed within 10% and
+    none names a winner."""
+    from stackwars import orchestrate
+    from stackwars.records import CellSpec
+    from stackwars.store.results import Store, rows
+    from tests.test_verdict import MACHINE, SyntheticExecutor
+
+    config = MeasureConfig(processes=4, max_processes=16, aa=True)
+    specs = [CellSpec("gemm", "small", "forward", b) for b in ("torch-eager", "jax-jit")]
+    notes = []
+    with Store(tmp_path / "aa.db") as store:
+        run_id = store.create_run(specs, {"measure": config.to_dict()}, command="aa")
+        orchestrate.Run(store, run_id, specs, config, MACHINE, SyntheticExecutor(4, 0.08)).measure(
+            orchestrate.Hooks(on_note=notes.append))
+        found = rows(store, run_id)
+    checks = vd.self_check(found)
+    assert len(checks) == 2 and all(c["word"] == vd.SAME and c["state"] == "decided" for c in checks), checks
+    assert any(c["pairs_measured"] > 4 for c in checks) and any("A/A checks look again" in n for n in notes)
+    assert all(c["pairs_measured"] <= 16 for c in checks)

@@ -144,12 +144,12 @@ def test_the_obrien_fleming_boundary_keeps_the_aa_rate_and_decides_more_than_spe
         return alpha if fraction >= 1 else 0.8 * alpha + 0.2 * alpha * max(0.0, fraction - t0) / (1 - t0)
 
     monkeypatch.setattr(sequential, "spent", first_heavy)
-    sequential.critical.cache_clear()
+    sequential.forget()
     try:
         old = _sequential_runs(tmp_path, "old", 0.15, 30, n0=4, max_processes=16)
     finally:
         monkeypatch.undo()
-        sequential.critical.cache_clear()
+        sequential.forget()
     right = lambda runs: sum(v == "PyTorch faster" for v, _ in runs)  # noqa: E731  (JAX's program 15% slower)
     assert right(obf) >= 24 and right(obf) >= right(old), (obf, old)
     assert not any(v == "JAX faster" for v, _ in obf + old)

@@ -317,6 +317,10 @@ class Store:
         self.path = db_path(path)
         self.on_wait = on_wait
         self.wait_s = _wait_s()
+        # each stored record read once a Store: cells are append-only, and a run's looks read its rows again
+        # and again (a verdict's next look, a calibration's thousands); the flat row of each too (``row_of``)
+        self._parsed: dict[int, Measurement] = {}
+        self._flat: dict[int, tuple[Measurement, dict[str, Any]]] = {}
         if not create and not self.path.exists():
             raise SpecError(f"no results database at {self.path}; run `stackwars run ...` first, "
                             f"or point --db / STACKWARS_DB at an existing one")
@@ -661,11 +665,24 @@ class Store:
         for i, rid, key, rec in self.conn.execute(q + " ORDER BY id", args):
             if i in hidden:
                 continue
+            if i in self._parsed:
+                out.append((rid, self._parsed[i]))
+                continue
             try:
-                out.append((rid, _measurement(rec, f"run {rid}, cell {key} (row {i} of {self.path})")))
+                m = _measurement(rec, f"run {rid}, cell {key} (row {i} of {self.path})")
             except MalformedRecord as exc:
                 _skip(f"{exc}; skipped")
+                continue
+            self._parsed[i] = m
+            out.append((rid, m))
         return out
+
+    def row_of(self, m: Measurement) -> dict[str, Any]:
+        """``m.to_row()`` (its summary's bootstrap included), once for each record this Store read."""
+        key = id(m)
+        if key not in self._flat or self._flat[key][0] is not m:
+            self._flat[key] = (m, m.to_row())
+        return self._flat[key][1]
 
     def missing(self, run_id: str) -> list[CellSpec]:
         """The planned cells not stored yet, and those whose worker was lost (measured again;
@@ -815,7 +832,8 @@ def study_rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def cell_row(run_id: str, m: Measurement, info: RunInfo | Mapping[str, Any] | None = None) -> dict[str, Any]:
+def cell_row(run_id: str, m: Measurement, info: RunInfo | Mapping[str, Any] | None = None,
+             flat: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One flat row: Measurement.to_row plus its run id and, given the run (``RunInfo``; an
     environment alone is read as the run's first session's), the machine it was measured on
     (every number carries it) and the design of its verdict: the looks the run allows and the
@@ -825,7 +843,7 @@ def cell_row(run_id: str, m: Measurement, info: RunInfo | Mapping[str, Any] | No
     its current one."""
     from stackwars.registry import canonical_backend
 
-    row = {"run_id": run_id, **m.to_row()}
+    row = {"run_id": run_id, **(flat if flat is not None else m.to_row())}  # flat: m.to_row(), read before
     row["backend"] = canonical_backend(row["backend"])
     env = info.env if isinstance(info, RunInfo) else info
     if env is not None:
@@ -856,7 +874,8 @@ def rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
     def row(rid: str, m: Measurement) -> dict[str, Any]:
         if rid not in screened:
             screened[rid] = screened_out(store, rid)
-        return {**cell_row(rid, m, run(rid)), "screened_out": screened[rid].get(m.spec.key.split("#r")[0])}
+        return {**cell_row(rid, m, run(rid), store.row_of(m)),
+                "screened_out": screened[rid].get(m.spec.key.split("#r")[0])}
 
     # each process judged against its run's canary (stackwars/canary.py): a slowed one decides nothing
     return canary.judge(row(rid, m) for rid, m in store.cells(run_id))

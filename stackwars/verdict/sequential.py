@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
+from scipy import special
 from scipy import stats as sps
 
 from stackwars.stats import LOOK_STEP, MARGIN, VERDICT_ALPHA, Comparison
@@ -158,11 +159,21 @@ def level(look: int, looks: Sequence[int], alpha: float = VERDICT_ALPHA, paired:
     its interval at 1 - level excludes 1 exactly where its statistic reaches the look's critical
     value. 0 where the look may spend nothing."""
     looks = tuple(int(n) for n in looks)
-    look = min(max(look, 0), len(looks) - 1)
-    c = critical(looks, float(alpha), paired)[look]
+    return _level(min(max(look, 0), len(looks) - 1), looks, float(alpha), paired)
+
+
+@functools.lru_cache(maxsize=4096)
+def _level(look: int, looks: tuple[int, ...], alpha: float, paired: bool) -> float:
+    c = critical(looks, alpha, paired)[look]
     if not math.isfinite(c):
         return 0.0
     return float(2.0 * (sps.t.sf(c, looks[look] - 1) if paired else sps.norm.sf(c)))
+
+
+def forget() -> None:
+    """Drop the boundaries worked out so far (a test that changes the spending function)."""
+    critical.cache_clear()
+    _level.cache_clear()
 
 
 def confidence(look: int, looks: Sequence[int], alpha: float = VERDICT_ALPHA, paired: bool = True) -> float:
@@ -238,6 +249,12 @@ def _spread(logs: np.ndarray) -> tuple[int, float, float] | None:
     return n, float(logs.mean()), max(sd, 1e-12)
 
 
+def _phi(x: float) -> float:
+    """The standard normal's distribution function (scipy.special.ndtr: what scipy.stats.norm.cdf
+    computes, without its argument checking, which the looks call thousands of times a run)."""
+    return float(special.ndtr(x))
+
+
 def _difference_chance(mean: float, n: int, sd: float, n_at: int, c: float, drift: float) -> float:
     """The chance that a row whose ``n`` rounds have ``mean`` reads, after ``n_at`` rounds, a |t| of at
     least ``c``, when its rounds from here on have mean ``drift`` and the estimated spread."""
@@ -246,7 +263,7 @@ def _difference_chance(mean: float, n: int, sd: float, n_at: int, c: float, drif
     mu = (n * mean + (n_at - n) * drift) / n_at
     sd_mean = sd * math.sqrt(n_at - n) / n_at
     edge = c * sd / math.sqrt(n_at)
-    return float(sps.norm.sf((edge - mu) / sd_mean) + sps.norm.cdf((-edge - mu) / sd_mean))
+    return _phi((mu - edge) / sd_mean) + _phi((-edge - mu) / sd_mean)
 
 
 def _same_chance(mean: float, n: int, sd: float, n_at: int, half_width: float, margin: float) -> float:
@@ -258,7 +275,7 @@ def _same_chance(mean: float, n: int, sd: float, n_at: int, half_width: float, m
     if room <= 0:
         return 0.0
     sd_mean = sd * math.sqrt(n_at - n) / n_at
-    return float(max(0.0, sps.norm.cdf((room - mean) / sd_mean) - sps.norm.cdf((-room - mean) / sd_mean)))
+    return max(0.0, _phi((room - mean) / sd_mean) - _phi((-room - mean) / sd_mean))
 
 
 def chances(logs: Sequence[float], looks: Sequence[int], alpha_share: float, margin: float = MARGIN,
@@ -278,7 +295,8 @@ def chances(logs: Sequence[float], looks: Sequence[int], alpha_share: float, mar
     n_at = looks[k]
     c = critical(looks, alpha_share)[k]
     drift = math.log1p(difference)
-    half = float(sps.t.ppf(1.0 - (1.0 - equivalence_confidence(k, looks)) / 2.0, n_at - 1)) * sd / math.sqrt(n_at)
+    # Student's t quantile by scipy.special.stdtrit (what scipy.stats.t.ppf computes)
+    half = float(special.stdtrit(n_at - 1, 1.0 - (1.0 - equivalence_confidence(k, looks)) / 2.0)) * sd / math.sqrt(n_at)
     return {"difference": max(_difference_chance(mean, n, sd, n_at, c, drift),
                               _difference_chance(mean, n, sd, n_at, c, -drift)),
             "same": _same_chance(mean, n, sd, n_at, half, margin),

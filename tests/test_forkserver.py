@@ -607,3 +607,33 @@ def test_a_later_rounds_compile_server_works_out_inductors_process_facts_before_
             "assert inductor_keys.FOLDER and not os.path.exists(inductor_keys.FOLDER)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=str(ROOT))
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_later_round_serves_both_pytorch_modes_from_one_server_and_inductor_changes_no_setting():
+    """Later rounds' processes of torch-eager and torch-compile on the CPU come from one server a round
+    (the union of their preloads), a cell's first process from its own mode's (an eager user's process
+    holds no Inductor, and the first call and memory are figures); other backends keep theirs. Importing
+    Inductor changes none of torch's global settings an eager process runs under."""
+    from stackwars.records import CellSpec, MeasureConfig
+
+    config = MeasureConfig(processes=4)
+
+    def key(backend, repeat):
+        p = runner.process_request(CellSpec("ffn", "tiny", "train-step", backend, repeat=repeat), config, None, None)
+        return tuple(p["preload"]), p["generation"]
+
+    assert key("torch-eager", 2) == key("torch-compile", 2)
+    assert key("torch-eager", 0) != key("torch-compile", 0)
+    assert "torch._inductor.compile_fx" not in key("torch-eager", 0)[0]
+    assert key("torch-mlir-xla", 2)[0] != key("torch-compile", 2)[0] and key("jax-jit", 2)[0] == key("jax-eager", 2)[0]
+    code = ("import torch, torch.profiler, torch._dynamo\n"
+            "def state():\n"
+            "    return (torch.get_num_threads(), torch.get_num_interop_threads(), torch.backends.mkldnn.enabled,\n"
+            "            torch.get_float32_matmul_precision(), torch.are_deterministic_algorithms_enabled(),\n"
+            "            torch.is_grad_enabled(), torch.get_default_dtype(), torch.backends.cpu.get_cpu_capability(),\n"
+            "            torch._C._get_mkldnn_enabled(), torch.is_autocast_enabled())\n"
+            "before = state()\n"
+            "import torch._inductor.compile_fx\n"
+            "assert state() == before, (before, state())\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=str(ROOT))
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -84,12 +84,31 @@ def process_request(spec: CellSpec, config: MeasureConfig, placement: Placement 
                     **wl.process_env(wl.config(spec.preset, dict(spec.overrides)), spec.device),
                     **(dict(placement.env) if placement else {})},
             "cpus": list(placement.cpus) if placement and placement.cpus else None,
-            "preload": list(dict.fromkeys((*bspec.preload, *wl.preload_for(bspec.framework),
+            "preload": list(dict.fromkeys((*later_round(bspec, spec), *wl.preload_for(bspec.framework),
                                            *warm_keys(bspec, spec)))),
             "generation": spec.repeat}
 
 
 INDUCTOR_KEYS = "stackwars.backends.inductor_keys"
+# the PyTorch modes whose later rounds' processes share one server a round on the CPU (``later_round``)
+SHARED_LATER = ("stackwars.backends.torch_eager", "stackwars.backends.torch_compile")
+
+
+def later_round(bspec, spec: CellSpec) -> tuple[str, ...]:
+    """What the server of a cell's process preloads: its backend's (``BackendSpec.preload``); for a later
+    round's process of PyTorch's eager or compiling mode on the CPU, the union of both, so that one server
+    a round serves both sides' PyTorch cells (before: two, 4 s and 5.3 s of CPU each a round on the 2-CPU
+    EPYC VM, the eager one importing torch._dynamo too). A cell's first process keeps its own mode's
+    server: its first call and its memory are figures, and an eager user's process holds no Inductor.
+    Importing Inductor changes none of torch's global settings (threads, matmul precision, oneDNN,
+    determinism, grad mode: checked in tests/test_forkserver.py); a later round's process is there for its
+    steady state, each still a fresh fork of a fresh server of its own round."""
+    own = bspec.impl.split(":")[0]
+    if spec.repeat > 0 and spec.device == "cpu" and bspec.framework == "torch" and own in SHARED_LATER:
+        from stackwars.backends.base import PRELOAD, TORCH_COMPILER
+
+        return tuple(dict.fromkeys((*PRELOAD["torch"], *TORCH_COMPILER, *SHARED_LATER)))
+    return tuple(bspec.preload)
 
 
 def warm_keys(bspec, spec: CellSpec) -> tuple[str, ...]:
@@ -98,8 +117,7 @@ def warm_keys(bspec, spec: CellSpec) -> tuple[str, ...]:
     the CPU's vector instruction sets), 0.8-1.3 s a process on the 2-CPU EPYC VM. Never for a cell's
     first process (repeat 0): its first call is the figure a user's fresh process pays, and pays them in.
     Not on CUDA: working out the device's facts there would touch the driver before the fork."""
-    if spec.repeat > 0 and spec.device == "cpu" and bspec.framework == "torch" and "torch._inductor.compile_fx" in \
-            bspec.preload:
+    if "torch._inductor.compile_fx" in later_round(bspec, spec) and spec.repeat > 0 and spec.device == "cpu":
         return (INDUCTOR_KEYS,)
     return ()
 

@@ -6,8 +6,9 @@ can run, into one database, then the report.
 
 The plan is a list of steps, each one stackwars command (the same commands the README
 documents), run in order of importance as subprocesses writing to the same database. The
-`run` steps measure every cell in three processes (run's default), so the report that
-closes the plan opens with a verdict that can name winners; but `why`, whose question is
+`run` steps choose each row's two bests on one process a cell and decide them in rounds at the
+verdict's looks (run's default, or fewer and a lower cap where processes are long:
+``CPU_RUN_LOOKS``), so the report that closes the plan opens with a verdict that can name winners; but `why`, whose question is
 where a train step's time and memory go, not which mode is faster: one profiled process a
 cell (the models and micro-op steps decide). The
 steps done are recorded in ``OUT/reproduce-state.json`` (with their run ids, status and time),
@@ -113,27 +114,27 @@ def device_memory(device: str) -> int:
 # llama3-8b's calls of 1.3-6.6 s on a VM whose neighbours took 7-36% of its CPUs)
 # `why` has none: one process a cell asks no verdict, so it has no look to stop
 CPU_RUN_BUDGET_S = {"micro-ops": 300, "models": 1200, "models-": 600, "kernels": 180}
-# the steady window's samples a process for the `run` steps on the CPU whose calls are long (run's default: 10): the
-# models' forward calls take 0.15-4.4 s and the custom kernels' 0.35-0.8 s (interpreted) on the 2-CPU VM, where ten
-# samples of two back-to-back calls were 769 of the models step's 1648 s and 171 of the kernels' 293 s
-# (results/report-2026-11-29-cpu-61min). Five samples (ten calls), as the studies' windows: the verdict's unit is the
-# process (its median); its interval's width is Welch's t on the process medians (stats.compare), so the samples
-# within a process enter only through its median
-CPU_RUN_MIN_SAMPLES = {"models": 5, "models-": 5, "kernels": 5}
+# the looks of the `run` steps on the CPU whose processes are long (the models' forward calls take 0.15-4.4 s and a
+# gpt-neo-1.3b process 15-27 s of building its weights; the custom kernels' calls 0.35-0.8 s, interpreted): a first
+# look at 3 rounds and a cap of 9 (looks 3, 5, 7, 9; run's default: 4 to 16). The boundary spends its 5% over those
+# looks, so a row that differs 20% or more decides at its second or third look, within the step's budget; the
+# micro-ops step reads its rows as the main job does
+CPU_RUN_LOOKS = {"models": (3, 9), "models-": (3, 9), "kernels": (3, 9)}
 
 
 def cpu_run_args(name: str, device: str) -> tuple[str, ...]:
     """What a `run` step adds on the CPU, in one place (``plan``): ``--budget SECONDS`` (CPU_RUN_BUDGET_S) and
-    ``--min-samples N`` (CPU_RUN_MIN_SAMPLES); ``models-`` is any model planned at a smaller size. Nothing on CUDA:
-    its plan has no measured times to bound its steps by, and its calls are short."""
+    ``--processes N --max-processes M`` (CPU_RUN_LOOKS); ``models-`` is any model planned at a smaller size. Nothing
+    on CUDA: its plan has no measured times to bound its steps by, and its calls are short."""
     if device != "cpu":
         return ()
 
     def setting(table: dict) -> object:
         return table.get(name, table.get("models-") if name.startswith("models-") else None)
 
-    seconds, samples = setting(CPU_RUN_BUDGET_S), setting(CPU_RUN_MIN_SAMPLES)
-    return (("--budget", str(seconds)) if seconds else ()) + (("--min-samples", str(samples)) if samples else ())
+    seconds, looks = setting(CPU_RUN_BUDGET_S), setting(CPU_RUN_LOOKS)
+    return ((("--budget", str(seconds)) if seconds else ())
+            + (("--processes", str(looks[0]), "--max-processes", str(looks[1])) if looks else ()))
 
 
 def model_steps(device: str, size: str, memory: int, reduce: bool = True) -> list[Step]:

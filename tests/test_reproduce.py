@@ -22,8 +22,8 @@ def test_the_plan_sizes_each_study_for_the_device():
     assert "left out, not run at 2 of its 32 layers" in cpu["models"].note
     # asked to run smaller, it is a step of its own at the size that fits, with its budget
     reduced = {s.name: s for s in rp.plan("cpu", None, memory=24 * GiB, reduce=True)}
-    assert reduced["models-llama3-8b"].args[-4:] == ("--budget", str(rp.CPU_RUN_BUDGET_S["models-"]),
-                                                     "--min-samples", str(rp.CPU_RUN_MIN_SAMPLES["models-"]))
+    assert reduced["models-llama3-8b"].args[-6:] == ("--budget", str(rp.CPU_RUN_BUDGET_S["models-"]),
+                                                     "--processes", "3", "--max-processes", "9")
     assert "--set" in reduced["models-llama3-8b"].args and "n_layers=2" in reduced["models-llama3-8b"].args
     # each `run` step on the CPU that asks a verdict has its measured budget (no look past it), the CUDA plan none;
     # why's question is where the time goes: one profiled process a cell, no verdict, no look to stop
@@ -31,11 +31,11 @@ def test_the_plan_sizes_each_study_for_the_device():
         assert ("--budget" in s.args) == (s.args[0] == "run" and name != "why"), name
     for why in (cpu["why"], cuda["why"]):
         assert why.args[why.args.index("--processes") + 1] == "1" and "--profile" in why.args
-    assert not any("--budget" in s.args or "--min-samples" in s.args for s in cuda.values())
-    # the steps of long calls (models, kernels) take five samples a process on the CPU, the others run's default
+    assert not any("--budget" in s.args or "--max-processes" in s.args for s in cuda.values())
+    # the steps of long processes (models, kernels) look at 3, 5, 7 and 9 rounds on the CPU, the others at run's
     for name, s in cpu.items():
-        samples = s.args[s.args.index("--min-samples") + 1] if "--min-samples" in s.args else None
-        assert samples == ("5" if name in ("models", "kernels") else None), name
+        cap = s.args[s.args.index("--max-processes") + 1] if "--max-processes" in s.args else None
+        assert cap == ("9" if name in ("models", "kernels") else None), name
     assert "--profile" in cpu["why"].args and "impl=framework,custom" in cpu["kernels"].args
     assert "small" in cpu["micro-ops"].args and "paper" in cuda["micro-ops"].args
     assert cuda["models"].args[-2:] == ("--dtype", "bfloat16")

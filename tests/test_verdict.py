@@ -495,25 +495,33 @@ def test_a_run_measured_only_on_a_busy_machine_decides_nothing(tmp_path):
     the look, so more processes would be measured on the same busy machine, and the row says so."""
     from stackwars.report import build
 
+    # one look's processes all busy is no sign the machine stays so (a host's slow spell): each side's busy
+    # candidate gets a process more, to be judged
     cells = [*_three("torch-eager", 1.0, contended=True), *_three("jax-jit", 0.5, contended=True)]
+    _, found = _store(tmp_path / "spell.db", cells, config=MeasureConfig(processes=3))
+    (v,) = vd.verdicts(found)
+    assert v["reason_tag"] == "busy machine" and "no_top_up" not in v
+    assert _more([v]) == {"gemm/small/forward/torch-eager/cpu/float32": 1, "gemm/small/forward/jax-jit/cpu/float32": 1}
+    # two looks' worth (STAYED_BUSY_LOOKS x --processes), all busy: the machine stayed busy
+    cells = [*_three("torch-eager", 1.0, 6, contended=True), *_three("jax-jit", 0.5, 6, contended=True)]
     path = tmp_path / "busy.db"
     _, found = _store(path, cells, config=MeasureConfig(processes=3))
     (v,) = vd.verdicts(found)
     assert v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine", v
-    assert v["processes_used"] == 0 and v["processes_busy"] == 6
+    assert v["processes_used"] == 0 and v["processes_busy"] == 12
     assert v["ratio"] is None and v["memory_ratio"] is None and v.get("torch_first_call_s") is None
     assert "measured only while the machine was busy" in v["reason"]
     assert "cannot say (busy machine)" in view.to_text([v])
     done = runner.invoke(app, ["verdict", "--db", str(path), "-f", "json"])
     (j,) = json.loads(done.stdout)["verdicts"]
-    assert j["verdict"] == "cannot say" and j["reason_tag"] == "busy machine" and j["processes_busy"] == 6
+    assert j["verdict"] == "cannot say" and j["reason_tag"] == "busy machine" and j["processes_busy"] == 12
     with Store(path) as store:
         doc = build.document(build.collect(store), "now")
     from stackwars.report.page import to_markdown
     assert "cannot say (busy machine)" in to_markdown(doc)
     assert _more([v]) == {}
     assert "no more processes: PyTorch's and JAX's sides cannot get the clean ones they need here" in v["reason"], v["reason"]
-    assert "torch-eager (its last 3 process(es), none clean)" in v["reason"] and v["no_top_up"]
+    assert "torch-eager (its last 6 process(es), none clean)" in v["reason"] and v["no_top_up"]
     assert "no more processes" in j["reason"]
     # the forest plot draws it apart: no point, its reason beside its name
     assert view.forest_png([v]) is not None
@@ -522,15 +530,15 @@ def test_a_run_measured_only_on_a_busy_machine_decides_nothing(tmp_path):
 def test_a_busy_candidate_that_might_be_faster_blocks_the_side(tmp_path):
     """jax-jit's processes were all busy and its fastest beat jax-eager's clean time: the clean
     jax-eager must not stand for JAX (it would hand PyTorch a win it did not earn)."""
-    cells = [*_three("torch-eager", 1.0), *_three("jax-eager", 2.0), *_three("jax-jit", 0.5, contended=True)]
+    cells = [*_three("torch-eager", 1.0), *_three("jax-eager", 2.0), *_three("jax-jit", 0.5, 6, contended=True)]
     _, found = _store(tmp_path / "s.db", cells, config=MeasureConfig(processes=3))
     (v,) = vd.verdicts(found)
     assert v["best_jax"] == "jax-eager" and v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine"
     assert "jax-jit was measured only while the machine was busy" in v["reason"]
     assert "it would read without it: PyTorch faster" in v["reason"]
-    # its three processes were all busy: the machine stayed busy through the look, no top-up
+    # its six processes (two looks' worth) were all busy: the machine stayed busy through them, no top-up
     assert _more([v]) == {}
-    assert "jax-jit (its last 3 process(es), none clean)" in v["no_top_up"]
+    assert "jax-jit (its last 6 process(es), none clean)" in v["no_top_up"]
     # one of them clean would have been a machine that is quiet at times: then the top-up is asked for
     cells = [*_three("torch-eager", 1.0), *_three("jax-eager", 2.0), _cell("jax-jit", 0.5, 0),
              _cell("jax-jit", 0.5, 1, contended=True), _cell("jax-jit", 0.5, 2, contended=True)]
@@ -655,10 +663,10 @@ def test_a_busy_top_up_is_asked_only_where_it_can_reach_a_verdict(tmp_path):
     (v,) = vd.verdicts(found)
     assert v["verdict"] == "cannot say" and v["reason_tag"] == "busy machine"
     assert _more([v]) == {}
-    # nor with room for three: PyTorch's one process was busy, the machine busy through that look,
-    # and without a clean PyTorch process more of JAX's would decide nothing either
-    assert _more([v]) == {}
-    assert v["no_top_up"].startswith("no more processes: PyTorch's side")
+    # one busy process is no sign the machine stays busy (figures.STAYED_BUSY_LOOKS): the row gives the command
+    # of a run that can decide, not "no more processes"
+    assert "no_top_up" not in v and "measured only while the machine was busy" in v["reason"]
+    assert v["command"].endswith("--processes 3")
     cells = [_cell("torch-eager", 1.0, 0), _cell("jax-jit", 0.5, 0)]
     _, found = _store(tmp_path / "two.db", cells)
     (v,) = vd.verdicts(found)

@@ -107,6 +107,9 @@ FIGURES = ("steady_median_s", "first_call_s", "second_call_s", "first_call_cache
            "process_energy_j")
 
 
+STAYED_BUSY_LOOKS = 2  # a cell stayed busy when its latest processes, this many x --processes of them, were all busy
+
+
 def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = stats.NOISE_THRESHOLD,
                     lean: bool = False) -> list[Mapping[str, Any]]:
     """One display row per backend, its figures from its clean processes only (verdict/gate.py):
@@ -139,12 +142,15 @@ def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = stat
                    busy_samples=[list(r["steady_samples"]) for r in busy],
                    processes_busy=len(busy), busy=bool(busy) and not clean,
                    busy_reasons=gate.reasons(busy) or None)
-        # the cell's latest processes (its last --processes of them, whatever chose or decided), and how many came
-        # out clean: none means the machine stayed busy through them, and more would likely fare no better
-        # (plan.no_top_up)
-        size = max(1, int(group[0].get("processes_planned") or len(group)))
+        # the cell's latest processes (its last STAYED_BUSY_LOOKS x --processes of them, whatever chose or decided),
+        # and how many came out clean: none means the machine stayed busy through them, and more would likely fare
+        # no better (plan.no_top_up). Fewer than that many is no such sign: this 2-CPU VM's host slowed every
+        # program by 1.3x in spells of tens of seconds (2026-12-03: 40% of a run's processes), and one look's
+        # processes of a cell all fell in one spell often enough to stop rows that the next minute could decide
+        size = max(1, int(group[0].get("processes_planned") or len(group))) * STAYED_BUSY_LOOKS
         latest = sorted(group, key=lambda r: r.get("repeat") or 0)[-size:]
-        row.update(latest_look_processes=len(latest), latest_look_clean=sum(any(r is c for c in clean) for r in latest))
+        row.update(latest_look_processes=len(latest) if len(latest) >= size else 0,
+                   latest_look_clean=sum(any(r is c for c in clean) for r in latest))
         if len(group) > 1:
             row.update(processes=len(group), processes_ok=sum(r["status"] == "ok" for r in group),
                        status="ok" if all(r["status"] == "ok" for r in group)

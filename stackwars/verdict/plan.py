@@ -81,7 +81,7 @@ def wanted(found: Sequence[Mapping[str, Any]]) -> list[Want]:
         for fw, _ in FRAMEWORKS:
             stayed = v.get(f"{fw}_stayed_busy") or {}
             for x in v.get(f"{fw}_busy_candidates") or ():
-                if x["cell"] not in stayed:
+                if x["cell"] not in stayed and x.get("allowed", stats.MIN_PROCESSES) >= stats.MIN_PROCESSES:
                     out.append(Want(title(v), (x["cell"],), 1, f"{x['backend']}, measured only while busy, judged",
                                     1.0, None, True))
     return out

@@ -113,7 +113,9 @@ def test_run_ends_with_the_verdict_and_show_export_agree(tmp_path):
     assert done.returncode == 0, done.stderr
     for header in ("First Run", "Second Run", "Avg Steady State", "± (IQR)", "memory", "parity", "status"):
         assert header in done.stdout
-    assert "ffn · tiny · forward · cpu · float32" in done.stdout and re.search(r"\b3/3 procs", done.stdout)
+    # every planned process measured, three at least (a busy one is replaced: more on a loaded machine)
+    procs = re.search(r"\b(\d+)/\1 procs", done.stdout)
+    assert "ffn · tiny · forward · cpu · float32" in done.stdout and procs and int(procs.group(1)) >= 3, done.stdout
     assert "Environment:" in done.stdout and "torch" in done.stdout
     # the verdict is what the run ends with: after the cell tables, one row per workload
     tail = done.stdout[done.stdout.index("Verdict · "):]

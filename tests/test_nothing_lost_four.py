@@ -163,8 +163,8 @@ class Synthetic(FakeExecutor):
     """An executor whose every process draws its own samples (seed, backend, process number): a
     resume redraws none. ``after``: how many processes it measures before Ctrl-C."""
 
-    def __init__(self, after=None):
-        self.after, self.done = after, 0
+    def __init__(self, after=None, between=0.2):
+        self.after, self.done, self.between = after, 0, between
 
     def run(self, specs, measure, on_start=None):
         import numpy as np
@@ -176,10 +176,13 @@ class Synthetic(FakeExecutor):
             if self.after is not None and self.done >= self.after:
                 raise KeyboardInterrupt
             rng = np.random.default_rng([3, list(SPEED).index(spec.backend), spec.repeat])
-            samples = _processes(rng, 1e-3 * SPEED[spec.backend], 1, samples=20, between=0.2)[0]
+            samples = _processes(rng, 1e-3 * SPEED[spec.backend], 1, samples=20, between=self.between)[0]
             self.done += 1
             m = measurement(spec.backend, samples=tuple(samples))
             yield dataclasses.replace(m, spec=spec, parity=Parity(max_rel_err=1e-7, tolerance=2e-4), wall_s=1.0)
+
+
+BETWEEN = 0.05  # the rounds run's spread between processes: its looks go on past the first (0.2 stopped it as futile)
 
 
 def _rounds_run(db, stops=(), full_from=None):
@@ -216,7 +219,7 @@ def _rounds_run(db, stops=(), full_from=None):
             if full_from is not None and i == 0:
                 Store.add_cell = full
             try:
-                unsaved = orchestrate.Run(store, run_id, specs, config, MACHINE, Synthetic(after)).measure()
+                unsaved = orchestrate.Run(store, run_id, specs, config, MACHINE, Synthetic(after, BETWEEN)).measure()
             except KeyboardInterrupt:
                 unsaved = None
             finally:

@@ -152,8 +152,7 @@ def _framework_side(row: dict[str, Any], fw: str, name: str, combined: Sequence[
                                      "fastest_busy_s": _fastest_busy(r),
                                      # the rounds its run may measure (--processes, --max-processes): fewer than a
                                      # verdict's first look, and a process more to judge it could decide nothing
-                                     "allowed": max(int(r.get("processes_planned") or 0),
-                                                    int(r.get("max_processes") or 0))} for r in shadow]
+                                     "allowed": figures.rounds_allowed([r])} for r in shadow]
     # the cells whose latest look came out all busy: the machine stayed busy through it, and a
     # top-up would measure the same machine again (plan.wanted gives them none)
     row[f"{fw}_stayed_busy"] = {cell_id(r): {"backend": figures.backend_variant(r),

@@ -95,13 +95,6 @@ def looks_of(cells: Sequence[Mapping[str, Any]], min_processes: int = stats.MIN_
     return sequential.schedule(first, max(caps) if caps else None)
 
 
-def rounds_allowed(cells: Sequence[Mapping[str, Any]]) -> int:
-    """The clean rounds the cells' run may measure for a row: its --processes and its cap (a run of one
-    process a cell asks no verdict, and one without a cap adds no look)."""
-    return max([int(c.get("processes_planned") or 0) for c in cells]
-               + [int(c["max_processes"]) for c in cells if c.get("max_processes")])
-
-
 def _deciding(row: dict[str, Any], best: Mapping[str, Mapping[str, Any]], min_processes: int,
               lean: bool = False) -> dict[str, Any]:
     """What decides a row with a best on each side: each chosen cell's clean processes that did not
@@ -152,7 +145,7 @@ def _deciding(row: dict[str, Any], best: Mapping[str, Mapping[str, Any]], min_pr
 
     return {"design": "rounds" if same_run else "separate runs", "rounds": rounds, "ratios": ratios,
             "n": n_all, "look": look, "looks": looks, "paired": same_run,
-            "allowed": rounds_allowed([best["torch"], best["jax"]]),
+            "allowed": figures.rounds_allowed([best["torch"], best["jax"]]),
             "unpaired": unpaired, "paired_at": paired, "compare_at": paired if same_run else unpaired}
 
 

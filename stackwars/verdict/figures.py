@@ -107,6 +107,13 @@ FIGURES = ("steady_median_s", "first_call_s", "second_call_s", "first_call_cache
            "process_energy_j")
 
 
+def rounds_allowed(cells: Sequence[Mapping[str, Any]]) -> int:
+    """The clean rounds the cells' run may measure for a row: its --processes and its cap (a run of one
+    process a cell asks no verdict, and one without a cap adds no look)."""
+    return max([int(c.get("processes_planned") or 0) for c in cells]
+               + [int(c["max_processes"]) for c in cells if c.get("max_processes")])
+
+
 STAYED_BUSY_LOOKS = 2  # a cell stayed busy when its latest processes, this many x --processes of them, were all busy
 
 

@@ -430,13 +430,14 @@ class UserWorkload(Workload):
 
     # ---- checked before anything is measured ------------------------------------------------
     @functools.lru_cache(maxsize=32)
-    def verify(self, cfg: Config) -> None:
+    def verify(self, cfg: Config) -> list[str]:
         """Build each side at ``cfg`` and run it on the CPU on the first batch: each output must
         be one array; twins must agree on parameters (they can be transferred), on the output's
         shape, on their normalisations' settings and, in float64, on every number of a forward
         in eval mode, a forward in training mode and one train step (``check_twins``); an
         output that overflows float32 where float64 does not is named as overflow. Raises
-        SpecError naming the file and the part that is wrong."""
+        SpecError naming the file and the part that is wrong; returns the check's notes (an
+        operation that computed below float64, and what it was allowed)."""
         params, batch = self.init(cfg, 0)
         outs = {}
         if self.model.torch is not None:
@@ -447,48 +448,74 @@ class UserWorkload(Workload):
         if len({o.shape for o in outs.values()}) > 1:
             raise SpecError(f"{self.origin}: model {self.name!r}: the twins' outputs differ in shape (PyTorch "
                             f"{outs['PyTorch'].shape}, JAX {outs['JAX'].shape}); both must compute the same function")
+        notes: list[str] = []
         if len(outs) == 2:
             check_settings(self, cfg)
-            self.check_twins(cfg, params, batch)
+            notes = self.check_twins(cfg, params, batch)
         self.check_overflow(cfg, params, batch, outs)
+        return notes
 
-    def check_twins(self, cfg: Config, params: Arrays, batch: Arrays) -> None:
+    def check_twins(self, cfg: Config, params: Arrays, batch: Arrays) -> list[str]:
         """The twins, given the same (transferred) parameters and the first batch, run in float64
         on both sides (JAX under x64): the forward in eval mode, the forward in training mode
         (batch statistics), and one train step (loss, every gradient, every parameter's update,
         every buffer after it, a BatchNorm's running statistics). Dropout is off in both
         (its modules left in eval mode) so that both compute one function. One function run
         twice in float64 agrees to about 1e-13 (the order of its sums); every quantity must agree
-        within TWIN_TOLERANCE, relative to its largest element. Twins that differ are bad input,
-        refused before the first cell, naming the first quantity that differs and, for the
-        forward, the first layer (``_first_difference``)."""
+        within TWIN_TOLERANCE, relative to its largest element, except one that an operation
+        computing below float64 reaches (``jax.nn.dot_product_attention``'s float32 softmax, a
+        ``.float()``: ``stackwars.precision``), which is allowed that dtype's rounding and named
+        in the notes returned. Twins that differ are bad input, refused before the first cell,
+        naming the first quantity that differs and, for the forward, the first layer
+        (``_first_difference``)."""
+        from stackwars import precision
+
         preset = next((k for k, v in self.presets.items() if v == cfg), "?")
-        t = _torch_check(self, cfg, params, batch)
-        j = _jax_check(self, cfg, params, batch)
+        t, t_narrow = _torch_check(self, cfg, params, batch)
+        j, j_narrow = _jax_check(self, cfg, params, batch)
         largest = {}  # each kind's largest element (gradients, updates): a millionth of it is the floor
         for key, v in t.items():
             kind = key.split(".")[0]
             largest[kind] = max(largest.get(kind, 0.0), float(np.max(np.abs(v))) if np.size(v) else 0.0)
+        within: dict[tuple[str, Any], list[tuple[float, str]]] = {}  # (side, operation) -> (difference, quantity)
         for key in t:  # in the order a reader follows: eval forward, train forward, loss, gradients, updates, buffers
             if key not in j:
                 continue
             kind = key.split(".")[0]
+            what = CHECKED.get(kind, key)
+            name = key.split(".", 1)[1] if "." in key else None
+            narrows = {("PyTorch", n) for n in t_narrow.get(key, ())} | {("JAX", n) for n in j_narrow.get(key, ())}
+            tol = precision.tolerance((n for _, n in narrows), TWIN_TOLERANCE)
             err = _relative(j[key], t[key], 1e-6 * largest[kind] if kind in ("grad", "update") else 0.0)
             if err is None or err <= TWIN_TOLERANCE:
                 continue
+            if err <= tol:
+                for n in narrows:
+                    within.setdefault(n, []).append((err, f"{what}{f' of {name}' if name else ''}"))
+                continue
             told = f"{err:.3g}" if math.isfinite(err) else "NaN or infinity"
-            what = CHECKED.get(key.split(".")[0], key)
-            name = key.split(".", 1)[1] if "." in key else None
             where = ""
             if key in ("eval", "train"):
-                where = _first_difference(self, cfg, params, batch, TWIN_TOLERANCE, training=key == "train")
+                where = _first_difference(self, cfg, params, batch, tol, training=key == "train")
+            allowed = (f"{tol:.2g} is allowed (the rounding of "
+                       f"{'; '.join(sorted(n.describe(side) for side, n in narrows))}, which reach it)"
+                       if narrows else f"{TWIN_TOLERANCE:.0e} is allowed (one function run twice in float64 agrees "
+                                       f"to about 1e-13)")
             hint = _hint(key, name)
             raise SpecError(
                 f"{self.origin}: model {self.name!r}: the twins compute different functions: given the same "
                 f"parameters and the first batch of preset {preset!r}, in float64 on both sides, "
                 f"{what}{f' of {name}' if name else ''} differs by {told} (max|JAX - PyTorch| / max|PyTorch|) where "
-                f"{TWIN_TOLERANCE:.0e} is allowed (one function run twice in float64 agrees to about 1e-13). "
-                f"{where}{hint}nothing was run")
+                f"{allowed}. {where}{hint}nothing was run")
+        notes = []
+        for (side, n), found in sorted(within.items(), key=lambda kv: (kv[0][0], kv[0][1].op)):
+            found.sort(reverse=True)
+            worst = ", ".join(f"{q} to {e:.3g}" for e, q in found[:3]) + (
+                f" and {len(found) - 3} more" if len(found) > 3 else "")
+            notes.append(f"{n.describe(side)}: {worst} ({len(found)} of the check's quantities beyond float64's "
+                         f"{TWIN_TOLERANCE:.0e}, within {n.dtype}'s rounding, "
+                         f"{precision.tolerance([n], TWIN_TOLERANCE):.2g})")
+        return notes
 
     def check_overflow(self, cfg: Config, params: Arrays, batch: Arrays, outs: Mapping[str, np.ndarray]) -> None:
         """A float32 forward that gives NaN or infinity where the float64 one does not overflows
@@ -1160,10 +1187,14 @@ def _torch_buffers(model) -> dict[str, Any]:
     return {n: b for n, b in model.named_buffers() if b.is_floating_point()}
 
 
-def _torch_check(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> dict[str, np.ndarray]:
+def _torch_check(wl: UserWorkload, cfg, params: Arrays, batch: Arrays
+                 ) -> tuple[dict[str, np.ndarray], dict[str, frozenset]]:
     """The PyTorch twin in float64: eval forward, training-mode forward and one train step
-    (loss, gradients, updates, buffers before and after), each from a fresh model."""
+    (loss, gradients, updates, buffers before and after), each from a fresh model; and, by
+    key, the operations that computed below float64 in that part (``precision.TorchNarrow``)."""
     import torch
+
+    from stackwars.precision import TorchNarrow
 
     from stackwars.backends.torch_common import make_optimizer
 
@@ -1176,12 +1207,15 @@ def _torch_check(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> dict[s
         return t.detach().cpu().double().numpy().copy()
 
     out: dict[str, np.ndarray] = {}
+    narrow: dict[str, frozenset] = {}
+    step = TorchNarrow()
     try:
         for key, training in (("eval", False), ("train", True)):
             model = twin.build(cfg, p64)
             _torch_mode(model, training)
-            with torch.no_grad():
+            with torch.no_grad(), TorchNarrow() as seen:
                 out[key] = host(_one_array(twin.forward(model, tb), "PyTorch", wl))
+            narrow[key] = frozenset(seen.found)
         model = twin.build(cfg, p64)
         _torch_mode(model, True)
         out.update({f"start.{n}": host(b) for n, b in _torch_buffers(model).items()})
@@ -1196,14 +1230,16 @@ def _torch_check(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> dict[s
 
         hooks = [m.register_forward_hook(count(name)) for name, m in model.named_modules()
                  if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
-        loss = _float64_loss(wl, twin, model, tb)
-        for h in hooks:
-            h.remove()
-        loss.backward()
+        with step:
+            loss = _float64_loss(wl, twin, model, tb)
+            for h in hooks:
+                h.remove()
+            loss.backward()
         out["loss"] = host(loss)
         out.update({f"grad.{n}": host(p.grad) if p.grad is not None else np.zeros(tuple(p.shape))
                     for n, p in model.named_parameters()})
-        opt.step()
+        with step:
+            opt.step()
     except SpecError:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's forward or loss, named
@@ -1219,11 +1255,14 @@ def _torch_check(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> dict[s
         if n and n > 1 and key in out and m.momentum is not None:
             kept = (1 - m.momentum) * out[key.replace("buffer.", "start.", 1)]
             out[key] = kept + (out[key] - kept) * (n - 1) / n
-    return out
+    narrow.update({k: frozenset(step.found) for k in out if k.split(".")[0] in ("loss", "grad", "update", "buffer")})
+    return out, narrow
 
 
-def _jax_check(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> dict[str, np.ndarray]:
-    """The JAX twin in float64 (x64), as ``_torch_check``, in PyTorch's names and layouts."""
+def _jax_check(wl: UserWorkload, cfg, params: Arrays, batch: Arrays
+               ) -> tuple[dict[str, np.ndarray], dict[str, frozenset]]:
+    """The JAX twin in float64 (x64), as ``_torch_check``, in PyTorch's names and layouts; and,
+    by key, the operations that computed below float64 and reach it (``precision.jax_narrow``)."""
     with _float64_check():
         try:
             return _jax_check_in(wl, cfg, params, batch)
@@ -1255,12 +1294,14 @@ def _float64_check():
         jax.config.update("jax_disable_most_optimizations", before)
 
 
-def _jax_check_in(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> dict[str, np.ndarray]:
+def _jax_check_in(wl: UserWorkload, cfg, params: Arrays, batch: Arrays
+                  ) -> tuple[dict[str, np.ndarray], dict[str, frozenset]]:
     import jax
     import jax.numpy as jnp
     import optax
 
     from stackwars.backends.jax_common import make_optimizer
+    from stackwars.precision import jax_narrow
 
     twin = _jax_twin(wl, dropout=False, widen=True)
     p64 = {k: jnp.asarray(v, dtype=jnp.float64) for k, v in params.items()}
@@ -1273,10 +1314,13 @@ def _jax_check_in(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> dict[
           for k, v in as_float64(batch).items()}
     host = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
     out: dict[str, np.ndarray] = {}
+    narrow: dict[str, frozenset] = {}
     for key, training in (("eval", False), ("train", True)):
         static, tree, rest = fresh()
         forward = lambda t, r, b, static=static, training=training: twin.call(static, t, r, b, training)[0]  # noqa: E731
         out[key] = host(_one_array(_compiled_or_not(forward, tree, rest, jb), "JAX", wl))
+        reached = jax_narrow(forward, tree, rest, jb)
+        narrow[key] = frozenset().union(*jax.tree_util.tree_leaves(reached)) if reached is not None else frozenset()
     static, tree, rest = fresh()
     names = _buffer_names(wl, cfg) if rest is not None and wl.model.torch is not None else {}
     state = lambda r: {names[k]: host(v) for k, v in flat(r).items() if k in names}  # noqa: E731
@@ -1298,7 +1342,24 @@ def _jax_check_in(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> dict[
     out.update({f"grad.{k}": v for k, v in canon(grads).items()})
     out.update({f"update.{k}": after[k] - before[k] for k in before})
     out.update({f"buffer.{k}": v for k, v in state(new_rest).items()})
-    return out
+    reached = jax_narrow(step, tree, rest, jb)
+    if reached is not None:
+        r_loss, r_rest, r_grads, r_new = reached
+        narrow["loss"] = r_loss
+
+        def canon_sets(t):  # each canonical (PyTorch) name's operations; a transfer hook mixes them all
+            d = flat(t)
+            if plan.identity:
+                return d
+            if plan.hook is not None:
+                every = frozenset().union(*d.values())
+                return {k: every for k in before}
+            return {t_name: d[j] for j, (t_name, _) in plan.plan.items()}
+
+        narrow.update({f"grad.{k}": v for k, v in canon_sets(r_grads).items()})
+        narrow.update({f"update.{k}": v for k, v in canon_sets(r_new).items()})
+        narrow.update({f"buffer.{names[k]}": v for k, v in flat(r_rest).items() if k in names})
+    return out, narrow
 
 
 def _compiled_or_not(fn, *args):
@@ -1457,14 +1518,14 @@ def verify_task(workload: str, sizes: Sequence[tuple[str, Mapping[str, Any]]] = 
     wl = registry.workload(workload)
     started = time.perf_counter()
     try:
-        wl.verify(next(iter(wl.presets.values())))
+        notes = wl.verify(next(iter(wl.presets.values())))
         facts = []
         for preset, overrides in sizes:
             params, batch = wl.shapes(wl.config(preset, dict(overrides)))
             facts.append({"preset": preset, "overrides": dict(overrides), "parameters": params, "batch": batch})
     except SpecError as exc:
         return {"status": "ok", "problem": str(exc)}
-    return {"status": "ok", "problem": None, "facts": facts, "check_s": time.perf_counter() - started}
+    return {"status": "ok", "problem": None, "facts": facts, "notes": notes, "check_s": time.perf_counter() - started}
 
 
 def describe_task(workload: str, preset: str, overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ FLOORS: dict[str, int] = {
     "stackwars.registry": 2,
     # 3: what a worker runs: workloads and their twins, backends, the harness, IR, data, a user's model
     "stackwars.workloads": 3, "stackwars.backends": 3, "stackwars.harness": 3, "stackwars.ir": 3,
-    "stackwars.data": 3, "stackwars.model": 3, "stackwars.commands": 3,
+    "stackwars.data": 3, "stackwars.model": 3, "stackwars.commands": 3, "stackwars.precision": 3,
     # 4: the results database
     "stackwars.store": 4,
     # 5: plan, fork servers, execute: cells into measurements into the store

@@ -124,6 +124,76 @@ net = stackwars.Model(
 """
 
 
+def _as_new_process(fn):
+    """``fn()`` with the registry as a fresh command-line process finds it: each run of a model
+    file is its own process, and one process refuses a second file's name before any database."""
+    from stackwars import discovery, registry
+
+    tables = (registry._WORKLOADS, registry._ORIGIN, discovery._files)
+    saved = [dict(t) for t in tables]
+    plugins = os.environ.get("STACKWARS_PLUGINS")  # a loaded file is added here, for the workers
+    try:
+        return fn()
+    finally:
+        for table, old in zip(tables, saved):
+            table.clear()
+            table.update(old)
+        if plugins is None:
+            os.environ.pop("STACKWARS_PLUGINS", None)
+        else:
+            os.environ["STACKWARS_PLUGINS"] = plugins
+
+
+def test_two_files_with_one_model_name_are_never_one_model(tmp_path, monkeypatch):
+    """Issue 88: two files register name="same-name", an MLP 16 wide in PyTorch and one 64 wide in
+    JAX. Measured into one database, the second run is refused before it writes (both files
+    named, how to rename); into two, their merge is refused and so is comparing them; and a
+    database written before the check (the second run's cells put beside the first's by hand)
+    is refused by the verdict given both runs, and by every reader of the whole database."""
+    import shutil
+
+    (tmp_path / "a.py").write_text(SEQUENTIAL.replace('"seq"', '"same-name"'))
+    (tmp_path / "b.py").write_text(PURE_JAX.replace('"pure-jax"', '"same-name"').replace('"out": 3', '"out": 64'))
+    one, two = tmp_path / "one.db", tmp_path / "two.db"
+    monkeypatch.delenv("STACKWARS_PLUGINS", raising=False)
+    fast = ["-p", "tiny", "--processes", "1", "--min-time", "0", "--warmup", "1", "--phase", "forward", "--inline"]
+
+    def run(path, backend, db):
+        return _as_new_process(lambda: runner.invoke(app, ["run", f"{path}:net", *fast, "-b", backend, "--db",
+                                                           str(db)], env={"COLUMNS": "400"}))
+
+    assert run(tmp_path / "a.py", "torch-eager", one).exit_code == 0
+    (run_a,) = Store(one).run_ids()
+    before = one.read_bytes()
+    refused = run(tmp_path / "b.py", "jax-jit", one)
+    text = " ".join(refused.output.split())
+    assert refused.exit_code == 2, refused.output
+    assert f"model 'same-name' of file {tmp_path / 'b.py'}:net has the name of another model in {one}" in text, text
+    assert f"file {tmp_path / 'a.py'}:net" in text and "Rename one" in text and "Traceback" not in text, text
+    assert one.read_bytes() == before and Store(one).run_ids() == [run_a]  # nothing written
+
+    assert run(tmp_path / "b.py", "jax-jit", two).exit_code == 0
+    (run_b,) = Store(two).run_ids()
+    for args in (["merge", str(two), "--db", str(one)], ["compare", run_a, run_b, "--db", str(one), "--db-b", str(two)]):
+        r = runner.invoke(app, args, env={"COLUMNS": "400"})
+        assert r.exit_code == 2 and "has the name of another model" in " ".join(r.output.split()), (args, r.output)
+    assert one.read_bytes() == before
+
+    legacy = tmp_path / "legacy.db"  # as a version before the check let the second run write beside the first
+    shutil.copy(one, legacy)
+    with monkeypatch.context() as m:
+        m.setattr("stackwars.store.results.check_one_model_per_name", lambda *a: None)
+        assert run(tmp_path / "b.py", "jax-jit", legacy).exit_code == 0
+    (run_b,) = set(Store(legacy).run_ids()) - {run_a}
+    for args in (["verdict", run_a, run_b], ["export", "-f", "csv", "-o", str(tmp_path / "x.csv")],
+                 ["report", "--out", str(tmp_path / "rep")]):
+        r = runner.invoke(app, [*args, "--db", str(legacy)], env={"COLUMNS": "400"})
+        text = " ".join(r.output.split())
+        assert r.exit_code == 2, (args, r.output)
+        assert "model 'same-name' of file" in text and "has the name of another model" in text, (args, text)
+    assert not (tmp_path / "x.csv").exists() and not (tmp_path / "rep").exists()
+
+
 def test_a_jax_only_model_of_pure_functions_is_checked_against_its_own_float64_run(tmp_path):
     """An (init, apply) pair, integer targets: the default loss is cross-entropy; the reference
     is the JAX side itself under jax.enable_x64."""
@@ -726,6 +796,81 @@ def test_right_twins_pass_and_the_run_says_how_long_the_check_took(tmp_path):
         assert re.fullmatch(rf"model {resolved}: the twins agree \(checked in \d+\.\d s\)", notes[-1]), notes
         wl = registry.workload(resolved)
         assert wl.presets["tiny"] in wl.facts  # the shapes the parent needs, from the check's worker
+
+
+@pytest.mark.parametrize("causal", (True, False), ids=("causal", "no-mask"))
+def test_twins_through_each_frameworks_attention_api_pass_with_the_float32_softmax_named(causal, tmp_path,
+                                                                                          monkeypatch):
+    """Issue 88: an LM written with F.scaled_dot_product_attention and jax.nn.dot_product_attention
+    (causal, and without a mask) is one function: JAX's softmax in float32 reaches the forward and
+    the gradients at 1e-8 to 3e-8, beyond float64's 1e-8 and well within float32's rounding. Its
+    forward and train step run (exit 0), and the run names the float32 operation and the line."""
+    path = tmp_path / "lm.py"
+    path.write_text(twin_models.LM_SDPA.format(**{**twin_models.LM_SDPA_RIGHT, "causal": causal},
+                                               name=f"sdpa-{int(causal)}"))
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, ["run", f"{path}:lm", *FAST, "-b", "torch-eager", "-b", "jax-jit", "--db",
+                            str(tmp_path / "r.db")], env={"COLUMNS": "400"})
+    text = " ".join(r.output.split())
+    assert r.exit_code == 0, r.output
+    assert re.search(r"jax\.nn\.dot_product_attention \(lm\.py:\d+\) computes in float32 on JAX's side: the "
+                     r"(gradient|forward|train step)", text), text
+    assert "within float32's rounding, 9.5e-07" in text, text
+    cells = [m for _, m in Store(tmp_path / "r.db").cells()]
+    assert sorted((c.spec.phase, c.spec.backend, c.status) for c in cells) == [
+        ("forward", "jax-jit", "ok"), ("forward", "torch-eager", "ok"),
+        ("train-step", "jax-jit", "ok"), ("train-step", "torch-eager", "ok")], cells
+
+
+def test_a_wrong_twin_through_the_float32_softmax_is_still_refused_beyond_its_rounding(tmp_path):
+    """The float32 softmax loosens only what it reaches, and only to float32's rounding: tanh's GELU
+    beside it (1e-3 off) is refused, the tolerance said with the operation that earned it."""
+    path = tmp_path / "lm.py"
+    path.write_text(twin_models.LM_SDPA.format(**{**twin_models.LM_SDPA_RIGHT, "approximate": True}, name="sdpa-t"))
+    wl = registry.workload(registry.resolve_workload(f"{path}:lm"))
+    with pytest.raises(SpecError) as refused:
+        wl.verify(wl.presets["tiny"])
+    text = str(refused.value)
+    assert "the twins compute different functions" in text and "the forward in eval mode differs by" in text, text
+    assert "9.5e-07 is allowed (the rounding of jax.nn.dot_product_attention (lm.py:" in text, text
+    assert "detach" not in text, text
+
+
+def test_what_computed_below_float64_is_found_per_output_on_both_sides():
+    """stackwars.precision: a float32 step inside a float64 JAX program reaches the outputs computed
+    from it and no other (the jaxpr followed forward, through a nested jit); PyTorch's .float() is
+    seen by the dispatch mode with the user's line; a float64 program has none."""
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    from stackwars import precision
+
+    def f(x, y):
+        inner = jax.jit(lambda z: jax.nn.softmax(z.astype(jnp.float32)).astype(jnp.float64))
+        return x * 2, inner(y) + x, y.sum()
+
+    with jax.enable_x64(True):
+        x = jnp.ones(4, jnp.float64)
+        clean, reached, also_clean = precision.jax_narrow(f, x, x)
+        assert clean == frozenset() and also_clean == frozenset()
+        (op,) = reached
+        assert op.dtype == "float32" and op.where.startswith("test_user_model.py:"), op
+        grads = precision.jax_narrow(jax.grad(lambda a, b: (jax.nn.dot_product_attention(a, b, b) * 1.0).sum()
+                                              + (a * a).sum(), argnums=(0, 1)),
+                                     jnp.ones((1, 2, 1, 4)), jnp.ones((1, 2, 1, 4)))
+        assert {n.op for g in grads for n in g} == {"jax.nn.dot_product_attention"}, grads
+        assert precision.jax_narrow(lambda a: (a @ a).sum(), jnp.ones((3, 3))) == frozenset()
+    a = torch.ones(3, 3, dtype=torch.float64)
+    with precision.TorchNarrow() as seen:
+        ((a @ a).float() * 2).softmax(-1)  # one start, carried on by two more operations
+    assert {(n.op, n.dtype) for n in seen.found} == {("aten._to_copy", "float32")}, seen.found
+    assert all(n.where.startswith("test_user_model.py:") for n in seen.found)
+    with precision.TorchNarrow() as seen:
+        (a @ a).softmax(-1)
+    assert seen.found == set()
+    assert precision.tolerance(seen.found, 1e-8) == 1e-8
+    assert precision.tolerance([precision.Narrow("x", "float32")], 1e-8) == pytest.approx(8 * 2 ** -23)
 
 
 OVERFLOW = """

@@ -127,3 +127,87 @@ lm = stackwars.Model(
 )
 '''
 LM_RIGHT = {"epsilon": 1e-5, "extra": 0, "approximate": False, "proj_bias": True}
+
+# issue 88: the same decoder LM written with each framework's own attention API,
+# F.scaled_dot_product_attention and jax.nn.dot_product_attention (which always takes its softmax in
+# float32), pre-LN blocks, a GELU MLP and a head tied to the token embedding (nnx.Embed.attend)
+LM_SDPA = '''
+import jax
+import jax.numpy as jnp
+import torch
+import torch.nn.functional as F
+from flax import nnx
+import stackwars
+
+CAUSAL = {causal}  # is_causal on both sides, or no mask at all
+APPROXIMATE = {approximate}  # jax.nn.gelu's tanh approximation (PyTorch's GELU is the exact one)
+
+
+class Block(torch.nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.fc1, self.fc2 = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = (z.view(b, t, self.heads, -1).transpose(1, 2) for z in self.qkv(self.ln1(x)).split(d, -1))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=CAUSAL)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class T(torch.nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.tok = torch.nn.Embedding(size.vocab, size.dim)
+        self.blocks = torch.nn.ModuleList([Block(size.dim, size.heads) for _ in range(2)])
+        self.lnf = torch.nn.LayerNorm(size.dim)
+
+    def forward(self, idx):
+        x = self.tok(idx)
+        for block in self.blocks:
+            x = block(x)
+        return self.lnf(x) @ self.tok.weight.T  # the head tied to the embedding
+
+
+class JBlock(nnx.Module):
+    def __init__(self, d, heads, rngs):
+        self.heads = heads
+        self.ln1, self.ln2 = nnx.LayerNorm(d, epsilon=1e-5, rngs=rngs), nnx.LayerNorm(d, epsilon=1e-5, rngs=rngs)
+        self.qkv, self.proj = nnx.Linear(d, 3 * d, rngs=rngs), nnx.Linear(d, d, rngs=rngs)
+        self.fc1, self.fc2 = nnx.Linear(d, 4 * d, rngs=rngs), nnx.Linear(4 * d, d, rngs=rngs)
+
+    def __call__(self, x):
+        b, t, d = x.shape
+        q, k, v = (z.reshape(b, t, self.heads, -1) for z in jnp.split(self.qkv(self.ln1(x)), 3, axis=-1))
+        a = jax.nn.dot_product_attention(q, k, v, is_causal=CAUSAL)  # [batch, seq, heads, head size]
+        x = x + self.proj(a.reshape(b, t, d))
+        return x + self.fc2(jax.nn.gelu(self.fc1(self.ln2(x)), approximate=APPROXIMATE))
+
+
+class J(nnx.Module):
+    def __init__(self, size, rngs):
+        self.tok = nnx.Embed(size.vocab, size.dim, rngs=rngs)
+        self.blocks = nnx.List([JBlock(size.dim, size.heads, rngs) for _ in range(2)])
+        self.lnf = nnx.LayerNorm(size.dim, epsilon=1e-5, rngs=rngs)
+
+    def __call__(self, idx):
+        x = self.tok(idx)
+        for block in self.blocks:
+            x = block(x)
+        return self.tok.attend(self.lnf(x))  # the head tied to the embedding
+
+
+lm = stackwars.Model(
+    name="{name}",
+    presets={{"tiny": {{"batch": 2, "seq": 8, "vocab": 32, "dim": 16, "heads": 2}}}},
+    batch=lambda size, rng: {{"idx": rng.integers(0, size.vocab, (size.batch, size.seq)),
+                             "target": rng.integers(0, size.vocab, (size.batch, size.seq))}},
+    torch=T,
+    jax=J,
+)
+'''
+LM_SDPA_RIGHT = {"causal": True, "approximate": False}

@@ -14,7 +14,7 @@ from stackwars.cli.common import DB_HELP, command, number, out, table_width
 from stackwars.errors import SpecError
 from stackwars.report import compare as cmp
 from stackwars.verdict import runs
-from stackwars.store.results import CELL_KINDS, Store, check_db, rows
+from stackwars.store.results import CELL_KINDS, Store, check_db, one_model_per_name, rows
 
 FORMATS = ("table", "markdown", "csv", "json")
 
@@ -52,6 +52,7 @@ def compare(
     path_b = check_db(db_b, create=False, flag="--db-b") if db_b is not None else path_a
     info_a, rows_a = _load(path_a, run_a, "A")
     info_b, rows_b = _load(path_b, run_b, "B")
+    one_model_per_name([*rows_a, *rows_b], f"runs {run_a} ({path_a}) and {run_b} ({path_b})")
     result = runs.compare_cells(rows_a, rows_b, threshold=threshold)
     if not any(r["verdict"] not in ("only in A", "only in B") for r in result):
         raise SpecError(f"runs {run_a} and {run_b} have no cell in common (same workload, preset, phase, backend, "

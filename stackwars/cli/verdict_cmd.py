@@ -15,7 +15,7 @@ from stackwars.errors import SpecError
 from stackwars.report import format as fmt
 from stackwars import verdict as vd
 from stackwars.report import verdict as view
-from stackwars.store.results import CELL_KINDS, Store, check_db, rows
+from stackwars.store.results import CELL_KINDS, Store, check_db, one_model_per_name, rows
 
 FORMATS = ("table", "markdown", "json")
 
@@ -37,6 +37,7 @@ def load(store: Store, run_ids: list[str] | None) -> tuple[list[str], list[dict[
                             f"({', '.join(CELL_KINDS)}); `stackwars runs` lists them")
         found += rows(store, rid)
         measured += [m for _, m in store.cells(rid)]
+    one_model_per_name(found, f"runs {', '.join(dict.fromkeys(run_ids))} of {store.path}")
     return list(dict.fromkeys(run_ids)), found, profile_rows(measured), anatomy_rows(measured)
 
 

@@ -34,7 +34,7 @@ from stackwars.report.profiles import ANATOMY_CAPTION, anatomy_matrix, anatomy_r
 def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
     """The runs to report (all, or the named ones), the latest row of every cell across the
     cell runs, and the latest run of every study and training kind."""
-    from stackwars.store.results import cell_row, screened_out
+    from stackwars.store.results import cell_row, one_model_per_name, screened_out
 
     runs = store.runs()
     if run_ids:
@@ -67,6 +67,7 @@ def collect(store, run_ids: Sequence[str] | None = None) -> dict[str, Any]:
             key = " ".join(str(info.config.get(k)) for k in ("workload", "preset", "op") if info.config.get(k))
             studies.pop(f"{r['kind']}|{key}", None)
             studies[f"{r['kind']}|{key}"] = (info, study_rows_of(info.kind, r["run_id"], store, measured))
+    one_model_per_name(cells, f"the runs of {store.path} this report reads")  # one name from two files: refused
     # every process of each cell's latest run on each machine: a later run replaces an earlier one
     cells = vd.latest_processes(canary.judge(cells))
     return {"runs": runs, "cells": cells, "studies": studies, "envs": envs,

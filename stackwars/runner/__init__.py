@@ -339,6 +339,11 @@ def execute(store: Store, run_id: str, specs: Iterable[CellSpec], config: Measur
 
 def new_run(store: Store, specs: Sequence[CellSpec], config: MeasureConfig, command: str | None = None,
             kind: str = "cells") -> str:
+    """A new run of ``specs``, refused where ``store`` holds one of its workloads' names from
+    another file (``results.check_one_model_per_name``)."""
+    from stackwars.store.results import check_one_model_per_name
+
+    check_one_model_per_name(store, {s.workload: registry.origin("workload", s.workload) for s in specs})
     return store.create_run(specs, {"measure": config.to_dict()}, kind=kind, command=command)
 
 

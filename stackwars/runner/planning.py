@@ -129,6 +129,8 @@ def verify_user_model(name: str, timeout_s: float = CHECK_TIMEOUT_S,
     wl.learn(o.result.get("facts") or ())
     if on_note is not None and name not in _verified and o.result.get("check_s") is not None:
         on_note(f"model {name}: the twins agree (checked in {o.result['check_s']:.1f} s)")
+        for note in o.result.get("notes") or ():  # an operation below float64, allowed its rounding
+            on_note(f"model {name}: {note}")
     _verified.add(name)
 
 

@@ -492,6 +492,16 @@ class Store:
                         raise SpecError(f"run {run_id} is in {source} and in {where} but is not the same run "
                                         f"(kind, command or configuration differ); nothing was merged")
                     seen.setdefault(run_id, (kind, command, config, source))
+            held = {n: {o: f"{self.path}, run {r}" for o, r in found.items()}  # one name, one model (issue 88)
+                    for n, found in _origins(self.conn).items()}
+            for source, src in zip(sources, conns):
+                for name, theirs in _origins(src).items():
+                    for origin, run_id in theirs.items():
+                        for other, where in held.get(name, {}).items():
+                            if other != origin:
+                                raise SpecError(f"{_clash(name, origin, other, where)}; run {run_id} of {source} "
+                                                f"holds it; nothing was merged")
+                        held.setdefault(name, {}).setdefault(origin, f"source {source}, run {run_id}")
             # a run here that another process is measuring (run --resume holds its lock) gains nothing
             # from a merge meanwhile: both would store the cells it is measuring (store/lock.py)
             from stackwars.store.lock import RunLock
@@ -878,7 +888,52 @@ def rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
                 "screened_out": screened[rid].get(m.spec.key.split("#r")[0])}
 
     # each process judged against its run's canary (stackwars/canary.py): a slowed one decides nothing
-    return canary.judge(row(rid, m) for rid, m in store.cells(run_id))
+    out = canary.judge(row(rid, m) for rid, m in store.cells(run_id))
+    if run_id is None:  # every run of the database read together
+        one_model_per_name(out, f"{store.path}")
+    return out
+
+
+def _origins(conn: sqlite3.Connection) -> dict[str, dict[str, str]]:
+    """Each stored workload name -> {where it came from ("built-in", "file PATH:NAME"): a run holding it}."""
+    out: dict[str, dict[str, str]] = {}
+    for name, origin, run_id in conn.execute(
+            "SELECT workload, json_extract(record_json, '$.settings.origin.workload'), MIN(run_id) FROM cells "
+            "GROUP BY 1, 2"):
+        if origin and origin != "unknown":
+            out.setdefault(name, {})[origin] = run_id
+    return out
+
+
+def _clash(name: str, origin: str, other: str, where: str) -> SpecError:
+    return SpecError(f"model {name!r} of {origin} has the name of another model in {where} ({other}): a model is "
+                     f"its name and where it comes from, and a reader would set one's cells against the other's. "
+                     f"Rename one (its stackwars.Model(name=...)), or keep them in two databases (--db)")
+
+
+def check_one_model_per_name(store: Store, origins: Mapping[str, str]) -> None:
+    """Refuse to write cells of ``origins`` (workload name -> origin) into ``store`` where it holds
+    that name from another origin: two files that both register ``name="lm"``, measured into one
+    database, would be one row to every reader (issue 88). Called before a run is created and
+    before a merge writes (``Store.merge``)."""
+    held = _origins(store.conn)
+    for name, origin in origins.items():
+        for other, run_id in held.get(name, {}).items():
+            if origin and origin != "unknown" and other != origin:
+                raise _clash(name, origin, other, f"{store.path}, run {run_id}")
+
+
+def one_model_per_name(found: Iterable[Mapping[str, Any]], what: str = "the runs read together") -> None:
+    """Refuse rows read together that hold one workload name from two origins (a database written
+    before names were checked, two databases compared): kept apart by refusing, naming both."""
+    seen: dict[str, tuple[str, str]] = {}
+    for r in found:
+        origin = r.get("workload_origin")
+        if not origin or origin == "unknown":
+            continue
+        first = seen.setdefault(r["workload"], (origin, r.get("run_id", "?")))
+        if first[0] != origin:
+            raise _clash(r["workload"], origin, f"{first[0]}, run {first[1]}", what)
 
 
 MERGE_CONFLICT = "merge-conflict"  # a cell key another copy of its run measured otherwise, kept apart (Store.merge)

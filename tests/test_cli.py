@@ -204,3 +204,46 @@ def test_xla_autotune_level_reaches_the_worker_before_jax(tmp_path, machine_prob
     flags = m.settings["applied"]["xla_gpu_flags"]
     assert flags["xla_gpu_enable_command_buffer"] == {"value": "", "source": "XLA_FLAGS"}
     assert flags["xla_gpu_autotune_level"]["source"] != "XLA_FLAGS"
+
+
+@pytest.mark.parametrize("args, shown", [
+    (["verdict", "--db", "x:smile:y[slurm].db"], "no results database at x:smile:y[slurm].db"),
+    (["run", "gemm", "-p", "tiny", "--executor", "stackwars[slurm]"], "unknown executor 'stackwars[slurm]'"),
+])
+def test_the_users_words_in_a_message_are_text_not_markup(args, shown, tmp_path, monkeypatch):
+    """Issue 88: a path or a name the user gave is printed as written: rich read `:smile:` as an
+    emoji and `[slurm]` as a style tag, which it dropped; the messages' own styles still apply."""
+    from stackwars.cli.common import _Console
+
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert r.exit_code == 2 and shown in " ".join(r.output.split()), r.output
+    console = _Console(record=True, width=200, color_system="truecolor", force_terminal=True, file=io.StringIO())
+    console.print("[bold red]error:[/] lm[tiny] at x:smile:y.db, [yellow]noted[/]")
+    assert console.export_text() == "error: lm[tiny] at x:smile:y.db, noted\n"
+    assert "\x1b[1;31merror:" in console.file.getvalue()  # the message's own style, applied
+
+
+def test_every_command_refuses_a_db_name_too_long_in_one_line(tmp_path, monkeypatch):
+    """Issue 88: a --db name whose part is over 255 bytes was a traceback in every command (the
+    check that a failed command leaves no new database stat'ed it first); now each command that
+    takes --db refuses it with exit 2, one line, nothing written."""
+    import typer.main
+
+    monkeypatch.chdir(tmp_path)
+    group = typer.main.get_command(app)
+    takes_db = sorted(name for name, cmd in group.commands.items()
+                      if any("--db" in getattr(p, "opts", ()) for p in cmd.params))
+    assert {"run", "verdict", "show", "export", "merge", "report", "compare"} <= set(takes_db), takes_db
+    positional = {"describe": ["gemm"], "compare": ["A", "B"], "merge": ["other.db"], "train": ["mnist"],
+                  "ir": ["gemm"], "run": ["gemm"]}
+    required = {n for n in takes_db if any(p.param_type_name == "argument" and p.required
+                                            for p in group.commands[n].params)}
+    assert required <= set(positional), required - set(positional)  # a new command with arguments: give them here
+    for name in takes_db:
+        r = CliRunner().invoke(app, [name, *positional.get(name, []), "--db", "a" * 300 + ".db"],
+                               env={"COLUMNS": "200"})
+        assert r.exit_code == 2, (name, r.output)
+        assert "more than the 255 a file name may have" in " ".join(r.output.split()), (name, r.output)
+        assert "Traceback" not in r.output
+    assert list(tmp_path.iterdir()) == []

@@ -51,6 +51,16 @@ class _Console(Console):
     terminal wraps it for the eye and copies it whole). Tables and the progress bar are laid out
     for their width as before; text a caller laid out itself is printed with ``soft_wrap=True``."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, emoji=False, **kwargs)  # a user's `x:smile:y.db` is a file name, not an emoji
+
+    def render_str(self, text: str, **kwargs) -> Text:
+        """A message's own styles (``OUR_STYLES``) as styles, and every other bracket as text: the
+        user's words inside a message (a path, a model's name, `stackwars[slurm]`) are never markup."""
+        if kwargs.get("markup") is not False and self._markup:
+            text = _NOT_OURS.sub(lambda m: "\\" + m.group(0), text)
+        return super().render_str(text, **kwargs)
+
     def print(self, *objects, soft_wrap=None, **kwargs) -> None:
         if soft_wrap is None and objects and all(isinstance(o, (str, Text)) for o in objects) \
                 and kwargs.get("no_wrap") is None and kwargs.get("overflow") is None:
@@ -63,6 +73,9 @@ class _Console(Console):
         super().print(*objects, soft_wrap=soft_wrap, **kwargs)
 
 
+OUR_STYLES = ("bold red", "bold", "yellow", "red", "green", "dim", "cyan", "magenta", "blue", "white")
+# a bracketed word that is not one of the messages' own style tags (nor a closing one): escaped
+_NOT_OURS = re.compile(r"(?<!\\)\[(?!(?:/|/?(?:%s))\])[^\[\]\n]*\]" % "|".join(re.escape(s) for s in OUR_STYLES))
 _UNIT = re.compile(r"\S*`[^`\n]*`\S*|\S+")  # a backticked command (with what is glued to it), or a word
 
 
@@ -130,8 +143,9 @@ def command(fn: Callable) -> Callable:
                 check_device(d)
             if "db" not in kwargs:
                 return fn(*args, **kwargs)
-            # a database this command created and stored nothing in is removed if it fails
-            with new_database(db_path(kwargs["db"])):
+            # the name first (too long, not UTF-8, links that loop: one line, never a traceback); then a database
+            # this command created and stored nothing in is removed if it fails
+            with new_database(outputs.check_name(db_path(kwargs["db"]), "--db")):
                 return fn(*args, **kwargs)
         except (SpecError, StackwarsError) as exc:
             fail(str(exc), getattr(exc, "exit_code", 2))

@@ -337,6 +337,7 @@ class Run:
             raise SpecError(f"run {run_id} has no cell left to measure ({len(info.plan)} of {len(info.plan)} "
                             f"stored) and no verdict a look could still decide: nothing to resume; "
                             f"`stackwars show {run_id}` prints it")
+        runner.restore_models(store, info, on_note)  # its model files, unchanged, loaded as its start loaded them
         env = envmod.fingerprint(config.threads, probe())
         runner.check_resumable(info.env, env)
         executor.check(store.missing(run_id))  # before the session is written (Ray: the cluster reached)

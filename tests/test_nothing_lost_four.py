@@ -376,3 +376,64 @@ def test_a_damaged_screening_decision_is_named_and_skipped_by_every_reader(tmp_p
         assert r.stderr.count("a screening decision without a cell, a keep or a why") == 2, (args, r.stderr)
     r = CliRunner().invoke(app, ["export", "--run", run_id, "--screening", "-f", "json", "--db", str(db)])
     assert len(json.loads(r.stdout)) == 3  # the run's own decisions, whole
+
+
+SEQ = """
+import torch
+import stackwars
+
+net = stackwars.Model(
+    name="seq-resumed",
+    presets={"tiny": {"batch": 8, "features": 12}},
+    batch=lambda size, rng: {"x": rng.standard_normal((size.batch, size.features)),
+                             "target": rng.standard_normal((size.batch, 4))},
+    torch=lambda size: torch.nn.Sequential(torch.nn.Linear(size.features, WIDTH), torch.nn.Tanh(),
+                                           torch.nn.Linear(WIDTH, 4)),
+)
+WIDTH = 16
+"""
+
+
+def test_a_users_models_run_stopped_resumes_from_its_file_and_refuses_the_file_changed(tmp_path):
+    """Issue 88: a run of a model file, stopped by Ctrl-C after its first process, resumes in a new
+    process that never named the file (the run keeps it, with its contents' sha256); the same
+    stop, the file edited before the resume, is refused naming the file, nothing measured."""
+    import signal
+    import subprocess
+    import sys
+
+    (tmp_path / "mine.py").write_text(SEQ)
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "STACKWARS_PLUGINS")}
+    cli = [sys.executable, "-m", "stackwars"]
+
+    def stopped(db):
+        p = subprocess.Popen([*cli, "run", "mine.py:net", "-p", "tiny", "-b", "torch-eager", "--phase", "forward",
+                              "--processes", "3", "--max-processes", "3", "--min-time", "0", "--db", str(db)],
+                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for line in p.stdout:
+            if line.strip().startswith("ok "):
+                p.send_signal(signal.SIGINT)
+                break
+        out = p.communicate(timeout=300)[0]
+        assert p.returncode == 130 and "--resume" in out, out
+        (run_id,) = Store(db).run_ids()
+        assert len(Store(db).cells(run_id)) == 1
+        return run_id
+
+    run_id = stopped(tmp_path / "a.db")
+    elsewhere = tmp_path / "elsewhere"  # not beside the file, and nothing names it
+    elsewhere.mkdir()
+    done = subprocess.run([*cli, "run", "--resume", run_id, "--db", str(tmp_path / "a.db")], cwd=elsewhere,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(Store(tmp_path / "a.db").cells(run_id)) == 3
+
+    run_id = stopped(tmp_path / "b.db")
+    (tmp_path / "mine.py").write_text(SEQ.replace("WIDTH = 16", "WIDTH = 64"))
+    before = (tmp_path / "b.db").read_bytes()
+    done = subprocess.run([*cli, "run", "--resume", run_id, "--db", str(tmp_path / "b.db")], cwd=elsewhere,
+                          env=env, capture_output=True, text=True, timeout=300)
+    text = " ".join(done.stderr.split())
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert f"measured model 'seq-resumed' from {tmp_path / 'mine.py'}, which has changed since" in text, text
+    assert "Traceback" not in done.stderr and (tmp_path / "b.db").read_bytes() == before

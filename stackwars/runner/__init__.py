@@ -15,9 +15,11 @@ so that the CLI, the orchestrator, the studies and the tests call ``runner.X`` a
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from stackwars import registry
@@ -344,7 +346,61 @@ def new_run(store: Store, specs: Sequence[CellSpec], config: MeasureConfig, comm
     from stackwars.store.results import check_one_model_per_name
 
     check_one_model_per_name(store, {s.workload: registry.origin("workload", s.workload) for s in specs})
-    return store.create_run(specs, {"measure": config.to_dict()}, kind=kind, command=command)
+    models = model_files(specs)
+    return store.create_run(specs, {"measure": config.to_dict(), **({"models": models} if models else {})},
+                            kind=kind, command=command)
+
+
+def _model_file(origin: str) -> tuple[Path, str] | None:
+    """(the file, the Model's attribute or "") of a model that came from a file ("file PATH:NAME")."""
+    if not origin.startswith("file "):
+        return None
+    rest = origin[len("file "):]
+    path, sep, attr = rest.rpartition(":")
+    return (Path(path), attr) if sep and path.endswith(".py") else (Path(rest), "")
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def model_files(specs: Sequence[CellSpec]) -> dict[str, dict[str, str]]:
+    """Each of ``specs``' workloads that a model file defines: where it came from and the sha256
+    of the file's contents, kept with the run so that a resume loads the same file and refuses a
+    changed one (``restore_models``)."""
+    out = {}
+    for name in dict.fromkeys(s.workload for s in specs):
+        origin = registry.origin("workload", name)
+        found = _model_file(origin)
+        if found is not None and found[0].is_file():
+            out[name] = {"origin": origin, "sha256": _digest(found[0])}
+    return out
+
+
+def restore_models(store: Store, info: Any, on_note: Callable[[str], None] | None = None) -> None:
+    """A resumed run's model files loaded again, as its start loaded them: each file the run
+    recorded (``model_files``; a run from before that kept only its cells' origins) must still be
+    there and, where its contents were fingerprinted, unchanged (one run measures one model);
+    each is then checked in a worker as at the start (``planning.verify_user_model``)."""
+    models = {name: {"origin": origin} for name, origin in store.workload_origins(info.run_id).items()}
+    models.update(info.config.get("models") or {})
+    for name, m in models.items():
+        found = _model_file(m["origin"])
+        if found is None:
+            continue
+        path, attr = found
+        if not path.is_file():
+            raise SpecError(f"run {info.run_id} measured model {name!r} from {path}, which is not there now: put the "
+                            f"file back to resume the run; nothing was measured")
+        if m.get("sha256") and _digest(path) != m["sha256"]:
+            raise SpecError(f"run {info.run_id} measured model {name!r} from {path}, which has changed since (sha256 "
+                            f"{m['sha256'][:12]}... then, {_digest(path)[:12]}... now): one run measures one model. "
+                            f"Restore the file as it was to resume, or start a new run of it; nothing was measured")
+        resolved = registry.resolve_workload(f"{path}:{attr}" if attr else str(path))
+        if resolved != name:
+            raise SpecError(f"run {info.run_id} measured model {name!r} from {path}, which now defines {resolved!r}: "
+                            f"restore the file as it was to resume; nothing was measured")
+        planning.verify_user_model(name, on_note=on_note)
 
 
 PEAK_BACKEND = {"torch": "torch-eager", "jax": "jax-jit"}  # whose server a framework's peak task is forked from

@@ -662,6 +662,10 @@ class Store:
                         "planned": planned, "done": sum(counts.values()), "statuses": counts})
         return out
 
+    def workload_origins(self, run_id: str) -> dict[str, str]:
+        """Where each workload of ``run_id``'s stored cells came from ("file PATH:NAME" for a model file)."""
+        return {name: next(iter(found)) for name, found in _origins(self.conn, run_id).items()}
+
     def cells(self, run_id: str | None = None) -> list[tuple[str, Measurement]]:
         """The run's cells (every run's), each once; a record that cannot be read is skipped and
         named (``SKIPPED``), never a traceback for the command reading it."""
@@ -894,12 +898,12 @@ def rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def _origins(conn: sqlite3.Connection) -> dict[str, dict[str, str]]:
+def _origins(conn: sqlite3.Connection, run_id: str | None = None) -> dict[str, dict[str, str]]:
     """Each stored workload name -> {where it came from ("built-in", "file PATH:NAME"): a run holding it}."""
     out: dict[str, dict[str, str]] = {}
     for name, origin, run_id in conn.execute(
             "SELECT workload, json_extract(record_json, '$.settings.origin.workload'), MIN(run_id) FROM cells "
-            "GROUP BY 1, 2"):
+            "WHERE ? IS NULL OR run_id = ? GROUP BY 1, 2", (run_id, run_id)):
         if origin and origin != "unknown":
             out.setdefault(name, {})[origin] = run_id
     return out

@@ -46,7 +46,9 @@ estimate derived from the model itself:
   is one; the JAX side under ``jax.enable_x64`` otherwise), with the same optimizer step;
 * **the twins are checked to be one function** before the first cell, in a worker: both in
   float64, a forward in eval mode, one in training mode and one train step (loss, gradients,
-  updates, buffers), within ``TWIN_TOLERANCE``; the normalisations' momentum and epsilon read
+  updates, buffers), within ``TWIN_TOLERANCE`` (a quantity that an operation computing below
+  float64 reaches, ``jax.nn.dot_product_attention``'s float32 softmax, within that dtype's
+  rounding: ``stackwars.precision``, named in the run's notes); the normalisations' momentum and epsilon read
   from both; a float32 overflow named as such (``UserWorkload.verify``). The command-line
   process runs none of the user's code: the shapes it needs come from that worker.
 

@@ -20,7 +20,9 @@ budget is left for the next invocation and listed as such. Each step's output go
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -210,9 +212,12 @@ def plan(device: str, data_dir: str | None, executor: Sequence[str] = (), memory
     return steps
 
 
-def load_state(path: Path, on_warning: Callable[[str], None] = lambda text: None) -> dict[str, dict]:
+def load_state(path: Path, on_warning: Callable[[str], None] = lambda text: None,
+               keep_aside: bool = True) -> dict[str, dict]:
     """The steps done so far. A state file that cannot be read is not silently taken for none:
-    the warning names it, and it is kept aside (``.corrupt``) before a new one replaces it."""
+    the warning names it, and it is kept aside (``.corrupt``, or ``.corrupt.N`` where an earlier
+    one is kept: never over it) before a new one replaces it; ``keep_aside=False`` (a dry run,
+    which writes nothing) leaves it where it is."""
     if not path.exists() and not path.is_symlink():
         return {}
     if not path.is_file():  # a FIFO would block the read forever, a link that leads nowhere would raise
@@ -224,13 +229,18 @@ def load_state(path: Path, on_warning: Callable[[str], None] = lambda text: None
             raise ValueError("not an object of steps")
         return state
     except (OSError, ValueError) as exc:
-        kept = path.with_name(path.name + ".corrupt")
-        try:
-            path.replace(kept)
-            where = f"kept as {kept}"
-        except OSError:
-            where = "left where it is"
-        on_warning(f"{path} cannot be read ({exc}); it is {where}, and every step runs again")
+        where = "left where it is"
+        if keep_aside:
+            kept = next(k for k in (path.with_name(path.name + ".corrupt" + (f".{i}" if i else "")) for i in
+                                    itertools.count()) if not k.exists() and not k.is_symlink())
+            try:
+                os.link(path, kept)  # a new name only: never over an earlier one (replace would be)
+                path.unlink()
+                where = f"kept as {kept}"
+            except OSError:
+                pass
+        on_warning(f"{path} cannot be read ({exc}); it is {where}, and every step "
+                   f"{'runs' if keep_aside else 'would run'} again")
         return {}
 
 

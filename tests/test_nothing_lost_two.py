@@ -567,6 +567,26 @@ def test_reproduce_exits_1_naming_the_failed_step_and_keeps_a_corrupt_state_asid
     assert reproduce_cmd  # the command module the CLI ran
 
 
+def test_an_unreadable_state_never_goes_over_an_earlier_one_kept_aside_and_a_dry_run_moves_nothing(tmp_path):
+    """Issue 88: `reproduce --dry-run` renamed an unreadable state file over an earlier
+    `.corrupt`, losing it. A dry run now leaves the file where it is and says what a run would
+    do; a run keeps it under the next free name."""
+    out = tmp_path / "out"
+    out.mkdir()
+    state = out / "reproduce-state.json"
+    (out / "reproduce-state.json.corrupt").write_text("the first")
+    state.write_text("the second")
+    r = runner.invoke(app, ["reproduce", "--out", str(out), "--dry-run"], env={"COLUMNS": "2000"})
+    assert r.exit_code == 0, r.output
+    assert "every step would run again" in " ".join(r.output.split()), r.output
+    assert state.read_text() == "the second" and (out / "reproduce-state.json.corrupt").read_text() == "the first"
+    warned = []
+    assert rp.load_state(state, warned.append) == {}
+    assert (out / "reproduce-state.json.corrupt").read_text() == "the first"
+    assert (out / "reproduce-state.json.corrupt.1").read_text() == "the second" and not state.exists()
+    assert "kept as" in warned[0] and warned[0].endswith("every step runs again")
+
+
 def test_ctrl_c_of_a_submitit_local_sweep_prints_no_child_traceback(tmp_path):
     if not _has("submitit"):
         pytest.fail("submitit is not installed: `./scripts/setup.sh --tests` installs it (the sweeps extra)")

@@ -61,7 +61,8 @@ def reproduce(
     steps = rp.plan(device, data, choice.args())
     state_path = out_dir / "reproduce-state.json"
     if dry_run:
-        state = rp.load_state(state_path, lambda text: err.print(f"[yellow]warning:[/] {text}", highlight=False))
+        state = rp.load_state(state_path, lambda text: err.print(f"[yellow]warning:[/] {text}", highlight=False),
+                              keep_aside=False)  # a dry run writes nothing, and moves nothing
         for s in steps:
             status = state.get(s.name, {}).get("status", "to do")
             out.print(f"{s.name:>13}  ~{s.estimate_min:g} min  [{status}]  {s.answers}\n"

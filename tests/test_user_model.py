@@ -1044,6 +1044,17 @@ def test_a_factory_that_starts_a_thread_changes_directory_or_sleeps_leaves_the_c
         assert done.returncode == 2 and f"did not finish within {limit} s" in stderr, stderr
         assert left == [], left  # nothing written
         assert took < limit + 60, took
+        # describe runs the factory in a worker too, says so before the wait, and takes --timeout (issue 88); the
+        # limit bounds the file's import check too, which imports torch in a worker: 20 s, not 4, under load
+        limit = 20
+        t0 = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "stackwars", "describe", f"{tmp_path}/bad.py:net", "-p", "tiny",
+                               "--timeout", str(limit)], cwd=work, env=env, capture_output=True, text=True,
+                              timeout=240)
+        stderr = " ".join(done.stderr.split())
+        assert done.returncode == 2 and f"describing it did not finish within {limit} s" in stderr, stderr
+        assert f"in a worker, where its factories run (up to {limit} s: --timeout)" in stderr, stderr
+        assert time.monotonic() - t0 < limit + 60 and sorted(work.iterdir()) == []
     else:
         assert done.returncode == 0, done.stderr
         assert "out.json" in left and not (tmp_path / "out.json").exists()  # where the user named it

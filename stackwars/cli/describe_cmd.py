@@ -13,21 +13,27 @@ from stackwars.errors import SpecError
 from stackwars import registry
 from stackwars import outputs
 from stackwars.parse import assignments
-from stackwars.cli.common import command, out
+from stackwars.cli.common import command, err, out
 from stackwars.report import format as fmt
 
 
-def describe_workload(name: str, preset: str, overrides: dict[str, str] | None = None) -> dict[str, Any]:
+def describe_workload(name: str, preset: str, overrides: dict[str, str] | None = None,
+                      timeout_s: float | None = None) -> dict[str, Any]:
     """What ``describe`` shows. A user's model that fails anywhere in it (its factory, its
-    forward on meta tensors, FLOP counting) is bad input: SpecError, exit 2, naming the file."""
+    forward on meta tensors, FLOP counting) is bad input: SpecError, exit 2, naming the file;
+    it is described in a worker killed after ``timeout_s`` (default: the check's 600 s), said
+    on stderr before the wait."""
     resolved = registry.resolve_workload(name)
     workload = registry.workload(resolved)
     cfg = workload.config(preset, overrides)
     origin = registry.origin("workload", resolved)
     if hasattr(workload, "verify"):  # a user's model: described in a worker, where its factories run
-        from stackwars.runner.planning import describe_user_model
+        from stackwars.runner.planning import CHECK_TIMEOUT_S, describe_user_model
 
-        return {"preset": preset, **describe_user_model(resolved, preset, overrides or {})}
+        limit = CHECK_TIMEOUT_S if timeout_s is None else timeout_s
+        err.print(f"describing model {resolved} in a worker, where its factories run (up to {limit:g} s: --timeout)",
+                  highlight=False)
+        return {"preset": preset, **describe_user_model(resolved, preset, overrides or {}, limit)}
     try:
         return {"preset": preset, **workload.describe(cfg)}
     except SpecError:
@@ -75,9 +81,11 @@ def describe(
     preset: str = typer.Option("small", "--preset", "-p", help="preset: tiny, small, paper"),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="override a preset parameter: KEY=VALUE"),
     json_: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds a user's model may take to be "
+                                                                    "described in its worker (default 600)"),
 ) -> None:
     """Configuration, parameter count, FLOPs per step and memory estimate; nothing allocated."""
-    d = describe_workload(workload, preset, assignments(set_ or [], "--set"))
+    d = describe_workload(workload, preset, assignments(set_ or [], "--set"), timeout)
     if json_:
         outputs.emit(json.dumps(d, indent=1, default=str) + "\n")
     else:

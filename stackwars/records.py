@@ -306,6 +306,7 @@ class Measurement:
                 d[key] = sub(**sd)
         d["samples"] = tuple(d.get("samples") or ())
         d["warmup_s"] = tuple(d.get("warmup_s") or ())
+        _check_times(d)
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 
@@ -573,6 +574,34 @@ def _issue_row(issue: Mapping[str, Any] | None) -> dict[str, Any]:
             "gpu_sm_max_mhz": clocks.get("sm_max_mhz"), "gpu_clock_reasons": clocks.get("reasons"),
             # the SM clock's lowest and highest NVML read through the window (a single reading: both the same)
             "gpu_sm_mhz_range": clocks.get("sm_mhz_range") or ([clocks["sm_mhz"]] * 2 if clocks.get("sm_mhz") else None)}
+
+
+MAX_SECONDS = 1e6  # about 12 days: no call a cell times is longer; a stored time beyond it was not measured
+
+
+def _check_times(d: Mapping[str, Any]) -> None:
+    """Every time a record holds is a number a clock could have read: each steady-state sample
+    above 0 (a median of 0 or below, NaN or 1e300 once decided "PyTorch faster, nan (nan-nan)" or
+    crashed a reader), first and second call, warm-up and wall time at 0 or above, all finite and
+    under ``MAX_SECONDS``; calls per block a positive integer. ValueError naming the field: the
+    reader names the record and skips it (store/results.py)."""
+    def bad(x, low_ok: bool) -> bool:
+        return (isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x)
+                or x < 0 or (x == 0 and not low_ok) or x > MAX_SECONDS)
+
+    for i, x in enumerate(d.get("samples") or ()):
+        if bad(x, low_ok=False):
+            raise ValueError(f"steady-state sample {i} is {x!r}: a time per call must be above 0 and under "
+                             f"{MAX_SECONDS:g} s")
+    for key in ("first_call_s", "second_call_s", "wall_s", "init_s"):
+        if d.get(key) is not None and bad(d[key], low_ok=True):
+            raise ValueError(f"{key} is {d[key]!r}: a time must be 0 or more and under {MAX_SECONDS:g} s")
+    for i, x in enumerate(d.get("warmup_s") or ()):
+        if bad(x, low_ok=True):
+            raise ValueError(f"warm-up call {i} took {x!r}: a time must be 0 or more and under {MAX_SECONDS:g} s")
+    number = d.get("number", 1)
+    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+        raise ValueError(f"number (calls per timed block) is {number!r}: a positive integer")
 
 
 def _origin(settings: Mapping[str, Any] | None) -> dict[str, Any]:

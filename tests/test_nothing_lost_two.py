@@ -454,6 +454,25 @@ def test_a_malformed_record_is_named_and_skipped_by_readers(args, tmp_path):
     assert results.SKIPPED == {}  # said, then forgotten: the next command starts clean
 
 
+@pytest.mark.parametrize("value", ["-0.001", "0", "NaN", "1e300", "\"fast\""])
+def test_a_stored_time_no_clock_could_read_is_named_and_skipped_by_the_verdict(value, tmp_path):
+    """Issue 88: a negative, zero, NaN or 1e300 steady-state time (hand-edited, another tool's
+    row) decided "PyTorch faster, nan (nan-nan)" or crashed a reader. Every record is checked as it
+    is read (records._check_times): the verdict names it and reads the rest."""
+    values = _results_db(tmp_path)
+    _edited(tmp_path / "r.db", f"UPDATE cells SET record_json = json_set(record_json, '$.samples[0]', "
+                               f"json('{value}')) WHERE id = 1" if value != "NaN" else
+            "UPDATE cells SET record_json = replace(record_json, '\"samples\": [', '\"samples\": [NaN, ') "
+            "WHERE id = 1")
+    result = runner.invoke(app, ["verdict", values["RUN"], "--db", values["DB"], "-f", "json"],
+                           env={"COLUMNS": "2000"})
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "steady-state sample 0 is" in text and "a time per call must be above 0" in text, text
+    assert "nan" not in result.stdout.lower(), result.stdout
+    results.SKIPPED.clear()
+
+
 def test_a_record_that_is_json_but_not_a_cell_is_skipped_and_a_malformed_run_refused(tmp_path):
     values = _results_db(tmp_path)
     _edited(tmp_path / "r.db", "UPDATE cells SET record_json = '[1, 2]' WHERE id = 2")

@@ -1331,8 +1331,10 @@ def _jax_check_in(wl: UserWorkload, cfg, params: Arrays, batch: Arrays
 
     def step(tree, rest, jb):
         # the rest (BatchNorm's statistics) an argument too: NNX updates it at the level it is traced at
+        # allow_int: the rest may hold integers (nnx.Dropout's RNG count), whose gradient is float0, discarded
         (loss, new_rest), (grads, _) = jax.value_and_grad(
-            lambda p, r: twin.loss_and_state(static, p, r, jb, precise=True), argnums=(0, 1), has_aux=True)(tree, rest)
+            lambda p, r: twin.loss_and_state(static, p, r, jb, precise=True), argnums=(0, 1), has_aux=True,
+            allow_int=True)(tree, rest)
         updates, _ = tx.update(grads, tx.init(tree), tree)
         return loss, new_rest, grads, optax.apply_updates(tree, updates)
 
@@ -1440,7 +1442,7 @@ def _jax_step_x64(wl: UserWorkload, cfg, phase: str, params: Arrays, batch: Arra
                 return default_loss(twin.call(static, p, r, jb, True)[0], jb, "jax", precise=True)
             return twin.loss_and_state(static, p, r, jb)[0]
 
-        loss, (grads, _) = jax.value_and_grad(loss64, argnums=(0, 1))(params, rest)
+        loss, (grads, _) = jax.value_and_grad(loss64, argnums=(0, 1), allow_int=True)(params, rest)
         tx = make_optimizer(wl.optimizer(cfg))
         updates, _ = tx.update(grads, tx.init(params), params)
         new = optax.apply_updates(params, updates)

@@ -836,6 +836,47 @@ def test_a_wrong_twin_through_the_float32_softmax_is_still_refused_beyond_its_ro
     assert "detach" not in text, text
 
 
+DROPOUT = """
+import torch
+from flax import nnx
+import stackwars
+
+
+class T(torch.nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.fc1, self.drop, self.fc2 = torch.nn.Linear(size.features, 32), torch.nn.Dropout(0.1), torch.nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc2(self.drop(torch.relu(self.fc1(x))))
+
+
+class J(nnx.Module):
+    def __init__(self, size, rngs):
+        self.fc1, self.drop, self.fc2 = nnx.Linear(size.features, 32, rngs=rngs), nnx.Dropout(0.1, rngs=rngs), \\
+            nnx.Linear(32, 4, rngs=rngs)
+
+    def __call__(self, x):
+        return self.fc2(self.drop(nnx.relu(self.fc1(x))))
+
+
+net = stackwars.Model(name="dropout-twins", presets={"tiny": {"batch": 8, "features": 12}},
+                      batch=lambda size, rng: {"x": rng.standard_normal((size.batch, size.features)),
+                                               "target": rng.standard_normal((size.batch, 4))},
+                      torch=T, jax=J)
+"""
+
+
+def test_dropout_twins_pass_the_check_which_switches_dropout_off(tmp_path):
+    """Issue 88: the check differentiated over nnx.Dropout's RNG count, a uint32 ("grad requires
+    real- or complex-valued inputs"), and blamed the batch's inputs. The state beside the
+    parameters is differentiated with allow_int (its gradient discarded): the twins agree."""
+    path = tmp_path / "drop.py"
+    path.write_text(DROPOUT)
+    wl = registry.workload(registry.resolve_workload(f"{path}:net"))
+    assert wl.verify(wl.presets["tiny"]) == []
+
+
 def test_what_computed_below_float64_is_found_per_output_on_both_sides():
     """stackwars.precision: a float32 step inside a float64 JAX program reaches the outputs computed
     from it and no other (the jaxpr followed forward, through a nested jit); PyTorch's .float() is

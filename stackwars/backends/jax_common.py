@@ -509,8 +509,10 @@ class JaxBackend(Backend):
                 return loss_and_state(static, p, r, batch)
 
             # the state (BatchNorm statistics) is an argument of the differentiated function too, so
-            # that Flax NNX may update it at that trace level; its gradient is zero and discarded
-            (loss, rest), (grads, _) = jax.value_and_grad(loss_of, argnums=(0, 1), has_aux=True)(params, rest)
+            # that Flax NNX may update it at that trace level; its gradient is zero and discarded (float0 for an
+            # integer, nnx.Dropout's RNG count: allow_int)
+            (loss, rest), (grads, _) = jax.value_and_grad(loss_of, argnums=(0, 1), has_aux=True,
+                                                          allow_int=True)(params, rest)
             updates, opt_state = tx.update(grads, opt_state, params)
             return optax.apply_updates(params, updates), rest, opt_state, loss
 

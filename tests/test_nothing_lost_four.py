@@ -77,6 +77,11 @@ CASES = [
      "is not a regular file"),
     ("--min-block-time past the cell's limit", ["run", "gemm", "--min-block-time", "30", "--timeout", "100"], {},
      None, "not shorter than the per-cell timeout (100 s)"),
+    # issue 88: an A/A check that would measure no pair said nothing
+    ("--aa with --no-screen", ["run", "gemm", "--aa", "--no-screen"], {}, None,
+     "(leave out --no-screen, given); with neither it would measure no pair"),
+    ("--aa with --processes 1", ["run", "gemm", "--aa", "--processes", "1"], {}, None,
+     "--processes 2 or more (got 1)"),
 ]
 
 

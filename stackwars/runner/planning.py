@@ -329,7 +329,13 @@ def validate_config(config: MeasureConfig) -> None:
               (config.threads is None or config.threads >= 1, "threads must be >= 1"),
               (0 <= config.profile_steps <= 100, f"profile steps must be between 0 and 100, got {config.profile_steps}"),
               (not config.profile_steps or bool(config.profile_dir), "profiling needs a folder for the traces"),
-              (0 <= config.seed < 2**63, f"seed must be a non-negative integer below 2**63, got {config.seed}")]
+              (0 <= config.seed < 2**63, f"seed must be a non-negative integer below 2**63, got {config.seed}"),
+              # --aa's back-to-back pairs are the processes that follow the choice: without one there is no pair
+              (not config.aa or config.screens,
+               f"--aa measures each chosen cell in back-to-back pairs after the choice made on every cell's first "
+               f"process: it needs that choice, --processes 2 or more (got {config.processes}) and the screening "
+               f"(leave out --no-screen{', given' if not config.screen else ''}); with neither it would measure no "
+               f"pair")]
     for ok, msg in checks:
         if not ok:
             raise SpecError(msg)

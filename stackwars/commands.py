@@ -23,6 +23,12 @@ OPTION_FLAGS = {"mode": "--compile-mode", "fullgraph": "--fullgraph", "xla_autot
                 "stablehlo": "--stablehlo"}
 
 
+def db_flag(db: Any) -> str:
+    """`` --db PATH`` for a command the tool prints to be pasted, PATH quoted for the shell where it
+    must be (a space, a quote): copied whole, it runs as printed; empty where ``db`` is None."""
+    return f" --db {shlex.quote(str(db))}" if db else ""
+
+
 def workload_argument(row: Mapping[str, Any]) -> str:
     """How the row's workload is named on the command line: a user's file as ``path:NAME``
     (its recorded origin, ``file PATH:NAME``), anything else by its registered name."""

@@ -1137,3 +1137,26 @@ def test_a_run_stopped_after_its_first_round_resumes_into_its_screening_and_look
     assert v["processes"] >= 3 and v["verdict"] in vd.DECIDED, v["reason"]
     with Store(db) as store, pytest.raises(SpecError, match="no verdict a look could still decide: nothing to resume"):
         orchestrate.Run.resume(store, run_id, lambda: MACHINE, SyntheticExecutor(5, 0.02))
+
+
+def test_every_command_printed_names_a_db_with_a_space_so_that_it_pastes_whole(tmp_path):
+    """Issue 88: the commands a verdict prints (its details, the resume of an open row) named --db
+    unquoted: a path with a space, pasted, ran on another database. Each is quoted for the shell
+    (commands.db_flag), and splits back to the path."""
+    import shlex
+
+    from stackwars import commands, orchestrate
+    from stackwars.records import CellSpec
+
+    assert commands.db_flag(None) == "" and commands.db_flag("r.db") == " --db r.db"
+    config = MeasureConfig(processes=3, max_processes=3)
+    specs = [CellSpec("gemm", "small", "forward", b, repeat=r) for r in range(3) for b in ("torch-eager", "jax-jit")]
+    db = tmp_path / "my results" / "it's.db"
+    db.parent.mkdir()
+    with Store(db) as store:
+        run_id = store.create_run(specs, {"measure": config.to_dict()}, command="space")
+        orchestrate.Run(store, run_id, specs, config, MACHINE, SyntheticExecutor(7, 0.4)).measure()
+    out = runner.invoke(app, ["verdict", "--db", str(db)], env={"COLUMNS": "300"}).output
+    (line,) = [ln for ln in out.splitlines() if "stackwars verdict" in ln and "--explain" in ln]
+    words = shlex.split(line[line.index("stackwars verdict"):])
+    assert words[words.index("--db") + 1] == str(db), line

@@ -12,7 +12,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
                            TimeRemainingColumn)
 
 from stackwars import orchestrate, outputs, registry, runner, stats
-from stackwars.commands import OPTION_FLAGS
+from stackwars.commands import OPTION_FLAGS, db_flag
 from stackwars.outputs import REPLACES
 from stackwars.cli.common import (EXECUTOR_OPTION, GPUS_OPTION, MAX_JOBS_OPTION, RAY_ADDRESS_OPTION, SHARED_DIR_OPTION,
                                   SLURM_PARTITION_OPTION, waiting, DB_HELP, PROFILE_DIR_HELP, PROFILE_HELP,
@@ -256,7 +256,7 @@ def measure(request: orchestrate.Request, db_option: Optional[Path] = None, verb
                   + (f", through --executor {placer.name})" if placer.name != "serial" else ")"))
         # the same executor, to go on where this one stopped
         again = "".join(" " + a for a in request.executor.args())
-        resume_hint = f"`stackwars run --resume {run_id}{f' --db {db_option}' if db_option else ''}{again}`"
+        resume_hint = f"`stackwars run --resume {run_id}{db_flag(db_option)}{again}`"
         unsaved: list = []
         try:
             with interruptible(), Progress(SpinnerColumn(), TextColumn("{task.description}", style="bold"),
@@ -314,7 +314,7 @@ def _show(result_rows, run_env, profiles, anatomy, run_id: str, db_option, json_
           tables: bool = True) -> None:
     """The run's tables (``tables``), then its verdict (the answer last, where the eye lands), what
     it spent, and its exit status."""
-    where = f" --db {db_option}" if db_option else ""
+    where = db_flag(db_option)
     if tables:
         out.print(render(result_rows, Env(run_env).summary(), width=table_width()))
     db = str(db_option) if db_option else None  # named in the commands printed where it is not the default

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from typing import Any, Mapping, Sequence
 
 from stackwars import stats
+from stackwars.commands import db_flag
 from stackwars.report import format as fmt
 from stackwars.verdict.beside import BUSY_PAYS, parity_text
 from stackwars.verdict.words import FRAMEWORKS, NO_DIFFERENCE, SAME, VERDICTS, inside_band, title
@@ -370,7 +371,7 @@ def brief(rows: Sequence[Mapping[str, Any]], run_ids: Sequence[str] = (), width:
     if rows:
         levels = ", ".join(dict.fromkeys(fmt.level(r["confidence"]) for r in rows if r.get("confidence")))
         explain = (f"stackwars verdict {' '.join(run_ids)} --explain".replace("  ", " ") if run_ids else
-                   "stackwars verdict --explain") + (f" --db {db}" if db else "")
+                   "stackwars verdict --explain") + db_flag(db)
         at = levels + "; " if levels else ""
         legend_text = (f"JAX/PyTorch < 1: JAX faster; best mode of each side, rounds of fresh processes, CI at the "
                        f"row's level ({at}{stats.VERDICT_ALPHA:.0%} shared by a machine's rows and looks). same "

@@ -330,7 +330,7 @@ def _open(row: dict[str, Any], db: str | None = None) -> None:
         return
     # a budget for the resumed session: the rounds, and the half minute a session takes to start its servers
     budget = 10 * math.ceil(((seconds or 60.0) * 1.2 + 30) / 10)
-    command = f"stackwars run --resume {row['runs'][0]} --budget {budget}" + (f" --db {db}" if db else "")
+    command = f"stackwars run --resume {row['runs'][0]} --budget {budget}" + commands.db_flag(db)
     row["more"] = {"rounds": rounds, "seconds": seconds, "command": command}
     took = f", about {seconds:.0f} s" if seconds is not None else ""
     row["reason"] += ("; still open: " + (f"it would need about {rounds} more round(s){took}, its estimate and spread "

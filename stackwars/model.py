@@ -738,7 +738,11 @@ def _torch_twin(wl: UserWorkload) -> types.SimpleNamespace:
         return module
 
     def canonical(model):
-        return dict(model.named_parameters())
+        # the parameters and every BatchNorm's running statistics: a train step's update of each is compared
+        return {**dict(model.named_parameters()), **_bn_statistics(model)}
+
+    def buffers_compared(cfg):
+        return list(_bn_names(wl, cfg))
 
     def forward(model, batch):
         return _torch_call(wl, model, batch)
@@ -752,7 +756,63 @@ def _torch_twin(wl: UserWorkload) -> types.SimpleNamespace:
         return default_loss(out, batch, "torch")
 
     return types.SimpleNamespace(build=build, canonical=canonical, forward=forward, loss=loss,
-                                 __name__=f"{wl.name} (torch)")
+                                 buffers_compared=buffers_compared, __name__=f"{wl.name} (torch)")
+
+
+def _bn_statistics(model) -> dict[str, Any]:
+    """A PyTorch model's BatchNorm running statistics by name (``bn1.running_mean``, ...): the state
+    a train step updates beside the parameters, compared by every train-step cell (issue 88)."""
+    import torch
+
+    out = {}
+    for name, m in model.named_modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
+            prefix = f"{name}." if name else ""
+            out[f"{prefix}running_mean"], out[f"{prefix}running_var"] = m.running_mean, m.running_var
+    return out
+
+
+@functools.lru_cache(maxsize=32)
+def _bn_names(wl: "UserWorkload", cfg) -> tuple[str, ...]:
+    """The names of the PyTorch side's BatchNorm running statistics (a model built on the meta device)."""
+    return tuple(sorted(_bn_statistics(wl.torch_module(cfg, 0, device="meta"))))
+
+
+@functools.lru_cache(maxsize=32)
+def _bn_facts(wl: "UserWorkload", cfg) -> dict[str, tuple[int, float | None]]:
+    """Each BatchNorm's ``running_var`` name -> (the elements a channel in a train step's batch,
+    PyTorch's momentum), from one forward of the PyTorch side on the meta device (nothing
+    computed; on the CPU where the model cannot run on meta). What takes Flax's running variance
+    (the batch's biased variance) to PyTorch's (its unbiased one) after one step (``_jax_twin``'s
+    ``align``), as the float64 check does."""
+    import torch
+
+    counts: dict[str, int] = {}
+    batch = wl.make_batch(cfg, 0)
+    for device in ("meta", "cpu"):
+        model = wl.torch_module(cfg, 0, device=device if device == "meta" else None)
+        model.train()
+        hooks = []
+        for name, m in model.named_modules():
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+                def hook(mod, args, res, name=name):
+                    counts.setdefault(name, args[0].numel() // max(1, args[0].shape[1]))
+                hooks.append(m.register_forward_hook(hook))
+        tb = {k: torch.from_numpy(v if np.issubdtype(v.dtype, np.integer) else np.asarray(v, dtype=np.float32))
+              .to(device) for k, v in batch.items()}
+        try:
+            with torch.no_grad():
+                _torch_call(wl, model, tb)
+            break
+        except Exception:  # noqa: BLE001 - an operation without a meta kernel: the CPU, once
+            counts.clear()
+            if device == "cpu":
+                raise
+        finally:
+            for h in hooks:
+                h.remove()
+    return {(f"{name}." if name else "") + "running_var": (n, m.momentum)
+            for name, m in model.named_modules() if (n := counts.get(name))}
 
 
 def _torch_step(wl: UserWorkload, cfg, phase: str, params: Arrays, batch: Arrays, dtype: str) -> Arrays:
@@ -889,11 +949,33 @@ def _jax_twin(wl: UserWorkload, dropout: bool = True, widen: bool = False) -> ty
         return params, rest
 
     def canonical(static, tree):
-        return static[2].to_canonical(flat(tree[0]))
+        # the parameters in PyTorch's names and layouts and, where the PyTorch side has BatchNorms, their
+        # running statistics under PyTorch's names (Flax's mean and var), as the PyTorch side's canonical
+        out = static[2].to_canonical(flat(tree[0]))
+        if wl.model.torch is not None and len(tree) > 1 and tree[1] is not None:
+            names, stats = _buffer_names(wl, static[3]), _bn_names(wl, static[3])
+            out.update({names_t: v for k, v in flat(tree[1]).items()
+                        if (names_t := names.get(k)) is not None and names_t in stats})
+        return out
+
+    def align(static, after, initial):
+        """``after`` a train step, each running variance taken from Flax's definition (the batch's
+        biased variance) to PyTorch's (its unbiased one), from where it started: the quantity the
+        PyTorch reference holds."""
+        out = dict(after)
+        for k, (n, momentum) in _bn_facts(wl, static[3]).items():
+            if k in out and n > 1 and momentum is not None:
+                kept = (1 - momentum) * np.asarray(initial[k], dtype=np.float64)
+                out[k] = (kept + (np.asarray(out[k], dtype=np.float64) - kept) * n / (n - 1)).astype(np.float32)
+        return out
+
+    def buffers_compared(cfg):
+        return _torch_twin(wl).buffers_compared(cfg) if wl.model.torch is not None else []
 
     return types.SimpleNamespace(build=build, canonical=canonical, forward=forward, loss=loss,
                                  loss_and_state=loss_and_state, partition=partition, combine=combine,
-                                 call=call, __name__=f"{wl.name} (jax)")
+                                 call=call, align=align, buffers_compared=buffers_compared,
+                                 __name__=f"{wl.name} (jax)")
 
 
 def _jax_forward_numpy(wl: UserWorkload, cfg, params: Arrays, batch: Arrays) -> np.ndarray:
@@ -1172,6 +1254,7 @@ def _cast_rest(rest, dtype):
                                   else x, rest)
 
 
+@functools.lru_cache(maxsize=32)
 def _buffer_names(wl: UserWorkload, cfg) -> dict[str, str]:
     """JAX state name -> PyTorch buffer name: a module's buffers by the parameters' pairing of
     modules, PyTorch's running_mean and running_var Flax's mean and var."""

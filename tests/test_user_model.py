@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -400,6 +401,42 @@ def test_batchnorm_runs_in_each_phase_as_pytorch_runs_it(tmp_path):
                      "--inline"], tmp_path / "r.db")
     _assert_in_parity(r, cells, ["jax-jit", "torch-compile", "torch-eager"])
     assert {m.spec.phase for m in cells if m.spec.backend == "torch-compile"} == {"forward", "train-step"}
+    # issue 88: each train step's cell compares every BatchNorm's running statistics after its step (Flax's
+    # running variance taken to PyTorch's definition), started where the float64 check found both sides
+    for m in cells:
+        if m.spec.phase == "train-step":
+            stats = {k for k in m.parity.per_output if k.endswith(("running_mean", "running_var"))}
+            named = m.settings["backend"]["buffers_compared"]
+            assert stats == {f"update.{k}" for k in named} and len(named) >= 2, (m.spec.backend, stats, named)
+            assert "found equal by the float64 twin check" in m.settings["backend"]["buffers_start"]
+
+
+def test_flaxs_running_variance_is_compared_in_pytorchs_definition_or_fails(tmp_path, monkeypatch):
+    """Flax's running variance takes the batch's biased variance, PyTorch's the unbiased one: the JAX
+    cell's is taken to PyTorch's before it is compared. Without that (align patched out), the same
+    cell fails parity on its running variances: the comparison is live."""
+    from stackwars import model as model_mod
+    from stackwars.harness.measure import measure_cell
+    from stackwars.records import CellSpec, MeasureConfig, Measurement
+
+    path = tmp_path / "cnn.py"
+    path.write_text(twin_models.CNN.format(**twin_models.CNN_RIGHT, name="bn-variance"))
+    name = registry.resolve_workload(f"{path}:net")
+    config = MeasureConfig(warmup=0, min_samples=2, min_time_s=0.0, max_samples=2).to_dict()
+    (tmp_path / "refs").mkdir()
+
+    def cell():
+        spec = CellSpec(name, "tiny", "train-step", "jax-jit").to_dict()
+        return Measurement.from_dict(measure_cell(spec, config, reference_dir=str(tmp_path / "refs")))
+
+    right = cell()
+    assert right.status == "ok" and right.parity.per_output["update.bn1.running_var"] < 1e-4, right.parity
+    twin = model_mod._jax_twin
+    monkeypatch.setattr(model_mod, "_jax_twin", lambda wl, **k: types.SimpleNamespace(
+        **{**vars(twin(wl, **k)), "align": lambda static, after, initial: after}))
+    wrong = cell()
+    assert wrong.status == "parity_fail", wrong.parity
+    assert wrong.parity.per_output["update.bn1.running_var"] > wrong.parity.tolerances["update.bn1.running_var"]
 
 
 NAN_MODEL = """

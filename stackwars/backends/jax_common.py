@@ -569,12 +569,21 @@ class JaxBackend(Backend):
             state[0], state[1], state[2] = out[0], out[1], out[2]
             return out
 
+        align = getattr(twin, "align", None)  # a user's model: Flax's running variance in PyTorch's definition
+
         def parity(out):
             params, rest, _, loss = out
             result = {"loss": to_numpy(loss)}
-            for k, v in twin.canonical(static, combine(static, params, rest)).items():
-                result[f"update.{k}"] = update_of(np.asarray(jax.device_get(v), dtype=np.float32), initial[k])
+            after = {k: np.asarray(jax.device_get(v), dtype=np.float32)
+                     for k, v in twin.canonical(static, combine(static, params, rest)).items()}
+            for k, v in (align(static, after, initial) if align else after).items():
+                result[f"update.{k}"] = update_of(v, initial[k])
             return result
+
+        compared = getattr(twin, "buffers_compared", lambda cfg: [])(cfg)
+        if compared:  # the running statistics each side started from (equal: the float64 check), then compared
+            prog.notes["buffers_compared"] = compared
+            prog.notes["buffers_start"] = "as each side builds them, found equal by the float64 twin check"
 
         prepared = Prepared(call, parity, self.sync_latest, after_first_call=self.events.mark, observe=observe,
                             notes=prog.notes)

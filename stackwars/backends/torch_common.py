@@ -488,6 +488,10 @@ class TorchBackend(Backend):
         notes.update(optimizer=f"torch.optim.{type(opt).__name__}(lr={spec.lr})", optimizer_impl=ran,
                      optimizer_choice=opt_choice,
                      mixed_precision="torch.autocast" if mixed else None)
+        compared = getattr(twin, "buffers_compared", lambda cfg: [])(cfg)
+        if compared:  # a user's model's BatchNorm statistics: its update compared with the reference's
+            notes["buffers_compared"] = compared
+            notes["buffers_start"] = "as each side builds them, found equal by the float64 twin check"
         initial = initial_values(params, {k: v.detach() for k, v in twin.canonical(model).items()},
                                  lambda v: v.to("cpu", copy=True).float().numpy())
 

@@ -10,11 +10,13 @@ and in every worker alike; a user's ``path/file.py:NAME`` on the command line lo
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
 import os
 import sys
+import threading
 import types
 from typing import Any
 
@@ -183,6 +185,38 @@ def _read_source(path: str, path_text: str) -> None:
                         f"that defines the Model") from None
 
 
+_USER_THREADS: list[threading.Thread] = []  # threads a model file's top level started, not daemons
+
+
+def _contain(cwd: str, threads: set) -> None:
+    """After a model file's top level ran here: the working folder it may have changed put back
+    (a relative --db or --json follows the user's folder, not the file's), and the threads it
+    started that are not daemons kept, for ``leave_if_user_threads``."""
+    try:
+        if os.getcwd() != cwd:
+            os.chdir(cwd)
+    except OSError:
+        os.chdir(cwd)
+    _USER_THREADS.extend(t for t in threading.enumerate() if t not in threads and not t.daemon)
+
+
+def leave_if_user_threads(code: int) -> None:
+    """End this process now, with ``code``, where a model file's top level started a thread that
+    is not a daemon and still runs (the interpreter would wait for it, forever): the exit
+    handlers run first (fork servers closed, temporary folders removed), the output flushed."""
+    if not any(t.is_alive() for t in _USER_THREADS):
+        return
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 def load_file(path_text: str) -> types.ModuleType:
     """A user's Python file, imported by path (nothing installed), its Models registered; the
     workers load it too (its path joins STACKWARS_PLUGINS). A file that cannot be imported is
@@ -205,8 +239,10 @@ def load_file(path_text: str) -> types.ModuleType:
     if folder not in sys.path:
         sys.path.insert(0, folder)
     _check_import(path, path_text)  # a file that hangs at import hangs a killable worker, not this process
+    cwd, threads = os.getcwd(), set(threading.enumerate())
     try:
-        with registry.registering_from(f"file {path}"):
+        # what its top level prints goes to stderr: this process's stdout is the command's output (describe --json)
+        with registry.registering_from(f"file {path}"), contextlib.redirect_stdout(sys.stderr):
             spec.loader.exec_module(module)
     except SyntaxError as exc:
         sys.modules.pop(module_name, None)
@@ -218,6 +254,8 @@ def load_file(path_text: str) -> types.ModuleType:
     except BaseException as exc:  # noqa: BLE001 - the user's file, whatever it does at import
         sys.modules.pop(module_name, None)
         raise SpecError(f"{path_text}: importing it raised {type(exc).__name__}: {exc}") from None
+    finally:
+        _contain(cwd, threads)
     _files[path] = module
     try:
         _register_models(module, f"file {path}")

@@ -3,6 +3,7 @@ a PyTorch-only or JAX-only model runs on its own side, checked against its own f
 parameters cross between the twins by name and layout; a bad file is refused (exit 2, the file
 and the problem named, nothing written); installed packages' entry points are found."""
 
+import json
 import os
 import re
 import subprocess
@@ -1137,6 +1138,53 @@ def test_a_factory_that_starts_a_thread_changes_directory_or_sleeps_leaves_the_c
         assert done.returncode == 0, done.stderr
         assert "out.json" in left and not (tmp_path / "out.json").exists()  # where the user named it
         assert took < 120, took  # not the thread's 600 s
+
+
+TOP_LEVEL = """
+import os
+import threading
+import time
+
+import torch
+import stackwars
+
+print("hello from the top level")
+threading.Thread(target=time.sleep, args=(600,)).start()  # not a daemon: an interpreter waits for it
+os.chdir(os.path.dirname(os.path.abspath(__file__)))
+
+net = stackwars.Model(name="top-level", presets={"tiny": {"batch": 4, "features": 8}},
+                      batch=lambda size, rng: {"x": rng.standard_normal((size.batch, size.features))},
+                      torch=lambda size: torch.nn.Linear(size.features, 2))
+"""
+
+
+def test_a_model_files_top_level_cannot_move_print_into_or_hold_the_command(tmp_path, monkeypatch):
+    """Issue 88: the command's process imports the file too (after a worker did): what its top level
+    does there is contained. It changed directory (a relative --db or --json followed it): put back;
+    it printed (describe --json broke): to stderr; it started a thread that is not a daemon (the
+    command never ended): the command ends with its code, its exit handlers run."""
+    from stackwars import discovery
+
+    (tmp_path / "models").mkdir()
+    path = tmp_path / "models" / "top.py"
+    path.write_text(TOP_LEVEL)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "STACKWARS_PLUGINS"}
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "stackwars", "describe", str(path) + ":net", "-p", "tiny", "--json"],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["workload"] == "top-level"  # the print went to stderr
+    assert "hello from the top level" in done.stderr and time.monotonic() - t0 < 150  # not the thread's 600 s
+    # in this process (a thread of 3 s, not 600: pytest waits for it too): the folder is put back, the
+    # thread kept for the command's end
+    path.write_text(TOP_LEVEL.replace("args=(600,)", "args=(3,)").replace('"top-level"', '"top-level-2"'))
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(discovery, "_check_import", lambda *a: None)
+    monkeypatch.setattr(discovery, "_USER_THREADS", [])
+    discovery.load_file(str(path))
+    assert os.getcwd() == str(work) and [t.is_alive() for t in discovery._USER_THREADS] == [True]
 
 
 def test_describe_shows_both_sides_computed_in_a_worker(tmp_path):

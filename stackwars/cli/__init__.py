@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 from typer.core import TyperGroup
 
-from stackwars import __version__
+from stackwars import __version__, discovery
 from stackwars.cli.common import OneValueCommand as _Command, refuse_empty_values
 from stackwars.cli import (compare_cmd, describe_cmd, export_cmd, fidelity_cmd, ir_cmd, list_cmd, merge_cmd,
                            peaks_cmd, report_cmd, reproduce_cmd, run_cmd, scaling_cmd, show_cmd, study_cmd, train_cmd, verdict_cmd)
@@ -87,6 +87,7 @@ def main(args: list[str] | None = None) -> None:
         _exit(result)
     if _a_rank():
         _exit(0)
+    discovery.leave_if_user_threads(0)
 
 
 def _a_rank() -> bool:
@@ -101,6 +102,7 @@ def _a_rank() -> bool:
 def _exit(code: int) -> None:
     import sys
 
+    discovery.leave_if_user_threads(code)  # a model file's thread would keep the interpreter from ending
     if _a_rank():
         from stackwars.studies.scaling.torch_rank import end_process
         end_process(code)

@@ -383,20 +383,12 @@ def test_a_damaged_screening_decision_is_named_and_skipped_by_every_reader(tmp_p
     assert len(json.loads(r.stdout)) == 3  # the run's own decisions, whole
 
 
-SEQ = """
-import torch
-import stackwars
+def _seq(width: int = 16) -> str:
+    """test_user_model's PyTorch-only Sequential under its own name, its hidden layer ``width`` wide."""
+    from tests.test_user_model import SEQUENTIAL
 
-net = stackwars.Model(
-    name="seq-resumed",
-    presets={"tiny": {"batch": 8, "features": 12}},
-    batch=lambda size, rng: {"x": rng.standard_normal((size.batch, size.features)),
-                             "target": rng.standard_normal((size.batch, 4))},
-    torch=lambda size: torch.nn.Sequential(torch.nn.Linear(size.features, WIDTH), torch.nn.Tanh(),
-                                           torch.nn.Linear(WIDTH, 4)),
-)
-WIDTH = 16
-"""
+    return SEQUENTIAL.replace('"seq"', '"seq-resumed"').replace("Linear(size.features, 16)", f"Linear(size.features, {width})") \
+        .replace("Linear(16, 4)", f"Linear({width}, 4)")
 
 
 def test_a_users_models_run_stopped_resumes_from_its_file_and_refuses_the_file_changed(tmp_path):
@@ -406,7 +398,7 @@ def test_a_users_models_run_stopped_resumes_from_its_file_and_refuses_the_file_c
     import subprocess
     import sys
 
-    (tmp_path / "mine.py").write_text(SEQ)
+    (tmp_path / "mine.py").write_text(_seq())
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "STACKWARS_PLUGINS")}
     cli = [sys.executable, "-m", "stackwars"]
 
@@ -432,7 +424,7 @@ def test_a_users_models_run_stopped_resumes_from_its_file_and_refuses_the_file_c
     assert len(Store(tmp_path / "a.db").cells(run_id)) == 3
 
     run_id = stopped(tmp_path / "b.db")
-    (tmp_path / "mine.py").write_text(SEQ.replace("WIDTH = 16", "WIDTH = 64"))
+    (tmp_path / "mine.py").write_text(_seq(64))
     before = (tmp_path / "b.db").read_bytes()
     done = subprocess.run([*cli, "run", "--resume", run_id, "--db", str(tmp_path / "b.db")], cwd=elsewhere,
                           env=env, capture_output=True, text=True, timeout=300)

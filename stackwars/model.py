@@ -787,6 +787,8 @@ def _bn_facts(wl: "UserWorkload", cfg) -> dict[str, tuple[int, float | None]]:
     ``align``), as the float64 check does."""
     import torch
 
+    if wl.model.torch is None:  # a model written in JAX only: no PyTorch definition to take Flax's to
+        return {}
     counts: dict[str, int] = {}
     batch = wl.make_batch(cfg, 0)
     for device in ("meta", "cpu"):

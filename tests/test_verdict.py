@@ -377,6 +377,17 @@ def test_the_verdict_at_a_glance_is_a_line_a_row_within_100_columns_and_explain_
         assert f"within ±{stats.MARGIN:.0%} by two one-sided tests" in said and "Words: docs/getting-started/verdict.md" in said
         # the command whole on a line of its own: the first part of a broken one, pasted, runs alone
         assert legend[-1].endswith(f"details: stackwars verdict {run_id} --explain --db {path}"), legend
+    for columns in ("24", "40"):  # a phone's terminal, a split pane: a block of lines a row, no line past it
+        done = runner.invoke(app, ["verdict", "--db", str(path)], env={"COLUMNS": columns})
+        assert done.exit_code == 0, done.output
+        lines = done.output.rstrip("\n").splitlines()
+        # past the width only a word that cannot be broken (the page's path) and the details' command
+        assert all(len(line) <= int(columns) or len(line.split()) == 1 for line in lines
+                   if not line.startswith("details: ")), done.output
+        said = " ".join(done.output.split())
+        assert "gemm small forward PyTorch eager" in said and "JAX faster" in said and "ffn small forward" in said
+        assert "JAX/PyTorch 0.50 (one round)" in said, said  # wrapped, not cut (every process alike here)
+        assert lines[-1] == f"details: stackwars verdict {run_id} --explain --db {path}"
     explained = runner.invoke(app, ["verdict", "--db", str(path), "--explain"], env={"COLUMNS": "400"}).output
     flat = " ".join(explained.split())
     for v in result:
@@ -460,6 +471,58 @@ def test_self_check_reads_a_cells_processes_after_its_first_in_back_to_back_pair
     assert check["look"] == 0 and check["state"] == "open" and check["word"] == "cannot say"
     done = runner.invoke(app, ["verdict", "--aa", "--db", str(few)])
     assert done.exit_code == 2 and "run ... --aa measures them" in " ".join(done.output.split())
+
+
+def test_aa_pairs_are_the_pairs_run_aa_measured_and_a_round_across_a_resume_is_not_adjacent(tmp_path):
+    """`verdict --aa` pairs process numbers 2-3, 4-5, ... as `run --aa` measured them back to back: a
+    busy first process never shifts the pairing onto one pair's second and the next pair's first (the
+    issue-88 sweep: 3 and 4 read as a pair), a busy member drops its pair, and a pair measured across an
+    interruption (two sessions of the run) is left out and counted; the verdict's paired rounds across
+    a resume are no longer called adjacent in time, and the record says how many were split."""
+    # eleven processes: the first busy, then five pairs; pair (5, 6) with a busy member, pair (9, 10)
+    # measured across a resume; the others one program, the pairs' second members 1% slower
+    cells = [_cell("jax-jit", 1.0 + 0.01 * (p % 2 == 0 and p > 0), p, seed=5, contended=p in (0, 6))
+             for p in range(11)]
+    path = tmp_path / "aa.db"
+    with Store(path) as store:
+        run_id = store.create_run([m.spec for m in cells], {"measure": MeasureConfig().to_dict()}, command="test")
+        first = store.start_session(run_id, MACHINE)
+        for m in cells[:10]:
+            store.add_cell(run_id, first, m)
+        store.add_cell(run_id, store.start_session(run_id, MACHINE), cells[10])
+        found = rows(store, run_id)
+    (c,) = vd.self_check(found)
+    assert c["pairs_measured"] == 5 and c["pairs_counted"] == 3, c
+    assert c["pairs_left_out"] == {"busy": 1, "split by an interruption": 1}
+    # each counted pair's second is its first's 1% slower neighbour: the shifted pairing read 1/1.01 instead
+    assert c["processes"] == [3, 3] and c["ratio"] == pytest.approx(1.01, abs=0.004)
+    done = runner.invoke(app, ["verdict", "--aa", "--db", str(path)])
+    assert done.exit_code == 0, done.output
+    said = " ".join(done.output.split())
+    assert "5 back-to-back pair(s) measured in 1 cell(s), 3 counted (left out: 1 busy, 1 split by an interruption)" \
+        in said
+    # none counting: said why, exit 2
+    few = tmp_path / "few.db"
+    _store(few, [_cell("jax-jit", 1.0, p, contended=p == 2) for p in range(3)])
+    done = runner.invoke(app, ["verdict", "--aa", "--db", str(few)])
+    assert done.exit_code == 2 and "1 back-to-back pair(s) measured in 1 cell(s), 0 counted (left out: 1 busy)" \
+        in " ".join(done.output.split())
+    # a verdict's rounds: the second round's JAX process measured after a resume
+    pairs = [*_three("torch-eager", 1.0), *_three("jax-jit", 1.2)]
+    path = tmp_path / "split.db"
+    with Store(path) as store:
+        run_id = store.create_run([m.spec for m in pairs], {"measure": MeasureConfig().to_dict()}, command="test")
+        first = store.start_session(run_id, MACHINE)
+        later = [m for m in pairs if m.spec.backend == "jax-jit" and m.spec.repeat == 1]
+        for m in pairs:
+            if not later or m is not later[0]:
+                store.add_cell(run_id, first, m)
+        store.add_cell(run_id, store.start_session(run_id, MACHINE), later[0])
+        (v,) = vd.verdicts(rows(store, run_id))
+    assert v["chosen_on"]["decided_on"]["rounds_split"] == [1], v["chosen_on"] and v["sequence"]["rounds_split"] == 1
+    assert "adjacent in time but 1 split by an interruption" in v["reason"], v["reason"]
+    (v,) = vd.verdicts(_store(tmp_path / "whole.db", pairs)[1])
+    assert v["sequence"]["rounds_split"] == 0 and "one of each chosen cell adjacent in time" in v["reason"]
 
 
 def test_cells_of_one_run_placed_on_another_kind_of_machine_get_their_own_verdict(tmp_path):

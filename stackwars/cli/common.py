@@ -28,7 +28,7 @@ from stackwars.records import DEVICES
 from stackwars.runner import machine_memory
 from stackwars.store.results import db_path, new_database
 
-MIN_COLUMNS = 40  # a $COLUMNS narrower than this (0, a typo) would print nothing or a column a line: not used
+MIN_COLUMNS = 20  # a $COLUMNS narrower than this (0, a typo) would print nothing or a column a line: not used
 
 
 def _usable_columns() -> None:

@@ -191,19 +191,34 @@ def _sensitivity(run_ids: list[str] | None, knobs: list[str], format: str, db: O
 
 
 def _self_check(found: list[dict[str, Any]], ids: list[str], threshold: float | None, format: str) -> None:
-    checks = [c for c in vd.self_check(found, threshold) if c["look"] >= 1]  # a look's pairs or more
+    every = vd.self_check(found, threshold)
+    checks = [c for c in every if c["look"] >= 1]  # a look's pairs or more
+    # what was found: the back-to-back pairs measured, those that count, and why the others do not
+    left: dict[str, int] = {}
+    for c in every:
+        for why, n in c["pairs_left_out"].items():
+            left[why] = left.get(why, 0) + n
+    found_pairs = (f"{sum(c['pairs_measured'] for c in every)} back-to-back pair(s) measured in {len(every)} cell(s), "
+                   f"{sum(c['pairs_counted'] for c in every)} counted"
+                   + (" (left out: " + ", ".join(f"{n} {why}" for why, n in left.items()) + ")" if left else "")
+                   + (f"; {len(every) - len(checks)} cell(s) short of a look's pairs" if len(every) > len(checks)
+                      else ""))
     if not checks:
         raise SpecError(f"runs {', '.join(ids)} have no cell with a look's back-to-back pairs of clean processes "
-                        f"after its first; the self-check sets each cell against itself, a pair a round "
-                        f"(run ... --aa measures them: --processes N gives N pairs a chosen cell)")
+                        f"after its first ({found_pairs if every else 'no pair measured'}); the self-check sets each "
+                        f"cell against itself, a pair a round (run ... --aa measures them: --processes N gives N "
+                        f"pairs a chosen cell, and more where pairs were busy)")
     counts = {w: sum(c["word"] == w for c in checks) for w in (vd.SAME, vd.NO_DIFFERENCE, "JAX faster",
                                                                  "PyTorch faster", "cannot say")}
     false = counts["JAX faster"] + counts["PyTorch faster"]
     summary = (f"{len(checks)} same-program comparisons (paired rounds: back-to-back processes of a cell): "
                f"{counts[vd.SAME]} same speed, {counts[vd.NO_DIFFERENCE]} no difference found, {false} false "
                f"verdict(s) ({false / len(checks):.1%}), {counts['cannot say']} too wide to decide")
+    summary += f"; {found_pairs}"
     if format == "json":
         outputs.emit(json.dumps({"runs": ids, "threshold": threshold, "summary": summary, "counts": counts,
+                                 "pairs": {"measured": sum(c["pairs_measured"] for c in every),
+                                           "counted": sum(c["pairs_counted"] for c in every), "left_out": left},
                                  "checks": checks}, indent=1, default=str) + "\n")
         return
     bullet = "- " if format == "markdown" else ""

@@ -278,6 +278,8 @@ NARROW = 160  # below this many columns, a block of lines per verdict instead of
 
 
 BRIEF_WIDTH = 100  # the brief verdict's lines are at most this wide, whatever the terminal
+BRIEF_STACKED = 60  # narrower than this, a block of lines a row instead of the table's one line
+BRIEF_MIN_WIDTH = 20  # the narrowest it lays out for (cli/common.MIN_COLUMNS: a narrower $COLUMNS is set aside)
 
 
 BRIEF_HEADER = ("workload", "best PyTorch", "best JAX", "JAX/PyTorch (CI)", "verdict")
@@ -336,12 +338,15 @@ def brief(rows: Sequence[Mapping[str, Any]], run_ids: Sequence[str] = (), width:
     than ``width`` (at most 100) but that command, never broken (pasted, its first line would run
     alone). Every row's details (compile pays, memory, parity, why, its command again) are
     ``verdict --explain``'s, whose command names ``db`` where the runs are not in the default database."""
-    width = max(40, min(width, BRIEF_WIDTH))
+    width = max(BRIEF_MIN_WIDTH, min(width, BRIEF_WIDTH))
     out: list[str] = []
     marks = iter("abcdefghijklmnopqrstuvwxyz")
     for machine, group in by_machine(rows).items():
-        out.append(_fit(f"Verdict · {machine}", width))
-        out.append(_fit(f"  {summary(group)}", width))
+        stacked = width < BRIEF_STACKED  # a phone's terminal, a split pane: a block of lines a row
+        out += (_wrap(f"Verdict · {machine}", width, subsequent_indent="  ") if stacked
+                else [_fit(f"Verdict · {machine}", width)])
+        out += (_wrap(f"  {summary(group)}", width, subsequent_indent="  ") if stacked
+                else [_fit(f"  {summary(group)}", width)])
         table = [BRIEF_HEADER]
         noted = []
         for r in group:
@@ -357,6 +362,16 @@ def brief(rows: Sequence[Mapping[str, Any]], run_ids: Sequence[str] = (), width:
                 ratio = f"{r['ratio']:.2f} ({r['ci_low']:.2f}-{r['ci_high']:.2f}, {fmt.level(r['confidence'])})"
             table.append((_brief_workload(r), _brief_side(r, "torch"), _brief_side(r, "jax"), ratio,
                           r["verdict"] + (f" ({mark})" if mark else "")))
+        if stacked:
+            for row in table[1:]:
+                # each part on its own line, a word never cut: what does not fit wraps (the CI, a long name)
+                for i, part in enumerate((row[0], f"PyTorch {row[1]}", f"JAX {row[2]}", f"JAX/PyTorch {row[3]}",
+                                          row[4])):
+                    lead = "  " if i == 0 else "    "
+                    out += _wrap(f"{lead}{part}", width, subsequent_indent=lead + "  ")
+            for mark, note in noted:
+                out += _wrap(f"  ({mark}) {note}", width, subsequent_indent="      ", max_lines=3)
+            continue
         widths = [max(len(row[i]) for row in table) for i in range(5)]
         # the workload and the sides give way, widest first; the CI and the verdict's words never
         while 2 + sum(widths) + 4 > width and max(widths[:3]) > 8:
@@ -385,7 +400,7 @@ def brief(rows: Sequence[Mapping[str, Any]], run_ids: Sequence[str] = (), width:
         elif len(_wrap(f"{legend_text} {words}", width)) <= 4:
             out += _wrap(f"{legend_text} {words}", width) + [details]
         else:
-            out += _wrap(legend_text, width, max_lines=3) + [words, details]
+            out += _wrap(legend_text, width, max_lines=3) + _wrap(words, width) + [details]
     return out
 
 

@@ -321,6 +321,8 @@ class Store:
         # and again (a verdict's next look, a calibration's thousands); the flat row of each too (``row_of``)
         self._parsed: dict[int, Measurement] = {}
         self._flat: dict[int, tuple[Measurement, dict[str, Any]]] = {}
+        # the session (one start or resume of its run) each record read was measured in (``session_of``)
+        self._sessions: dict[int, tuple[Measurement, int | None]] = {}
         if not create and not self.path.exists():
             raise SpecError(f"no results database at {self.path}; run `stackwars run ...` first, "
                             f"or point --db / STACKWARS_DB at an existing one")
@@ -669,14 +671,14 @@ class Store:
     def cells(self, run_id: str | None = None) -> list[tuple[str, Measurement]]:
         """The run's cells (every run's), each once; a record that cannot be read is skipped and
         named (``SKIPPED``), never a traceback for the command reading it."""
-        q = "SELECT id, run_id, cell_key, record_json FROM cells"
+        q = "SELECT id, run_id, cell_key, record_json, session_id FROM cells"
         args: tuple = ()
         if run_id is not None:
             q += " WHERE run_id = ?"
             args = (run_id,)
         hidden = self._superseded(run_id)  # a lost cell measured again: the new record only
         out = []
-        for i, rid, key, rec in self.conn.execute(q + " ORDER BY id", args):
+        for i, rid, key, rec, session in self.conn.execute(q + " ORDER BY id", args):
             if i in hidden:
                 continue
             if i in self._parsed:
@@ -688,8 +690,16 @@ class Store:
                 _skip(f"{exc}; skipped")
                 continue
             self._parsed[i] = m
+            self._sessions[id(m)] = (m, session)
             out.append((rid, m))
         return out
+
+    def session_of(self, m: Measurement) -> int | None:
+        """The session (its run's start, or one of its resumes) a record read by ``cells`` was measured
+        in: two processes of one run in different sessions were not measured one after the other, an
+        interruption lies between them (verdict/decide.py: a round, an A/A pair)."""
+        found = self._sessions.get(id(m))
+        return found[1] if found is not None and found[0] is m else None
 
     def row_of(self, m: Measurement) -> dict[str, Any]:
         """``m.to_row()`` (its summary's bootstrap included), once for each record this Store read."""
@@ -889,7 +899,7 @@ def rows(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
         if rid not in screened:
             screened[rid] = screened_out(store, rid)
         return {**cell_row(rid, m, run(rid), store.row_of(m)),
-                "screened_out": screened[rid].get(m.spec.key.split("#r")[0])}
+                "screened_out": screened[rid].get(m.spec.key.split("#r")[0]), "session": store.session_of(m)}
 
     # each process judged against its run's canary (stackwars/canary.py): a slowed one decides nothing
     out = canary.judge(row(rid, m) for rid, m in store.cells(run_id))

@@ -110,6 +110,10 @@ def _deciding(row: dict[str, Any], best: Mapping[str, Mapping[str, Any]], min_pr
     look = sequential.look_at(n_all, looks)
     use = looks[look] if look >= 0 else n_all
     rounds = measured[:use]
+    # a round whose two processes were measured in different sessions of the run (an interruption, then a
+    # resume, between them): still a pair of fresh processes, no longer adjacent in time (said in its words)
+    sessions = {fw: _process_sessions(best[fw]) for fw, _ in FRAMEWORKS}
+    split = [k for k in rounds if None not in (a := sessions["torch"].get(k), b := sessions["jax"].get(k)) and a != b]
     ratios = [statistics.median(deciding["jax"][k]) / statistics.median(deciding["torch"][k]) for k in rounds]
     read = {fw: dict(sorted(deciding[fw].items())[:use]) for fw, _ in FRAMEWORKS}
     if same_run:
@@ -130,6 +134,7 @@ def _deciding(row: dict[str, Any], best: Mapping[str, Mapping[str, Any]], min_pr
                                   "cells' other processes",
                         **{fw: row.get(f"{fw}_chosen_on") for fw, _ in FRAMEWORKS},
                         "decided_on": {"rounds": rounds if same_run else None,
+                                       "rounds_split": split if same_run else None,
                                        **{fw: sorted(read[fw]) for fw, _ in FRAMEWORKS}}}
     # what a round of the two costs: the median wall time of each chosen cell's processes, summed
     walls = [statistics.median(best[fw]["process_walls"]) for fw, _ in FRAMEWORKS if best[fw].get("process_walls")]
@@ -143,7 +148,7 @@ def _deciding(row: dict[str, Any], best: Mapping[str, Mapping[str, Any]], min_pr
     def paired(confidence: float) -> stats.Comparison | None:
         return stats.compare_paired(ratios, confidence) if ratios else None
 
-    return {"design": "rounds" if same_run else "separate runs", "rounds": rounds, "ratios": ratios,
+    return {"design": "rounds" if same_run else "separate runs", "rounds": rounds, "ratios": ratios, "split": split,
             "n": n_all, "look": look, "looks": looks, "paired": same_run,
             "allowed": figures.rounds_allowed([best["torch"], best["jax"]]),
             "unpaired": unpaired, "paired_at": paired, "compare_at": paired if same_run else unpaired}
@@ -208,6 +213,7 @@ def _decide(row: dict[str, Any], best: Mapping[str, Any], margin: float
     e = d["compare_at"](e_conf)
     row["sequence"] = {"looks": list(looks), "look": k + 1,
                        "rounds": len(d["rounds"]) if d["paired"] else row["processes"],
+                       "rounds_split": len(d["split"]) if d["paired"] else None,
                        "rounds_measured": d["n"], "share": read["share"], "logs": [math.log(x) for x in d["ratios"]],
                        "equivalence": None if e is None else {"ratio": e.ratio, "ci_low": e.ci_low,
                                                                "ci_high": e.ci_high, "confidence": e_conf},
@@ -221,8 +227,11 @@ def _decide(row: dict[str, Any], best: Mapping[str, Any], margin: float
     if c is None:
         row.update(ratio=None, ci_low=None, ci_high=None)
         return None, "cannot say", "no process of a chosen cell is left to decide on", None
-    how = (f" (paired: {len(d['rounds'])} rounds of separate processes, one of each chosen cell adjacent in "
-           f"time" if d["paired"] else
+    adjacent = ("adjacent in time" if not d["split"] else
+                f"adjacent in time but {len(d['split'])} split by an interruption (measured before and after a resume)"
+                if len(d["split"]) < len(d["rounds"]) else "each split by an interruption (before and after a resume)")
+    how = (f" (paired: {len(d['rounds'])} rounds of separate processes, one of each chosen cell {adjacent}"
+           if d["paired"] else
            f" (unpaired: the two cells come from different runs, so their processes pair no rounds: {row['processes']} "
            f"processes a side")
     how += (f"; read with {read['family']} row(s) of this machine, Holm's step-down" if read["family"] > 1
@@ -377,11 +386,8 @@ def self_check(rows: Iterable[Mapping[str, Any]], threshold: float | None = None
             for r in group:
                 by.setdefault(figures.label(r), []).append(r)
             for label, procs in by.items():
-                clean = sorted((r for r in gate.split(procs)[0] if r["status"] == "ok"),
-                               key=lambda r: r.get("repeat") or 0)[1:]
-                pairs_ = [(a, b) for a, b in zip(clean[0::2], clean[1::2])
-                          if (b.get("repeat") or 0) == (a.get("repeat") or 0) + 1]
-                if not pairs_:
+                pairs_, measured, left = aa_pairs(procs)
+                if not measured:
                     continue
                 looks = looks_of(procs)
                 margin = threshold if threshold is not None else min(
@@ -391,9 +397,10 @@ def self_check(rows: Iterable[Mapping[str, Any]], threshold: float | None = None
                 ratios = [statistics.median(b["steady_samples"]) / statistics.median(a["steady_samples"])
                           for a, b in used]
                 confidence = sequential.confidence(max(k, 0), looks)
-                c = stats.compare_paired(ratios, confidence)
                 e_conf = sequential.equivalence_confidence(max(k, 0), looks)
-                e = stats.compare_paired(ratios, e_conf)
+                nothing = stats.Comparison(math.nan, math.nan, math.nan, False) if not ratios else None
+                c = nothing or stats.compare_paired(ratios, confidence)
+                e = nothing or stats.compare_paired(ratios, e_conf)
                 if k < 0 or len(ratios) < 2:
                     word, shown, shown_conf = "cannot say", c, confidence
                 elif sequential.within(e, margin):
@@ -410,11 +417,44 @@ def self_check(rows: Iterable[Mapping[str, Any]], threshold: float | None = None
                 out.append({"run": group[0].get("run_id"), "machine": group[0].get("machine"),
                             "design": "paired (rounds)", "cell": str(procs[0]["cell_key"]).split("#r")[0],
                             "table": title({**group[0], "matmul_precision": None, "overrides": ""}),
-                            "backend": label, "processes": [len(used), len(used)], "pairs_measured": len(pairs_),
-                            "ratio": shown.ratio, "ci_low": shown.ci_low, "ci_high": shown.ci_high,
+                            "backend": label, "processes": [len(used), len(used)], "pairs_measured": measured,
+                            "pairs_counted": len(pairs_), "pairs_left_out": left,
+                            **({"ratio": shown.ratio, "ci_low": shown.ci_low, "ci_high": shown.ci_high} if ratios
+                               else {"ratio": None, "ci_low": None, "ci_high": None}),
                             "confidence": shown_conf, "look": k + 1, "looks": list(looks), "margin": margin,
                             "word": word, "state": state})
     return out
+
+
+AA_LEFT_OUT = ("busy", "failed", "split by an interruption")
+
+
+def aa_pairs(procs: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[Mapping[str, Any], Mapping[str, Any]]], int,
+                                                          dict[str, int]]:
+    """A cell's back-to-back pairs as ``run --aa`` measured them (orchestrate._back_to_back): process
+    numbers 2 and 3, 4 and 5, ... (repeats 1 and 2, 3 and 4, ...) after its first, the one its choice
+    read. A pair counts where both of its processes are clean and were measured in one session of the
+    run; never a pair made up of neighbours in a list from which a busy process was dropped (2 and 3
+    would be one pair's second and the next pair's first, another cell's pair between them). Returns
+    the pairs that count, the pairs measured (both processes stored), and those left out by reason
+    (``AA_LEFT_OUT``)."""
+    clean = {id(r) for r in gate.split(procs)[0] if r["status"] == "ok"}
+    by_repeat = {int(r.get("repeat") or 0): r for r in procs}
+    out, measured, left = [], 0, dict.fromkeys(AA_LEFT_OUT, 0)
+    for j in range(1, max(by_repeat, default=0) + 1, 2):
+        a, b = by_repeat.get(j), by_repeat.get(j + 1)
+        if a is None or b is None:
+            continue
+        measured += 1
+        if any(r["status"] != "ok" for r in (a, b)):
+            left["failed"] += 1
+        elif id(a) not in clean or id(b) not in clean:
+            left["busy"] += 1
+        elif None not in (a.get("session"), b.get("session")) and a.get("session") != b.get("session"):
+            left["split by an interruption"] += 1
+        else:
+            out.append((a, b))
+    return out, measured, {k: n for k, n in left.items() if n}
 
 
 def row_key(row: Mapping[str, Any]) -> tuple:
@@ -429,6 +469,12 @@ def _cannot_say(row: dict[str, Any], missing: Sequence[str], combined: Sequence[
         row.get(f"best_{fw}") is None and any(r.get("framework") == fw for r in combined) for fw, _ in FRAMEWORKS)
     row.update(ratio=None, ci_low=None, ci_high=None, verdict="cannot say", reason="; ".join(missing),
                reason_tag="busy machine" if busy_side else "not best against best" if kind_gap else "one side missing")
+
+
+def _process_sessions(cell: Mapping[str, Any]) -> dict[int, Any]:
+    """A cell's clean processes by process number -> the session each was measured in (None: not known)."""
+    return {int(k if k is not None else i): sid for i, (k, sid) in
+            enumerate(zip(cell.get("process_repeats") or [], cell.get("process_sessions") or []))}
 
 
 def _deciding_processes(cell: Mapping[str, Any], chosen_on: Mapping[str, Any] | None) -> dict[int, list[float]]:

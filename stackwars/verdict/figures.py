@@ -144,6 +144,8 @@ def combine_repeats(rows: list[Mapping[str, Any]], noise_threshold: float = stat
         row.update(processes_kept=len(kept), kept_why=kept[0] if kept else None)
         row.update(process_samples=[list(r["steady_samples"]) for r in clean], processes_used=len(clean),
                    process_repeats=[r.get("repeat") for r in clean],
+                   # the session each was measured in: a round across two sessions had an interruption inside
+                   process_sessions=[r.get("session") for r in clean],
                    # what a process of the cell costs, start to result: what a round of a verdict costs (plan.py)
                    process_walls=[float(r["wall_s"]) for r in group if r.get("wall_s")],
                    busy_samples=[list(r["steady_samples"]) for r in busy],

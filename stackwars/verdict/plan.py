@@ -138,10 +138,12 @@ def aa_more(checks: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     for c in checks:
         if c.get("state") != "open":
             continue
-        looks, k, measured = c["looks"], c["look"] - 1, c["pairs_measured"]
+        # the next look's pairs that count (busy, failed or split ones do not), and all the cell's measured pairs
+        # within its cap and the first look's pairs again
+        looks, k, counted, measured = c["looks"], c["look"] - 1, c["pairs_counted"], c["pairs_measured"]
         if k + 1 >= len(looks):
             continue
-        add = min(looks[k + 1] - measured, looks[-1] + looks[0] - measured)
+        add = min(looks[k + 1] - counted, looks[-1] + looks[0] - measured)
         if add > 0:
             out[c["cell"]] = max(out.get(c["cell"], 0), 2 * add)
     return out

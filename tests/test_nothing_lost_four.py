@@ -168,8 +168,8 @@ class Synthetic(FakeExecutor):
     """An executor whose every process draws its own samples (seed, backend, process number): a
     resume redraws none. ``after``: how many processes it measures before Ctrl-C."""
 
-    def __init__(self, after=None, between=0.2):
-        self.after, self.done, self.between = after, 0, between
+    def __init__(self, after=None, between=0.2, in_the_gap=False):
+        self.after, self.done, self.between, self.in_the_gap = after, 0, between, in_the_gap
 
     def run(self, specs, measure, on_start=None):
         import numpy as np
@@ -185,12 +185,16 @@ class Synthetic(FakeExecutor):
             self.done += 1
             m = measurement(spec.backend, samples=tuple(samples))
             yield dataclasses.replace(m, spec=spec, parity=Parity(max_rel_err=1e-7, tolerance=2e-4), wall_s=1.0)
+        if self.in_the_gap and self.after is not None and self.done >= self.after:
+            # Ctrl-C after a batch's last process is stored and before the run decides what comes next (the
+            # screening, a look): nothing planned is missing, and the resume must still go on (issue 88)
+            raise KeyboardInterrupt
 
 
 BETWEEN = 0.05  # the rounds run's spread between processes: its looks go on past the first (0.2 stopped it as futile)
 
 
-def _rounds_run(db, stops=(), full_from=None):
+def _rounds_run(db, stops=(), full_from=None, in_the_gap=False):
     """The run of tests below through orchestrate.Run: each of ``stops`` is a session stopped by
     Ctrl-C after that many processes, then resumed as ``--resume`` resumes (the pending file
     stored, the plan's missing cells measured, then the looks); ``full_from``: the disk is full
@@ -224,13 +228,17 @@ def _rounds_run(db, stops=(), full_from=None):
             if full_from is not None and i == 0:
                 Store.add_cell = full
             try:
-                unsaved = orchestrate.Run(store, run_id, specs, config, MACHINE, Synthetic(after, BETWEEN)).measure()
+                unsaved = orchestrate.Run(store, run_id, specs, config, MACHINE,
+                                          Synthetic(after, BETWEEN, in_the_gap and i == 0)).measure()
             except KeyboardInterrupt:
                 unsaved = None
             finally:
                 Store.add_cell = add_cell
             pending = sum(1 for p in pending_paths(db, run_id) if p.is_file() for _ in p.open())
-            left.append((len(rows(store, run_id)), len(store.missing(run_id)), pending, unsaved))
+            # and whether `--resume` would go on (Run._resume refuses a run with nothing missing, nothing pending
+            # and no verdict a look could still decide)
+            goes_on = bool(store.missing(run_id)) or pending > 0 or orchestrate._more_to_decide(store, run_id, config)
+            left.append((len(rows(store, run_id)), len(store.missing(run_id)), pending, unsaved, goes_on))
         return rows(store, run_id), left
 
 
@@ -257,6 +265,16 @@ def test_a_run_stopped_during_its_rounds_at_any_point_resumes_them_once_and_read
     for stops in ((2, 1), (4, 3), (n - 4, 1)):  # stopped again while resuming
         got, _ = _rounds_run(tmp_path / f"twice-{stops[0]}-{stops[1]}.db", stops=stops)
         _same_verdicts(got, whole)
+    # and in the gap: after a batch's last process, before the decision that plans the next (the screening,
+    # a look); the sweep of issue 88 found such a stop unresumable ("nothing to resume", 2 of 6 stored)
+    gaps = 0
+    for after in range(1, n):
+        got, left = _rounds_run(tmp_path / f"gap-{after}.db", stops=(after,), in_the_gap=True)
+        assert left[0][0] == after, (after, left)
+        gaps += left[0][1] == 0  # stopped with nothing of the plan missing: the next decision not yet made
+        assert left[0][4], (after, left)  # and `--resume` goes on from there, not "nothing to resume"
+        _same_verdicts(got, whole)
+    assert gaps >= 2, gaps  # the screening's gap and a look's at least
 
 
 @pytest.mark.parametrize("full_from", [0, 2, 5])
@@ -266,7 +284,7 @@ def test_a_disk_that_fills_during_the_rounds_keeps_what_they_measured_and_the_re
     resume stores them, measures the rest and reads the verdict an unstopped run reads."""
     whole, _ = _rounds_run(tmp_path / "whole.db")
     got, left = _rounds_run(tmp_path / "full.db", full_from=full_from)
-    stored, missing, pending, unsaved = left[0]
+    stored, missing, pending, unsaved, _ = left[0]
     assert unsaved and pending == len(unsaved) and missing >= pending  # kept beside the database, not lost
     assert all(m.spec.repeat >= 1 for m, _, _ in unsaved)
     assert left[1][2] == 0  # the resume stored the pending file's processes and removed it

@@ -53,6 +53,14 @@ def _fifo_state(work):
     return {"OUT": str(work / "out")}
 
 
+def _busy_pairs(work):
+    """A run whose only back-to-back pair (processes 2 and 3) has a busy member."""
+    from tests.test_verdict import _cell, _store
+
+    _store(work / "aa.db", [_cell("jax-jit", 1.0, p, contended=p == 2) for p in range(3)])
+    return {"DB": str(work / "aa.db")}
+
+
 LONG = "x" * 300
 CASES = [
     # (id, arguments, environment, setup, message): exit 2, the message, nothing written
@@ -82,6 +90,15 @@ CASES = [
      "(leave out --no-screen, given); with neither it would measure no pair"),
     ("--aa with --processes 1", ["run", "gemm", "--aa", "--processes", "1"], {}, None,
      "--processes 2 or more (got 1)"),
+    # issue 88: verdict --aa never said how many pairs it found or why they did not count
+    ("verdict --aa with no pair that counts", ["verdict", "--aa", "--db", "{DB}"], {}, _busy_pairs,
+     "1 back-to-back pair(s) measured in 1 cell(s), 0 counted (left out: 1 busy)"),
+    # issue 88: a user's text was printed as markup (an emoji, a bracketed word lost), a --db name over 255
+    # bytes was a traceback
+    ("a user's path printed as text", ["runs", "--db", "{TMP}/x:smile:y[slurm].db"], {}, None,
+     "x:smile:y[slurm].db"),
+    ("a --db name over 255 bytes", ["runs", "--db", f"{{TMP}}/{LONG}.db"], {}, None,
+     "more than the 255 a file name may have"),
 ]
 
 

@@ -288,3 +288,92 @@ def resolve_file(name: str) -> str:
     if len(found) != 1:
         raise SpecError(f"{file} defines {len(found)} stackwars.Model objects; name one: {file}:NAME")
     return found[0].name
+
+
+SENT = "sent-models"  # the cache's folder of models sent by value (send_model)
+_LOADER = """\"\"\"stackwars.Model {name!r}, defined in a notebook cell or an interpreter session and sent to the
+workers by value: the pickle beside this file (cloudpickle), checked against its sha256. Written by
+stackwars.run (discovery.send_model); a run that measured it keeps this file's sha256 and resumes
+from it.\"\"\"
+
+import hashlib
+import pathlib
+
+import cloudpickle
+
+_DATA = (pathlib.Path(__file__).parent / "model.pkl").read_bytes()
+if hashlib.sha256(_DATA).hexdigest() != {sha256!r}:
+    raise RuntimeError(f"{{pathlib.Path(__file__).parent / 'model.pkl'}} changed since stackwars.run wrote it")
+model = cloudpickle.loads(_DATA)
+"""
+# what differs between two picklings of one definition: cloudpickle's id of a class defined in the session (a
+# fresh uuid each time the cell runs) and the kernel's process id in the cell's file name
+_VOLATILE = (rb"[0-9a-f]{32}", rb"ipykernel_[0-9]+")
+
+
+def send_model(model: Any) -> str:
+    """A ``stackwars.Model`` made in this session (a notebook cell) as the command line names a model
+    in a file, ``PATH:model``: pickled by value with cloudpickle (its factories, and the classes and
+    functions they use that no module defines) into the cache's ``sent-models`` folder, one folder a
+    definition (named by the sha256 of its pickle, without what differs between two picklings of one
+    definition), beside a loader file the workers import as any model file. The float64 twin check,
+    its worker and its timeout then apply as to a model in a file (``resolve_file``). A model of the
+    same name this session sent before, from another definition, is forgotten here first; a
+    database keeps the two apart (a model is its name and where it comes from). A factory that
+    cannot be sent (an open file, a lock) is refused, named."""
+    import re
+
+    from stackwars.harness.tmp import cache_root  # a leaf: the cache's place
+    from stackwars.model import Model
+    from stackwars.outputs import write
+
+    if not isinstance(model, Model):
+        raise SpecError(f"send a stackwars.Model, got {type(model).__name__}")
+    try:
+        import cloudpickle
+    except ImportError:
+        raise SpecError(f"model {model.name!r} is not in a file: sending it to the workers by value needs cloudpickle "
+                        f"(pip install cloudpickle); or put it in a file and give 'file.py:NAME'") from None
+    try:
+        data = cloudpickle.dumps(model)
+    except Exception as exc:  # noqa: BLE001 - whatever the factories hold
+        raise SpecError(_unsendable(model, exc)) from None
+    stable = data
+    for pattern in _VOLATILE:
+        stable = re.sub(pattern, b"-", stable)
+    digest = hashlib.sha256(data).hexdigest()
+    folder = cache_root() / SENT / f"{model.name}-{hashlib.sha256(stable).hexdigest()[:16]}"
+    loader = folder / "model.py"
+    if not (loader.is_file() and (folder / "model.pkl").is_file()):
+        folder.mkdir(parents=True, exist_ok=True)
+        write(folder / "model.pkl", data, "the sent model")
+        write(loader, _LOADER.format(name=model.name, sha256=digest), "the sent model")
+    path = os.path.abspath(loader)
+    # this session's earlier definition of the name, sent before: forgotten, here and in the workers to come
+    for earlier in [p for p in _files if p != path and os.path.dirname(os.path.dirname(p)) == str(cache_root() / SENT)]:
+        held = registry.origin("workload", model.name) if registry.registered_workload(model.name) else ""
+        if held.startswith(f"file {earlier}:"):
+            registry.forget_origin(held)
+            _files.pop(earlier, None)
+            _plugins.discard(earlier)
+            os.environ["STACKWARS_PLUGINS"] = ",".join(
+                p for p in os.environ.get("STACKWARS_PLUGINS", "").split(",") if p.strip() and p.strip() != earlier)
+    return f"{path}:model"
+
+
+def _unsendable(model: Any, exc: BaseException) -> str:
+    """What cannot be sent, named: the first of the Model's parts that cloudpickle refuses."""
+    import dataclasses
+
+    import cloudpickle
+
+    for f in dataclasses.fields(model):
+        try:
+            cloudpickle.dumps(getattr(model, f.name))
+        except Exception as part:  # noqa: BLE001
+            return (f"model {model.name!r} cannot be sent to the worker processes: its {f.name}= holds something "
+                    f"that cannot be pickled ({type(part).__name__}: {part}). Open files, locks, threads and "
+                    f"connections cannot go to another process: make them inside the factory, or put the model "
+                    f"in a file and give 'file.py:NAME'")
+    return (f"model {model.name!r} cannot be sent to the worker processes ({type(exc).__name__}: {exc}); put it in "
+            f"a file and give 'file.py:NAME'")

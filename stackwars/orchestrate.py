@@ -256,6 +256,32 @@ def open_run(store: Store, ready: Prepared, on_note: Callable[[str], None] = lam
                       on_note, r.budget_s)
 
 
+class Unsaved(Exception):
+    """Measured cells the database refused (``unsaved``: (measurement, where it was kept, error)); they
+    are kept beside it, and ``--resume`` stores them."""
+
+    def __init__(self, run_id: str, unsaved: list):
+        super().__init__(f"{len(unsaved)} measured cell(s) of run {run_id} could not be stored")
+        self.run_id, self.unsaved = run_id, unsaved
+
+
+def execute(request: Request, ready: Prepared, measuring: Callable[["Run"], Any],
+            on_note: Callable[[str], None] = lambda text: None,
+            on_wait: Callable[[str], None] | None = None) -> str:
+    """The engine of ``stackwars run`` and ``stackwars.run``: the prepared request's run opened (a new
+    one started, or the stored one resumed) and measured, its looks included; returns its id.
+    ``measuring(run)`` is a context manager that gives the run's ``Hooks`` (a front end's progress
+    bar) for as long as it measures. Ctrl-C (KeyboardInterrupt) propagates with every finished cell
+    stored; cells the database refused raise ``Unsaved`` (kept in the run's pending file)."""
+    with Store(request.db, on_wait=on_wait) as store:
+        the_run = open_run(store, ready, on_note)
+        with measuring(the_run) as hooks:
+            unsaved = the_run.measure(hooks)
+        if unsaved:
+            raise Unsaved(the_run.run_id, unsaved)
+        return the_run.run_id
+
+
 def _more_to_decide(store: Store, run_id: str, config: MeasureConfig) -> bool:
     """Whether a stored run has more to do than its missing cells: its first round measured but not
     screened, or a verdict (an ``--aa`` check) still open that its next look could decide."""

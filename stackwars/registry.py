@@ -57,6 +57,17 @@ def _register(table: dict[str, Any], kind: str, name: str, obj: Any) -> Any:
     return obj
 
 
+def forget_origin(origin: str) -> list[str]:
+    """Every workload registered from ``origin`` taken out (its names freed); returns those names. Only
+    for a model the session itself sent and now sends again, redefined (discovery.send_model): a
+    plugin's names are never replaced."""
+    names = [name for (kind, name), o in _ORIGIN.items() if kind == "workload" and o == origin]
+    for name in names:
+        _WORKLOADS.pop(name, None)
+        _ORIGIN.pop(("workload", name), None)
+    return names
+
+
 def register_workload(obj: Any) -> Any:
     return _register(_WORKLOADS, "workload", obj.name, obj)
 

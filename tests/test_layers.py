@@ -45,8 +45,9 @@ FLOORS: dict[str, int] = {
     "stackwars.calibration": 9,
     # 10: discovery and the package's face (the public API), which installs it
     "stackwars.discovery": 10, "stackwars": 10,
+    # 11: the command line and the Python API: each parses its arguments into one request and makes one call
     # 11: the command line: parses, makes one call
-    "stackwars.cli": 11, "stackwars.__main__": 12,
+    "stackwars.cli": 11, "stackwars.api": 11, "stackwars.__main__": 12,
 }
 
 UPWARD = re.compile(r"#\s*upward:\s*\S")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import typer
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
@@ -167,12 +168,15 @@ def run(
     bad input (nothing run, nothing written); 128+N when stopped by signal N (SIGINT, SIGTERM
     or SIGHUP: finished cells are kept and the resume command is printed).
     """
-    measure(parse(ctx, SimpleNamespace(**{k: v for k, v in locals().items() if k != "ctx"})), db, verbose)
+    measure(parse(given_options(ctx), SimpleNamespace(**{k: v for k, v in locals().items() if k != "ctx"})), db,
+            verbose)
 
 
-def parse(ctx: typer.Context, o: SimpleNamespace) -> orchestrate.Request:
-    """The command line as one request (orchestrate.Request), every option checked: bad input
-    exits 2 before anything is probed or written."""
+def parse(given: Sequence[str], o: SimpleNamespace) -> orchestrate.Request:
+    """The command line (or ``stackwars.run``'s arguments: api.py) as one request
+    (orchestrate.Request), every option checked: bad input exits 2 before anything is probed or
+    written. ``given``: the options given, not left at their defaults (``--resume`` refuses those
+    it cannot change)."""
     warm_cache = writable_dir(o.warm_cache, "--warm-cache").resolve() if o.warm_cache is not None else None
     if o.memory_limit is not None:
         number(o.memory_limit, "--memory-limit (GiB)", low=0)
@@ -185,7 +189,7 @@ def parse(ctx: typer.Context, o: SimpleNamespace) -> orchestrate.Request:
     if o.resume is not None:
         # the stored run fixes what is measured and how; only where the results go and how long a
         # cell may take can change, and the message says so
-        fixed = [f"--{n.rstrip('_').replace('_', '-')}" if n != "workloads" else "workloads" for n in given_options(ctx)
+        fixed = [f"--{n.rstrip('_').replace('_', '-')}" if n != "workloads" else "workloads" for n in given
                  if n not in orchestrate.RESUME_MAY_CHANGE]
         if fixed:
             raise SpecError(f"--resume measures what and how the stored run planned; {', '.join(fixed)} cannot "
@@ -198,7 +202,7 @@ def parse(ctx: typer.Context, o: SimpleNamespace) -> orchestrate.Request:
         if o.budget is not None:
             number(o.budget, "--budget (seconds)", low=0)
         return orchestrate.Request(executor=_executor(o), resume=o.resume, **where,
-                                   timeout_s=o.timeout if "timeout" in given_options(ctx) else None,
+                                   timeout_s=o.timeout if "timeout" in given else None,
                                    budget_s=o.budget)
     if o.processes < 1:
         raise SpecError(f"--processes must be >= 1, got {o.processes}")
@@ -248,44 +252,53 @@ def measure(request: orchestrate.Request, db_option: Optional[Path] = None, verb
                   f"{orchestrate.PROCESS_FLOOR_S + request.config.min_time_s:.2g} s each or more; Ctrl-C stops it "
                   f"and keeps what is done[/]", highlight=False)
     path = request.db
-    # The request is valid; from here on the database is written.
-    with Store(path, on_wait=waiting) as store:
-        the_run = orchestrate.open_run(store, ready, lambda text: err.print(text, highlight=False))
-        run_id, specs, placer = the_run.run_id, the_run.specs, ready.executor
-        err.print(f"run {run_id} -> {path}  ({len(specs)} cells, each in a fresh worker"
+    placer = ready.executor
+    again = "".join(" " + a for a in request.executor.args())  # the same executor, to go on where this one stopped
+    opened: dict[str, Any] = {}
+
+    @contextlib.contextmanager
+    def measuring(the_run):
+        """The run opened: said, then measured under a progress bar (Ctrl-C, SIGTERM and SIGHUP stop it)."""
+        opened.update(run_id=the_run.run_id, specs=the_run.specs)
+        err.print(f"run {the_run.run_id} -> {path}  ({len(the_run.specs)} cells, each in a fresh worker"
                   + (f", through --executor {placer.name})" if placer.name != "serial" else ")"))
-        # the same executor, to go on where this one stopped
-        again = "".join(" " + a for a in request.executor.args())
-        resume_hint = f"`stackwars run --resume {run_id}{db_flag(db_option)}{again}`"
-        unsaved: list = []
-        try:
-            with interruptible(), Progress(SpinnerColumn(), TextColumn("{task.description}", style="bold"),
-                                           BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(),
-                                           TextColumn("left"), TimeRemainingColumn(), console=err,
-                                           transient=True) as progress:
-                unsaved = the_run.measure(_hooks(progress, len(specs), placer.name,
-                                                 verbose or not err.is_terminal))
-                if unsaved:
-                    raise _Unsaved()
-        except KeyboardInterrupt as exc:
-            err.print(f"\n{interruption(exc)}: finished cells are stored; continue with {resume_hint}")
-            raise typer.Exit(exit_code(exc))
-        except (_Unsaved, StoreWriteError) as exc:
-            where = sorted({str(w) for _, w, _ in unsaved if w})
-            lost = sum(1 for _, w, _ in unsaved if not w)
-            err.print(f"[red]{len(unsaved)} measured cell(s) could not be stored in {path}[/] "
-                      f"({unsaved[0][2].reason if unsaved else exc}); "
-                      + (f"they are kept in {', '.join(where)}; " if where else "")
-                      + (f"{lost} could not be kept anywhere; " if lost else "")
-                      + f"{resume_hint} stores them and measures what is still missing", highlight=False)
-            raise typer.Exit(1)
+        with interruptible(), Progress(SpinnerColumn(), TextColumn("{task.description}", style="bold"),
+                                       BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(),
+                                       TextColumn("left"), TimeRemainingColumn(), console=err,
+                                       transient=True) as progress:
+            yield _hooks(progress, len(the_run.specs), placer.name, verbose or not err.is_terminal)
+
+    def resume_hint() -> str:
+        return f"`stackwars run --resume {opened['run_id']}{db_flag(db_option)}{again}`"
+
+    # The request is valid; from here on the database is written.
+    try:
+        run_id = orchestrate.execute(request, ready, measuring, lambda text: err.print(text, highlight=False), waiting)
+    except KeyboardInterrupt as exc:
+        if "run_id" not in opened:
+            raise
+        err.print(f"\n{interruption(exc)}: finished cells are stored; continue with {resume_hint()}")
+        raise typer.Exit(exit_code(exc))
+    except (orchestrate.Unsaved, StoreWriteError) as exc:
+        if "run_id" not in opened:
+            raise
+        unsaved = exc.unsaved if isinstance(exc, orchestrate.Unsaved) else []
+        where = sorted({str(w) for _, w, _ in unsaved if w})
+        lost = sum(1 for _, w, _ in unsaved if not w)
+        err.print(f"[red]{len(unsaved)} measured cell(s) could not be stored in {path}[/] "
+                  f"({unsaved[0][2].reason if unsaved else exc}); "
+                  + (f"they are kept in {', '.join(where)}; " if where else "")
+                  + (f"{lost} could not be kept anywhere; " if lost else "")
+                  + f"{resume_hint()} stores them and measures what is still missing", highlight=False)
+        raise typer.Exit(1)
+    with Store(path, on_wait=waiting) as store:
         result_rows = rows(store, run_id)
         run_env = store.run(run_id).env
         _, _, profiles, anatomy = verdict_cmd.load(store, [run_id])
     # in a terminal the verdict alone, unless the run holds one framework: its answer is the table of
     # that framework's modes, which no verdict between frameworks gives
     one_framework = len({r.get("framework") for r in result_rows if r.get("framework")}) <= 1
-    _show(result_rows, run_env, profiles, anatomy, run_id, db_option, request.json_out, resume_hint,
+    _show(result_rows, run_env, profiles, anatomy, run_id, db_option, request.json_out, resume_hint(),
           verbose or not out.is_terminal or one_framework)
 
 
@@ -361,10 +374,6 @@ def given_options(ctx: typer.Context) -> list[str]:
     """The parameters given on the command line (not left at their defaults)."""
     return [p.name for p in ctx.command.params
             if getattr(ctx.get_parameter_source(p.name), "name", None) == "COMMANDLINE"]
-
-
-class _Unsaved(Exception):
-    """Some measured cells could not be stored: the run stops short of its tables."""
 
 
 def _check_stablehlo(path: Path, specs, matmul_precision: str) -> None:

@@ -20,6 +20,8 @@ them (``report/verdict.py`` renders these rows; it decides nothing):
     rows = verdict.verdicts(store.results.rows(store))
 """
 
+import sys
+
 from stackwars.verdict.choose import analysis, cell_id, choose, latest_processes, replay_kinds, screen
 from stackwars.verdict.decide import looks_of, row_key, self_check, verdicts
 from stackwars.verdict.plan import Want, aa_more, allot, as_cells, no_top_up, pairs, wanted, would_need
@@ -30,3 +32,18 @@ __all__ = ["DECIDED", "DECISION", "ENERGY_DECISION", "FRAMEWORKS", "NO_DIFFERENC
            "Want", "aa_more", "allot", "analysis", "as_cells", "cell_id", "choose", "inside_band", "latest_processes",
            "looks_of", "no_top_up", "pairs", "replay_kinds", "row_key", "screen", "self_check", "tied", "title",
            "verdicts", "wanted", "word", "would_need"]
+
+
+
+class _Verdict(type(sys.modules[__name__])):
+    """``stackwars.verdict`` is this package and the Python API's call at once: importing any room
+    of it binds the name ``stackwars.verdict`` to the package, so the package answers
+    ``stackwars.verdict(run_ids, db=...)`` itself, through the call the package's face provides
+    (``stackwars.verdict_call``: stored runs read as ``stackwars verdict`` reads them). The face is
+    always imported before this package; the rooms import nothing above them."""
+
+    def __call__(self, run_ids=None, db=None, threshold=None):
+        return sys.modules["stackwars"].verdict_call(run_ids, db=db, threshold=threshold)
+
+
+sys.modules[__name__].__class__ = _Verdict

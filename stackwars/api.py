@@ -150,8 +150,16 @@ def run(*workloads: Any, resume: str | None = None, progress: bool = True, **opt
         if workloads:
             raise SpecError("resume= measures what the stored run planned; give no workloads with it")
         options = {**options, "resume": resume}
+    notes: list[str] = []
+
+    def note(text: str) -> None:  # shown as the command shows it, and kept with the result
+        from stackwars.cli.common import err
+
+        notes.append(text)
+        err.print(text, highlight=False)
+
     o, given = _request_options(workloads, options)
-    request = dataclasses.replace(run_cmd.parse(given, o), command=_call_text(workloads, options))
+    request = dataclasses.replace(run_cmd.parse(given, o, note), command=_call_text(workloads, options))
     ready = orchestrate.prepare(request)
     opened: dict[str, str] = {}
 
@@ -159,22 +167,19 @@ def run(*workloads: Any, resume: str | None = None, progress: bool = True, **opt
     def measuring(the_run):
         opened["run_id"] = the_run.run_id
         with _progress(progress) as bar:
-            yield (run_cmd._hooks(bar, len(the_run.specs), ready.executor.name, lines=False) if bar is not None
-                   else orchestrate.Hooks(on_note=_note))
+            hooks = (run_cmd._hooks(bar, len(the_run.specs), ready.executor.name, lines=False) if bar is not None
+                     else orchestrate.Hooks())
+            yield dataclasses.replace(hooks, on_note=note)
 
     try:
-        run_id = orchestrate.execute(request, ready, measuring, _note, waiting)
+        run_id = orchestrate.execute(request, ready, measuring, note, waiting)
     except KeyboardInterrupt as exc:
         if "run_id" not in opened:
             raise
         raise RunInterrupted(opened["run_id"], request.db) from exc
-    return verdict([run_id], db=request.db)
-
-
-def _note(text: str) -> None:
-    from stackwars.cli.common import err
-
-    err.print(f"[yellow]{text}[/]", highlight=False)
+    result = verdict([run_id], db=str(request.db) if "db" in options else None)
+    result.notes = notes
+    return result
 
 
 @contextlib.contextmanager
@@ -265,6 +270,7 @@ class Result:
     verdicts: list[dict[str, Any]] = dataclasses.field(repr=False)  # the verdict rows, every detail
     threshold: float | None = None
     db_option: str | None = dataclasses.field(default=None, repr=False)  # as given: named in printed commands
+    notes: list[str] = dataclasses.field(default_factory=list, repr=False)  # what the run said (its twin check's)
 
     @property
     def run_id(self) -> str:

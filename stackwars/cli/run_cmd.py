@@ -6,7 +6,7 @@ import contextlib
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import typer
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
@@ -172,7 +172,8 @@ def run(
             verbose)
 
 
-def parse(given: Sequence[str], o: SimpleNamespace) -> orchestrate.Request:
+def parse(given: Sequence[str], o: SimpleNamespace,
+          on_note: Callable[[str], None] = lambda text: err.print(text, highlight=False)) -> orchestrate.Request:
     """The command line (or ``stackwars.run``'s arguments: api.py) as one request
     (orchestrate.Request), every option checked: bad input exits 2 before anything is probed or
     written. ``given``: the options given, not left at their defaults (``--resume`` refuses those
@@ -229,7 +230,7 @@ def parse(given: Sequence[str], o: SimpleNamespace) -> orchestrate.Request:
         tuple(o.workloads or ()), tuple(o.preset), tuple(o.phase), tuple(backend_names(o.backend) or ()) or None,
         tuple(o.device), tuple(o.dtype), assignments(o.set_ or [], "--set"), orchestrate.backend_options(**options))
     # names, sizes and options checked before the (seconds-long) machine probe
-    planned = cells.plan(config, on_note=lambda text: err.print(text, highlight=False))
+    planned = cells.plan(config, on_note=on_note)
     if o.stablehlo is not None:
         _check_stablehlo(o.stablehlo, [s for s in planned if s.backend == "torch-mlir-xla"], config.matmul_precision)
     return orchestrate.Request(executor=_executor(o), cells=cells, config=config, **where)

@@ -166,6 +166,10 @@ def run(*workloads: Any, resume: str | None = None, progress: bool = True, **opt
     @contextlib.contextmanager
     def measuring(the_run):
         opened["run_id"] = the_run.run_id
+        if progress and _in_notebook():  # a bar Jupyter renders, updated in place
+            with _interruptible():
+                yield NotebookBar(the_run.run_id, len(the_run.specs)).hooks(note)
+            return
         with _progress(progress) as bar:
             hooks = (run_cmd._hooks(bar, len(the_run.specs), ready.executor.name, lines=False) if bar is not None
                      else orchestrate.Hooks())
@@ -182,21 +186,83 @@ def run(*workloads: Any, resume: str | None = None, progress: bool = True, **opt
     return result
 
 
+def _interruptible():
+    """SIGTERM and SIGHUP stop the run as Ctrl-C does (cli.common.interruptible), where signals can be
+    handled: the main thread."""
+    from stackwars.cli.common import interruptible
+
+    return interruptible() if threading.current_thread() is threading.main_thread() else contextlib.nullcontext()
+
+
 @contextlib.contextmanager
 def _progress(show: bool):
-    """A live bar where the output is a terminal or a notebook (rich renders it in Jupyter), else nothing."""
+    """A live bar where the output is a terminal (the command's), else nothing."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from stackwars.cli.common import err, interruptible
+    from stackwars.cli.common import err
 
-    guard = interruptible() if threading.current_thread() is threading.main_thread() else contextlib.nullcontext()
     if not show:
-        with guard:
+        with _interruptible():
             yield None
         return
-    with guard, Progress(TextColumn("{task.description}", style="bold"), BarColumn(bar_width=20),
-                         MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=False) as bar:
+    with _interruptible(), Progress(TextColumn("{task.description}", style="bold"), BarColumn(bar_width=20),
+                                    MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
         yield bar
+
+
+def _in_notebook() -> bool:
+    """Whether this is a Jupyter kernel (a notebook, JupyterLab, nbclient): its output is HTML updated in place."""
+    import sys
+
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
+
+
+class NotebookBar:
+    """The run's progress in a notebook: one HTML output (a ``<progress>`` bar, the cell being
+    measured, cell-processes done of those planned, the time so far, the run's notes), updated in
+    place through its display id: Jupyter, JupyterLab and nbclient render it without ipywidgets.
+    The kernel's stop button interrupts the run (``RunInterrupted``)."""
+
+    def __init__(self, run_id: str, total: int):
+        import time
+
+        from IPython.display import HTML, display
+
+        self.run_id, self.total, self.done, self.now, self.notes = run_id, total, 0, "starting", []
+        self.clock, self.start = time.monotonic, time.monotonic()
+        self._html = HTML
+        self.handle = display(HTML(self.html()), display_id=True)
+
+    def html(self) -> str:
+        seconds = self.clock() - self.start
+        notes = "".join(f"<div>{html.escape(n)}</div>" for n in self.notes[-5:])
+        return (f'<div class="stackwars-progress"><b>run {html.escape(self.run_id)}</b> '
+                f'<progress value="{self.done}" max="{max(self.total, 1)}"></progress> '
+                f"{self.done}/{self.total} cell-processes, {seconds:.0f} s · {html.escape(self.now)}{notes}</div>")
+
+    def _show(self) -> None:
+        self.handle.update(self._html(self.html()))
+
+    def hooks(self, note) -> orchestrate.Hooks:
+        def on_start(spec):
+            self.now = spec.key
+            self._show()
+
+        def on_done(m):
+            self.done += 1
+            self._show()
+
+        def on_more(n):
+            self.total += n
+            self._show()
+
+        def on_note(text):
+            self.notes.append(text)
+            note(text)
+            self._show()
+
+        return orchestrate.Hooks(on_start=on_start, on_done=on_done, on_more=on_more, on_note=on_note)
 
 
 def _call_text(workloads: Sequence[Any], options: Mapping[str, Any]) -> str:

@@ -335,7 +335,7 @@ def send_model(model: Any) -> str:
         raise SpecError(f"model {model.name!r} is not in a file: sending it to the workers by value needs cloudpickle "
                         f"(pip install cloudpickle); or put it in a file and give 'file.py:NAME'") from None
     try:
-        data = cloudpickle.dumps(model)
+        data = _dumps(model)
     except Exception as exc:  # noqa: BLE001 - whatever the factories hold
         raise SpecError(_unsendable(model, exc)) from None
     stable = data
@@ -361,15 +361,34 @@ def send_model(model: Any) -> str:
     return f"{path}:model"
 
 
+def _dumps(obj: Any) -> bytes:
+    """cloudpickle's bytes of ``obj``, a module object that is a subclass of ModuleType sent by its name as
+    cloudpickle sends a plain module (``torch.classes`` is one: a factory that reads ``size.classes``
+    names it, to cloudpickle, and plain pickling refuses it: "cannot pickle '_Classes' object")."""
+    import importlib
+    import io
+
+    import cloudpickle
+
+    class Pickler(cloudpickle.CloudPickler):
+        def reducer_override(self, o):
+            if isinstance(o, types.ModuleType) and type(o) is not types.ModuleType \
+                    and sys.modules.get(getattr(o, "__name__", "")) is o:
+                return importlib.import_module, (o.__name__,)
+            return super().reducer_override(o)
+
+    out = io.BytesIO()
+    Pickler(out, protocol=cloudpickle.DEFAULT_PROTOCOL).dump(obj)
+    return out.getvalue()
+
+
 def _unsendable(model: Any, exc: BaseException) -> str:
     """What cannot be sent, named: the first of the Model's parts that cloudpickle refuses."""
     import dataclasses
 
-    import cloudpickle
-
     for f in dataclasses.fields(model):
         try:
-            cloudpickle.dumps(getattr(model, f.name))
+            _dumps(getattr(model, f.name))
         except Exception as part:  # noqa: BLE001
             return (f"model {model.name!r} cannot be sent to the worker processes: its {f.name}= holds something "
                     f"that cannot be pickled ({type(part).__name__}: {part}). Open files, locks, threads and "

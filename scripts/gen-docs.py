@@ -1,5 +1,5 @@
 """Write the documentation's generated pages from the code and the stored results: the CLI,
-workload and rules reference (docs/reference/), the rule values every page states (between
+workload and rules reference (docs/reference/), the tutorial notebook as a page (its committed outputs), the rule values every page states (between
 ``<!--rule:NAME-->`` markers, stackwars/rules.py), one results page per machine (docs/results/), and their
 entries in mkdocs.yml's nav. tests/test_docs.py fails when a committed page differs from what
 this writes."""
@@ -7,7 +7,7 @@ this writes."""
 import re
 from pathlib import Path
 
-from stackwars.cli.reference import cli_markdown, results_pages, workloads_markdown
+from stackwars.cli.reference import cli_markdown, notebook_markdown, results_pages, workloads_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -41,6 +41,7 @@ if __name__ == "__main__":
         print(f"rewrote the rules stated in {path.relative_to(ROOT)}")
     (DOCS / "reference" / "cli.md").write_text(cli_markdown())
     (DOCS / "reference" / "workloads.md").write_text(workloads_markdown())
+    (DOCS / "tutorials" / "notebook.md").write_text(notebook_markdown(DOCS / "tutorials" / "notebook.ipynb"))
     for old in (DOCS / "results").glob("machine-*.md"):
         old.unlink()
     pages = results_pages(ROOT / "results")
@@ -48,4 +49,5 @@ if __name__ == "__main__":
         (DOCS / "results" / name).write_text(text)
     mkdocs = ROOT / "mkdocs.yml"
     mkdocs.write_text(nav_with(pages, mkdocs.read_text()))
-    print(f"wrote docs/reference/cli.md, workloads.md, rules.md and {len(pages)} results pages")
+    print(f"wrote docs/reference/cli.md, workloads.md, rules.md, docs/tutorials/notebook.md and {len(pages)} results "
+          f"pages")

@@ -3,7 +3,8 @@
 #   ./scripts/setup.sh           stackwars, PyTorch (pinned CPU build) and the mlir extra (torch-mlir: the
 #                                main job's torch-mlir-xla rows)
 #   ./scripts/setup.sh --tests   that, and what only the tests need: the kernels (Triton), reference
-#                                (transformers), docs (mkdocs-material), ray and slurm (submitit) extras, pytest
+#                                (transformers), docs (mkdocs-material, mkdocstrings), ray and slurm (submitit),
+#                                notebook (cloudpickle, ipykernel; nbclient runs the tutorial notebook) extras, pytest
 #                                with pytest-xdist (the suite runs in three workers),
 #                                the GPU image's wheels read for API names (about 530 MB, once) and .gpu-site
 # PyTorch is pinned to the CPU build (an unpinned `torch` pulls several GB of CUDA packages); set
@@ -50,8 +51,9 @@ if [ "$TESTS" = 0 ]; then
     exit 0
 fi
 # the tests exercise every optional extra: kernels (Triton, interpreted on the CPU), reference (transformers:
-# the models' independent implementations), docs (mkdocs-material: the documentation site), ray and slurm
-.venv/bin/python -m pip install --quiet --no-compile "$TORCH_SPEC" -e ".[test,mlir,kernels,reference,docs,ray,slurm]"
+# the models' independent implementations), docs (mkdocs-material: the documentation site), notebook (the
+# tutorial notebook, executed headless), ray and slurm
+.venv/bin/python -m pip install --quiet --no-compile "$TORCH_SPEC" -e ".[test,mlir,kernels,reference,docs,ray,slurm,notebook]"
 compile_venv
 # the GPU image's frameworks (jax 0.11.2 needs Python 3.12; torch 2.11 has no CPU wheel on PyPI),
 # which cannot be installed here: their wheels, read by tests/test_gpu_image.py for every name of

@@ -24,7 +24,6 @@ import contextlib
 import dataclasses
 import html
 import inspect
-import io
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -383,11 +382,10 @@ class Result:
 
     def explain(self, width: int = 160) -> str:
         """Every row's details, as ``stackwars verdict --explain`` prints them."""
-        from rich.console import Console
-
+        from stackwars.report import format as fmt
         from stackwars.report import verdict as view
 
-        console = Console(width=width, record=True, color_system=None, force_terminal=False, file=io.StringIO())
+        console = fmt.text_console(width)
         console.print(view.render(self.verdicts, width, self.threshold), crop=False)
         return console.export_text()
 
@@ -397,6 +395,9 @@ class Result:
         return view.forest_png(self.verdicts, self.threshold) if self.verdicts else None
 
     def __str__(self) -> str:
+        return self.brief()
+
+    def __repr__(self) -> str:  # the answer where a notebook shows text (a console, a plain-text front end)
         return self.brief()
 
     def _repr_html_(self) -> str:

@@ -330,7 +330,7 @@ def send_model(model: Any) -> str:
     if not isinstance(model, Model):
         raise SpecError(f"send a stackwars.Model, got {type(model).__name__}")
     try:
-        import cloudpickle
+        import cloudpickle  # noqa: F401 - present, or said how to install it, before anything is written
     except ImportError:
         raise SpecError(f"model {model.name!r} is not in a file: sending it to the workers by value needs cloudpickle "
                         f"(pip install cloudpickle); or put it in a file and give 'file.py:NAME'") from None

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stackwars.cli import app
-from stackwars.cli.reference import cli_markdown, commands, options, results_pages, workloads_markdown
+from stackwars.cli.reference import cli_markdown, notebook_markdown, commands, options, results_pages, workloads_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -47,6 +47,8 @@ def test_the_generated_reference_pages_are_current():
     changed without `python scripts/gen-docs.py` fails here."""
     assert (DOCS / "reference" / "cli.md").read_text() == cli_markdown()
     assert (DOCS / "reference" / "workloads.md").read_text() == workloads_markdown()
+    # the tutorial notebook rendered with the outputs of its committed execution (test_notebook.py runs it)
+    assert (DOCS / "tutorials" / "notebook.md").read_text() == notebook_markdown(DOCS / "tutorials" / "notebook.ipynb")
 
 
 def test_the_results_pages_are_one_per_machine_and_current():

@@ -224,3 +224,42 @@ def results_pages(root) -> dict[str, str]:
                      + ", ".join(f"`results/{e['name']}`" for e in unknown) + ".\n")
     pages["machines.md"] = "".join(index)
     return pages
+
+
+def notebook_markdown(path) -> str:
+    """A notebook (its committed outputs included) as a documentation page: each Markdown cell as it
+    is, each code cell in a Python block, then its outputs as the notebook shows them: HTML as HTML
+    (the verdict's view, its forest plot, the progress bar at its end), an image inline, printed text
+    and a plain value in a text block. Read with the standard library: no nbconvert."""
+    import html
+    import json
+    from pathlib import Path
+
+    nb = json.loads(Path(path).read_text())
+    text = lambda v: "".join(v) if isinstance(v, list) else str(v)  # noqa: E731 - a notebook's text: a str or lines
+    out = [f"<!-- generated from {Path(path).name} by scripts/gen-docs.py: edit the notebook, not this page -->", ""]
+    for cell in nb["cells"]:
+        source = text(cell["source"]).rstrip()
+        if cell["cell_type"] == "markdown":
+            out += [source, ""]
+            continue
+        if cell["cell_type"] != "code":
+            continue
+        out += ["```python", source, "```", ""]
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            if o["output_type"] == "stream":
+                body = text(o["text"]).rstrip()
+            elif "text/html" in data:
+                out += ['<div class="notebook-output" markdown="0">', text(data["text/html"]).strip(), "</div>", ""]
+                continue
+            elif "image/png" in data:
+                out += [f'<img alt="a plot" src="data:image/png;base64,{text(data["image/png"]).strip()}"/>', ""]
+                continue
+            elif o["output_type"] == "error":
+                body = f"{o['ename']}: {o['evalue']}"
+            else:
+                body = text(data.get("text/plain", "")).rstrip()
+            if body:
+                out += ['<pre class="notebook-output">' + html.escape(body) + "</pre>", ""]
+    return "\n".join(out).rstrip() + "\n"

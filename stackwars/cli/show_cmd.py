@@ -14,6 +14,7 @@ from stackwars import outputs
 from stackwars.cli.common import DB_HELP, command, out, table_width
 from stackwars.errors import SpecError
 from stackwars.records import Env
+from stackwars.report import format as fmt
 from stackwars.report.tables import markdown, render
 from stackwars.store.results import CELL_KINDS, Store, check_db, merge_conflicts, rows, study_rows
 
@@ -80,10 +81,7 @@ def show(
 
 def _plain(body) -> str:
     """Rich tables as plain text (for Markdown code blocks)."""
-    import io
-
-    from rich.console import Console
-    console = Console(width=table_width(), record=True, color_system=None, file=io.StringIO())
+    console = fmt.text_console(table_width())
     console.print(body)
     return console.export_text()
 

@@ -328,8 +328,7 @@ def verdict_section(cells: Sequence[Mapping[str, Any]], profiles: Sequence[Mappi
 
 
 def _text(renderable: Any, width: int = 170) -> str:
-    from rich.console import Console
-    console = Console(width=width, record=True, color_system=None, file=io.StringIO())
+    console = fmt.text_console(width)
     console.print(renderable)
     return console.export_text()
 

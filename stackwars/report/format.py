@@ -98,3 +98,15 @@ def error_line(error: str | None, limit: int = 300) -> str:
     while text.endswith(":") and rest:
         text += " " + rest.pop(0)
     return text[:limit]
+
+
+def text_console(width: int):
+    """A rich console that records what is printed to it as text (``export_text``) and shows nothing
+    itself: in Jupyter rich displays every console as HTML whatever its file, and a table rendered to
+    text appeared in the notebook beside the text."""
+    import io
+
+    from rich.console import Console
+
+    return Console(width=width, record=True, color_system=None, force_terminal=False, force_jupyter=False,
+                   file=io.StringIO())

@@ -318,6 +318,6 @@ def render(rows: list[Mapping[str, Any]], env_summary: str | None = None, width:
 
 
 def to_text(rows: list[Mapping[str, Any]], env_summary: str | None = None, width: int = 250) -> str:
-    console = Console(width=width, record=True, color_system=None, force_terminal=False, file=io.StringIO())
+    console = fmt.text_console(width)
     console.print(render(rows, env_summary, width=width))
     return console.export_text()

@@ -487,8 +487,7 @@ def markdown(rows: Sequence[Mapping[str, Any]], threshold: float | None = None) 
 
 
 def to_text(rows: Sequence[Mapping[str, Any]], width: int = 250) -> str:
-    from rich.console import Console
-    console = Console(width=width, record=True, color_system=None, force_terminal=False, file=io.StringIO())
+    console = fmt.text_console(width)
     console.print(render(rows, width), crop=False)
     return console.export_text()
 

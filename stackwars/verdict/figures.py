@@ -13,7 +13,7 @@ import statistics
 from collections import OrderedDict
 
 import numpy as np
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from stackwars import stats
 from stackwars.verdict import gate, spread

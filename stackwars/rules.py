@@ -166,6 +166,8 @@ STATEMENTS = {
 def unmarked(text: str) -> list[tuple[int, str, str]]:
     """Statements of a rule whose value does not stand between markers: (line, kind, excerpt)."""
     plain = MARKER.sub(lambda m: "\0" * len(m.group(0)), text)  # marked values blanked, offsets kept
+    # a program's output quoted on a page (a notebook's, scripts/gen-docs.py) is what the code printed, not prose
+    plain = re.sub(r"<!-- output -->.*?<!-- /output -->", lambda m: " " * len(m.group(0)), plain, flags=re.S)
     plain = re.sub(r"<!--.*?-->", lambda m: " " * len(m.group(0)), plain, flags=re.S)
     out = []
     for kind, patterns in STATEMENTS.items():

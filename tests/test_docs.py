@@ -188,6 +188,13 @@ def test_the_site_builds_strictly_and_navigation_and_search_work_in_a_browser(tm
                           capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     assert (site / "search" / "search_index.json").is_file()
+    # the Python API's reference, generated from its docstrings (mkdocstrings), and the notebook, rendered
+    api = (site / "reference" / "python" / "index.html").read_text()
+    for name in ("stackwars.api.run", "stackwars.api.verdict", "stackwars.api.Result", "stackwars.api.VerdictRow"):
+        assert f'id="{name}"' in api, name
+    assert "Measure <code>workloads</code> as <code>stackwars run</code> does" in api  # run's docstring
+    notebook = (site / "tutorials" / "notebook" / "index.html").read_text()
+    assert "class TorchMLP" in notebook and "stackwars-result" in notebook and "data:image/png;base64," in notebook
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
     handler.log_message = lambda *a, **k: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -241,6 +248,10 @@ def test_no_page_states_a_rule_other_than_the_codes():
     assert rules.problems("the tolerance is float32 2e-4 for micro-ops") != []
     assert rules.problems("took over 5% of the CPUs") != []
     assert rules.problems(f"within the <!--rule:tie_threshold-->{tie}<!--/rule--> tie threshold") == []
+    # a program's output quoted (the notebook's page) says what the code printed; prose around it is read
+    printed = "same speed: within ±10% by two one-sided tests"
+    assert rules.problems(f"<!-- output -->\n{printed}\n<!-- /output -->") == []
+    assert rules.problems(f"<!-- output -->\nok\n<!-- /output -->\n{printed}") != []
     assert rules.render("beyond the <!--rule:tie_threshold-->±9%<!--/rule--> band") == \
         f"beyond the <!--rule:tie_threshold-->{tie}<!--/rule--> band"
 

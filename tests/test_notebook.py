@@ -48,14 +48,19 @@ def test_the_tutorial_notebook_runs_headless_and_its_model_reaches_a_verdict(tmp
            "STACKWARS_CACHE_DIR": str(tmp_path / "cache")}
     saved = dict(os.environ)
     os.environ.update(env)  # the kernel inherits this process's environment
+    stopped = resumed = None
     try:
         client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                          resources={"metadata": {"path": str(tmp_path)}})
-        client.execute()
+        with client.setup_kernel():
+            for i, cell in enumerate(nb.cells):
+                client.execute_cell(cell, i)
+            # then the kernel's stop button in the middle of a run's rounds, and the resume it names
+            stopped, resumed = _interrupted_then_resumed(client, nb, tmp_path / "stopped.db")
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    code = [c for c in nb.cells if c.cell_type == "code"]
+    code = [c for c in nb.cells if c.cell_type == "code" and c is not stopped and c is not resumed]  # the tutorial's
     assert all(not any(o.get("output_type") == "error" for o in c.outputs) for c in code)
     run_cell = next(c for c in code if "stackwars.run(" in c.source)
     # the progress: one display, updated in place (its display id), not a stream of lines; it ends at
@@ -84,3 +89,62 @@ def test_the_tutorial_notebook_runs_headless_and_its_model_reaches_a_verdict(tmp
         {f"file {tmp_path / 'cache'}"}  # sent by value: no file of the reader's held it
     explained = next(c for c in code if "explain(" in c.source)
     assert "compile pays" in "".join(_text(o) for o in explained.outputs)
+    # the interrupt: a RunInterrupted naming the call that resumes, what was measured kept; the resume
+    # measured the rest of the plan and read the verdict
+    error = next(o for o in stopped.outputs if o.get("output_type") == "error")
+    assert error["ename"] == "RunInterrupted", error
+    call = re.search(r"stackwars\.run\(resume='([0-9a-f-]+)', db='[^']+stopped\.db'\)", error["evalue"])
+    assert call and "finished cells are stored" in error["evalue"], error["evalue"]
+    assert f"{call.group(1)} cells: " in "".join(_text(o) for o in resumed.outputs), resumed.outputs
+    conn = sqlite3.connect(tmp_path / "stopped.db")
+    kept = conn.execute("SELECT COUNT(*) FROM cells WHERE session_id = (SELECT MIN(session_id) FROM sessions)")
+    (before,) = kept.fetchone()
+    (after,) = conn.execute("SELECT COUNT(*) FROM cells").fetchone()
+    (sessions,) = conn.execute("SELECT COUNT(*) FROM sessions").fetchone()
+    conn.close()
+    assert 2 <= before < after and sessions == 2 and after >= 10, (before, after, sessions)
+
+
+def _interrupted_then_resumed(client, nb, db):
+    """A run in the kernel, interrupted as the stop button does (SIGINT to the kernel) once its first
+    processes are stored, then the cell the interrupt names, run: the two cells, as executed."""
+    import threading
+    import time
+
+    import nbformat
+    from nbclient.exceptions import CellExecutionError
+
+    run = nbformat.v4.new_code_cell(f"stackwars.run(mlp, preset='tiny', backend=['torch-eager', 'jax-jit'], "
+                                    f"processes=4, max_processes=4, db={str(db)!r})")
+    nb.cells.append(run)
+    gone = threading.Event()
+
+    def stop_when_measuring():
+        while not gone.is_set():
+            try:
+                conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+                (n,) = conn.execute("SELECT COUNT(*) FROM cells").fetchone()
+                conn.close()
+            except sqlite3.Error:
+                n = 0
+            if n >= 3:  # past each cell's first process: in the rounds
+                client.km.interrupt_kernel()
+                return
+            time.sleep(0.2)
+
+    watcher = threading.Thread(target=stop_when_measuring, daemon=True)
+    watcher.start()
+    try:
+        client.execute_cell(run, len(nb.cells) - 1)
+    except CellExecutionError:
+        pass
+    finally:
+        gone.set()
+        watcher.join()
+    error = next(o for o in run.outputs if o.get("output_type") == "error")
+    call = re.search(r"stackwars\.run\(resume='[^']+', db='[^']+'\)", error.get("evalue", ""))
+    resume = nbformat.v4.new_code_cell(f"resumed = {call.group(0) if call else 'None'}\n"
+                                       f"print(resumed.run_id, 'cells:', len(resumed.cells))")
+    nb.cells.append(resume)
+    client.execute_cell(resume, len(nb.cells) - 1)
+    return run, resume

@@ -246,6 +246,8 @@ def notebook_markdown(path) -> str:
         if cell["cell_type"] != "code":
             continue
         out += ["```python", source, "```", ""]
+        if cell.get("outputs"):  # what the code printed, marked: the rules' check reads prose, not this (rules.py)
+            out += ["<!-- output -->", ""]
         for o in cell.get("outputs", []):
             data = o.get("data", {})
             if o["output_type"] == "stream":
@@ -262,4 +264,6 @@ def notebook_markdown(path) -> str:
                 body = text(data.get("text/plain", "")).rstrip()
             if body:
                 out += ['<pre class="notebook-output">' + html.escape(body) + "</pre>", ""]
+        if cell.get("outputs"):
+            out += ["<!-- /output -->", ""]
     return "\n".join(out).rstrip() + "\n"

@@ -118,11 +118,11 @@ def _cell_model(name="cellnet", width=16):
         torch=lambda s: Net(s.n), jax=lambda s, rngs: JNet(s.n, rngs))
 
 
-def test_a_model_made_in_the_session_runs_in_workers_stops_and_resumes(tmp_path, monkeypatch):
+def test_a_model_made_in_the_session_runs_in_workers_stops_and_resumes(tmp_path, monkeypatch, capsys):
     """A Model whose classes no module defines: sent by value, checked by the float64 twin check in a
     worker, measured in fork-server workers; stopped by an interrupt after its first cells (the
     kernel's stop button), it keeps them and `stackwars.run(resume=...)` measures the rest, reloading
-    the sent model; a redefinition under the same name is another model, kept apart."""
+    the sent model; a redefinition under the same name is another model, checked again and kept apart."""
     monkeypatch.setenv("STACKWARS_CACHE_DIR", str(tmp_path / "cache"))
     db = tmp_path / "cell.db"
     execute, calls = orchestrate.Run._execute, []
@@ -160,8 +160,11 @@ def test_a_model_made_in_the_session_runs_in_workers_stops_and_resumes(tmp_path,
     # the same definition sent again is the same model; another under the name is another, refused beside it
     wider = _cell_model(width=32)
     assert stackwars.discovery.send_model(wider) != stackwars.discovery.send_model(_cell_model())
+    capsys.readouterr()
     with pytest.raises(SpecError, match="has the name of another model"):
         stackwars.run(wider, db=db, progress=False, **QUICK)
+    # the edited definition was checked again, not taken for the one checked under its name before
+    assert "model cellnet: the twins agree" in " ".join(capsys.readouterr().err.split())
 
 
 def test_a_factory_that_cannot_be_sent_is_named_and_nothing_is_written(tmp_path, monkeypatch):

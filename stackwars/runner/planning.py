@@ -82,7 +82,9 @@ def default_backends(probe: Mapping[str, Any], devices: str | Sequence[str]) -> 
             if spec.default and any(spec.availability(probe, d)[0] for d in devices)]
 
 
-_verified: set[str] = set()
+# the models checked in this process, each by its name and where it came from: a model sent again from a
+# notebook cell after an edit has the name and another origin (discovery.send_model), and is checked again
+_verified: set[tuple[str, str]] = set()
 
 
 CHECK_TIMEOUT_S = 600.0  # a user model's check, where the command has no --timeout of its own
@@ -109,10 +111,11 @@ def verify_user_model(name: str, timeout_s: float = CHECK_TIMEOUT_S,
     (UserWorkload.check_twins), parameters that cannot be matched, a float32 overflow, a check
     that does not finish, are bad input, named, before anything is stored."""
     wl = registry.workload(name)
+    key = (name, registry.origin("workload", name))
     sizes = [(p, dict(o)) for p, o in sizes if wl.config(p, dict(o)) not in wl.facts]
-    if name in _verified and not sizes:
+    if key in _verified and not sizes:
         return
-    if on_note is not None and name not in _verified:
+    if on_note is not None and key not in _verified:
         on_note(f"checking model {name}: both sides built at its first preset and compared in float64 (a forward "
                 f"in eval mode, one in training mode, one train step), in a worker (up to {timeout_s:g} s)")
     o = run_task({"target": "stackwars.model:verify_task", "kwargs": {"workload": name, "sizes": sizes},
@@ -127,11 +130,11 @@ def verify_user_model(name: str, timeout_s: float = CHECK_TIMEOUT_S,
     if o.result.get("problem"):
         raise SpecError(o.result["problem"])
     wl.learn(o.result.get("facts") or ())
-    if on_note is not None and name not in _verified and o.result.get("check_s") is not None:
+    if on_note is not None and key not in _verified and o.result.get("check_s") is not None:
         on_note(f"model {name}: the twins agree (checked in {o.result['check_s']:.1f} s)")
         for note in o.result.get("notes") or ():  # an operation below float64, allowed its rounding
             on_note(f"model {name}: {note}")
-    _verified.add(name)
+    _verified.add(key)
 
 
 def describe_user_model(name: str, preset: str, overrides: Mapping[str, Any],

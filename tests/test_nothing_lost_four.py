@@ -7,6 +7,7 @@ test_a_run_stopped_during_its_rounds_resumes_them_once_and_reads_the_same_verdic
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sqlite3
 import time
@@ -211,19 +212,22 @@ class Synthetic(FakeExecutor):
 BETWEEN = 0.05  # the rounds run's spread between processes: its looks go on past the first (0.2 stopped it as futile)
 
 
-def _rounds_run(db, stops=(), full_from=None, in_the_gap=False):
+def _rounds_run(db, stops=(), full_from=None, in_the_gap=False, model=None):
     """The run of tests below through orchestrate.Run: each of ``stops`` is a session stopped by
     Ctrl-C after that many processes, then resumed as ``--resume`` resumes (the pending file
     stored, the plan's missing cells measured, then the looks); ``full_from``: the disk is full
     for every process of a round (repeat >= 1) from that many stored on, in the first session.
+    ``model``: a user's model file's name (``path:NAME``) measured instead of gemm, kept with the run
+    (runner.model_files) and restored at each resume as ``--resume`` restores it (runner.restore_models).
     Returns the stored rows and what each session left (stored, missing, pending)."""
-    from stackwars import orchestrate
+    from stackwars import discovery, orchestrate, registry, runner
     from stackwars.records import CellSpec, MeasureConfig
     from stackwars.store.results import StoreWriteError, pending_paths, store_pending
     from tests.test_verdict import MACHINE
 
     config = MeasureConfig(processes=3, max_processes=6)
-    first = [CellSpec("gemm", "small", "forward", b) for b in ("torch-eager", "torch-compile", "jax-jit")]
+    name, preset = (registry.resolve_workload(model), "tiny") if model else ("gemm", "small")
+    first = [CellSpec(name, preset, "forward", b) for b in ("torch-eager", "torch-compile", "jax-jit")]
     add_cell, left = Store.add_cell, []
     stored_rounds = [0]
 
@@ -235,10 +239,19 @@ def _rounds_run(db, stops=(), full_from=None, in_the_gap=False):
         return add_cell(self, run_id, session, m)
 
     with Store(db) as store:
-        run_id = store.create_run(first, {"measure": config.to_dict()}, command="rounds")
+        run_id = store.create_run(first, {"measure": config.to_dict(),
+                                          **({"models": runner.model_files(first)} if model else {})},
+                                  command="rounds")
         specs = first
         for i in range(len(stops) + 1 + (full_from is not None)):
-            if i:  # as Run._resume: the pending cells first, then what the plan still lacks
+            if i:  # as Run._resume: its model files restored, the pending cells, then what the plan still lacks
+                if model:  # a new process: the model known only from what the run kept
+                    origin = registry.origin("workload", name)
+                    registry.forget_origin(origin)
+                    discovery._files.pop(str(runner._model_file(origin)[0]), None)
+                    assert registry.registered_workload(name) is None
+                runner.restore_models(store, store.run(run_id))
+                assert not model or registry.registered_workload(name) is not None
                 store_pending(store, run_id, store.start_session(run_id, MACHINE))
                 specs = store.missing(run_id)
             after = stops[i] if i < len(stops) else None
@@ -267,26 +280,35 @@ def _same_verdicts(got, whole):
     assert [strip(v) for v in vd.verdicts(got)] == [strip(v) for v in vd.verdicts(whole)]
 
 
-def test_a_run_stopped_during_its_rounds_at_any_point_resumes_them_once_and_reads_the_same_verdict(tmp_path):
+@pytest.mark.parametrize("kind", ["built-in", "a user's model"])
+def test_a_run_stopped_during_its_rounds_at_any_point_resumes_them_once_and_reads_the_same_verdict(kind, tmp_path):
     """Issue 64: the rounds that decide are cells of their run. A run stopped by Ctrl-C after any
     number of its processes (first processes, the screening, the rounds, the top-ups), and one
     stopped twice, keeps what it measured, and the resume measures the rest of the plan, its looks
-    included, each key once, ending with every process and the verdict rows an unstopped run has."""
-    whole, _ = _rounds_run(tmp_path / "whole.db")
+    included, each key once, ending with every process and the verdict rows an unstopped run has.
+    Issue 88: for a built-in workload and for a user's model file (restored at each resume)."""
+    from tests.test_user_model import TWINS
+
+    model = None
+    if kind != "built-in":
+        (tmp_path / "twins.py").write_text(TWINS.format(out=4, extra="", call="self.fc(x)"))
+        model = f"{tmp_path / 'twins.py'}:net"
+    _rounds = functools.partial(_rounds_run, model=model)
+    whole, _ = _rounds(tmp_path / "whole.db")
     n = len(whole)
     assert n > 9 and any(r["repeat"] >= 3 for r in whole)  # a screening, the rounds and a top-up were run
     for after in range(1, n):
-        got, left = _rounds_run(tmp_path / f"stopped-{after}.db", stops=(after,))
+        got, left = _rounds(tmp_path / f"stopped-{after}.db", stops=(after,))
         assert left[0][0] == after and left[0][3] is None, (after, left)  # what it measured is kept
         _same_verdicts(got, whole)
     for stops in ((2, 1), (4, 3), (n - 4, 1)):  # stopped again while resuming
-        got, _ = _rounds_run(tmp_path / f"twice-{stops[0]}-{stops[1]}.db", stops=stops)
+        got, _ = _rounds(tmp_path / f"twice-{stops[0]}-{stops[1]}.db", stops=stops)
         _same_verdicts(got, whole)
     # and in the gap: after a batch's last process, before the decision that plans the next (the screening,
     # a look); the sweep of issue 88 found such a stop unresumable ("nothing to resume", 2 of 6 stored)
     gaps = 0
     for after in range(1, n):
-        got, left = _rounds_run(tmp_path / f"gap-{after}.db", stops=(after,), in_the_gap=True)
+        got, left = _rounds(tmp_path / f"gap-{after}.db", stops=(after,), in_the_gap=True)
         assert left[0][0] == after, (after, left)
         gaps += left[0][1] == 0  # stopped with nothing of the plan missing: the next decision not yet made
         assert left[0][4], (after, left)  # and `--resume` goes on from there, not "nothing to resume"

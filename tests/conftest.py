@@ -266,16 +266,18 @@ def _environment_kept():
 # collected. xdist's default order (the most tests first) sent a 250 s file near the end while
 # the other worker idled 47 s (the 2-core Zen 3 VM, 2026-11-26). Longest first instead (LPT):
 # the files that took 25 s or more (setup, call and teardown of their tests under -n 3), by those seconds, on
-# the 2-CPU AMD EPYC VM on 2026-12-02 (2877 s in all; the three workers ended within 18 s of each other, ordered by
-# the 2026-11-29 figures); every other file after them, in collection order. The figures only order the files: a
-# stale one costs a little idle time.
+# the 2-CPU AMD EPYC VM on 2026-12-04 (4513 s in all, 1715 s wall; the notebook's at its tutorial's budget cut to
+# 20 s after, measured alone); every other file after them, in collection order. The figures only order the files:
+# a stale one costs a little idle time.
 FILE_SECONDS = {
-    "test_models.py": 480, "test_user_model.py": 414, "test_forkserver.py": 312, "test_loops.py": 178,
-    "test_sweeps.py": 158, "test_scaling.py": 152, "test_external.py": 107, "test_isolation.py": 92,
-    "test_parity.py": 90, "test_nothing_lost_two.py": 84, "test_fairness.py": 74, "test_hardening.py": 57,
-    "test_studies.py": 49, "test_nothing_lost_three.py": 48, "test_nothing_lost.py": 38, "test_mnist.py": 36,
-    "test_cli.py": 35, "test_docs.py": 35, "test_ir.py": 35, "test_decides.py": 31, "test_terminal.py": 30,
-    "test_calibration.py": 25,
+    "test_user_model.py": 634, "test_models.py": 542, "test_forkserver.py": 325, "test_loops.py": 219,
+    "test_notebook.py": 250, "test_docs.py": 179, "test_nothing_lost_four.py": 169, "test_scaling.py": 165,
+    "test_sweeps.py": 156, "test_cli.py": 145, "test_nothing_lost_two.py": 134, "test_terminal.py": 112,
+    "test_hardening.py": 108, "test_fairness.py": 101, "test_isolation.py": 99, "test_external.py": 87,
+    "test_decides.py": 82, "test_parity.py": 77, "test_api.py": 71, "test_nothing_lost_three.py": 64,
+    "test_studies.py": 62, "test_calibration.py": 60, "test_nothing_lost.py": 52, "test_reference.py": 51,
+    "test_ir.py": 47, "test_executors.py": 44, "test_mnist.py": 43, "test_verdict.py": 40, "test_vmap_stream.py": 25,
+    "test_digest.py": 25,
 }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 
 import numpy as np
 import pytest
@@ -64,6 +65,10 @@ def test_the_api_and_the_command_store_the_same_rows_and_read_the_same_verdict(t
     assert row.reason in " ".join(result.explain().split()) or row.verdict != "cannot say"
     page = result._repr_html_()
     assert page.startswith('<div class="stackwars-result"><pre>Verdict · ') and "gemm tiny forward" in page
+    # kept as torch.utils.benchmark's Measurement is: pickled and read back whole
+    kept = pickle.loads(pickle.dumps(result))
+    assert kept == result and kept.verdict == result.verdict and kept.brief() == result.brief()
+    assert kept.to_json() == result.to_json() and kept.cells.equals(result.cells)
 
 
 def test_bad_options_are_refused_as_the_command_refuses_them_and_nothing_is_written(tmp_path, monkeypatch):

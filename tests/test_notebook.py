@@ -45,6 +45,12 @@ def test_the_tutorial_notebook_runs_headless_and_its_model_reaches_a_verdict(tmp
     import nbformat
 
     nb = nbformat.read(NOTEBOOK, as_version=4)
+    # one number changed, the run's --budget: 120 s in the tutorial (a row decided on the 2-CPU VM, its committed
+    # outputs), 20 s here, the first look's rounds only (they always run), a verdict row all the same; the suite's
+    # time (the tutorial's 120 s took 170 s to 350 s of the suite on the 2-CPU VM)
+    runs = [c for c in nb.cells if c.cell_type == "code" and "stackwars.run(" in c.source]
+    assert len(runs) == 1 and runs[0].source.count("budget=120") == 1, [c.source for c in runs]
+    runs[0].source = runs[0].source.replace("budget=120", "budget=20")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
            "STACKWARS_CACHE_DIR": str(tmp_path / "cache")}
     saved = dict(os.environ)
@@ -73,7 +79,8 @@ def test_the_tutorial_notebook_runs_headless_and_its_model_reaches_a_verdict(tmp
     # the answer, inline: the brief verdict and the forest plot
     shown = next(o for o in run_cell.outputs if o.get("output_type") == "execute_result")
     page = shown["data"]["text/html"]
-    assert "notebook-mlp tiny forward" in page and "notebook-mlp tiny train-step" in page
+    # a line a row (at 100 columns a long CI, on a loaded machine, makes the workload's name give way: its start stays)
+    assert len(re.findall(r"^  notebook-mlp tiny ", page, re.M)) == 2, page
     assert "data:image/png;base64," in page
     said = "".join(_text(o) for c in code for o in c.outputs)
     assert "model notebook-mlp: the twins agree" in said  # the float64 twin check passed before any cell ran

@@ -82,7 +82,8 @@ def _rules() -> dict[str, Rule]:
         "noise_threshold": Rule(stats.NOISE_THRESHOLD, _pct(stats.NOISE_THRESHOLD),
                                 "an IQR above this fraction of the median marks a cell (noisy)"),
         "contention_threshold": Rule(stats.CONTENTION_THRESHOLD, _pct(stats.CONTENTION_THRESHOLD),
-                                     "others' CPU time above this share of the cell's CPUs makes a process busy"),
+                                     "others' CPU time above this share of the cell's CPUs makes a process busy, "
+                                     "beyond what the kernel's ticks alone can add (a tick a counter read)"),
         "canary_floor": Rule(canary.FLOOR, _pct(canary.FLOOR),
                              "a process whose canary is off its run's by more than the canary's own noise, and never "
                              "less than this, is busy (slowed)"),

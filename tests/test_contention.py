@@ -79,6 +79,27 @@ def test_own_work_is_not_foreign(one_cpu):
     assert got["fraction"] < 0.5, got
 
 
+@pytest.mark.parametrize("others_ticks,contended", [(4, False), (6, False), (7, True), (30, True)])
+def test_what_the_ticks_alone_can_make_flags_nothing(others_ticks, contended, monkeypatch):
+    """A 0.25 s window of 2 CPUs: each CPU's busy counter and the worker's user and system counters, read at
+    both ends, may each be a tick off, 4 ticks (40 ms) in all; 4 ticks of others (8% of the window, over the 5%
+    line) flagged an idle VM's processes busy. Flagged beyond the margin only: 40 ms + 5% of 0.5 CPU-s = 65 ms."""
+    from stackwars.harness import contention
+
+    tick = contention.TICK_S
+    clock = iter([100.0, 100.25])
+    busy = iter([(50.0, 0.0), (50.0 + tick * (others_ticks + 10), 0.0)])  # 10 ticks of its own, the rest others'
+    own = iter([(1.0, 0.0), (1.0 + tick * 10, 0.0)])
+    monkeypatch.setattr(contention, "_cpus", lambda: [0, 1])
+    monkeypatch.setattr(contention.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(contention, "_busy_and_steal", lambda cpus: next(busy))
+    monkeypatch.setattr(contention, "_own", lambda process: next(own))
+    got = ForeignLoad().start().stop()
+    assert got["tick_margin_s"] == pytest.approx(4 * tick) and got["judged"]
+    assert got["foreign_cpu_s"] == pytest.approx(others_ticks * tick)  # reported as read
+    assert got["contended"] is contended, got
+
+
 def test_short_window_is_reported_but_never_flagged():
     got = ForeignLoad().start().stop()
     assert got["window_s"] < 0.25 and not got["contended"]

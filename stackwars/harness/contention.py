@@ -12,7 +12,11 @@ time it is stated as a fraction of the window's CPU capacity, and a cell above
 ``THRESHOLD`` is flagged ``contended``.
 
 Kernel tick accounting has a 10 ms grain per CPU, so a window shorter than ``MIN_WINDOW_S``
-is reported but never flagged.
+is reported but never flagged, and no window is flagged on what the ticks alone can make: each
+counter read at both ends of the window (every CPU's busy time, the worker's user and system
+time) may be off by a tick, so others' share is judged beyond that many ticks (``tick_margin_s``:
+40 ms for 2 CPUs). Without it, 4 ticks of anything in a 0.25 s window of 2 CPUs (8%) flagged a
+process busy: 5 of 26 processes of an idle 2-CPU VM's run of tiny cells, each replaced by another.
 """
 
 from __future__ import annotations
@@ -27,6 +31,23 @@ from stackwars.stats import CONTENTION_MIN_WINDOW_S, CONTENTION_THRESHOLD
 
 THRESHOLD = CONTENTION_THRESHOLD  # others' CPU time above this share of the window's CPU capacity flags the cell
 MIN_WINDOW_S = CONTENTION_MIN_WINDOW_S
+
+
+def _tick_s() -> float:
+    """The kernel's accounting tick (USER_HZ: /proc/stat and a process's CPU times count in it)."""
+    try:
+        return 1.0 / os.sysconf("SC_CLK_TCK")
+    except (AttributeError, ValueError, OSError):
+        return 0.01
+
+
+TICK_S = _tick_s()
+
+
+def tick_margin_s(cpus: int) -> float:
+    """What the counters' grain alone can add to others' CPU time over a window: a tick for each
+    CPU's busy time and for the worker's user and system time, each a difference of two readings."""
+    return TICK_S * (cpus + 2)
 
 
 def _cpus() -> list[int]:
@@ -130,11 +151,14 @@ class ForeignLoad:
         steal_s = max(0.0, steal - steal0)
         capacity = wall * len(self.cpus)
         fraction = (foreign + steal_s) / capacity if capacity > 0 else 0.0
+        margin = tick_margin_s(len(self.cpus))
+        # judged beyond what the ticks alone can make (the fraction itself is reported as read)
+        beyond = (foreign + steal_s - margin) / capacity if capacity > 0 else 0.0
         return {"window_s": wall, "cpus": len(self.cpus), "own_cpu_s": own, "foreign_cpu_s": foreign,
                 # the cell's own child processes (Inductor's compile pool): its work, not the timed program's
                 "descendants_cpu_s": descendants,
                 "descendants_fraction": descendants / capacity if capacity > 0 else 0.0,
-                "steal_s": steal_s, "fraction": fraction, "threshold": THRESHOLD,
+                "steal_s": steal_s, "fraction": fraction, "threshold": THRESHOLD, "tick_margin_s": margin,
                 # a window under MIN_WINDOW_S cannot be judged (verdict/gate.py: never clean)
                 "judged": bool(wall >= MIN_WINDOW_S),
-                "contended": bool(wall >= MIN_WINDOW_S and fraction > THRESHOLD)}
+                "contended": bool(wall >= MIN_WINDOW_S and beyond > THRESHOLD)}

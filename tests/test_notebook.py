@@ -45,12 +45,13 @@ def test_the_tutorial_notebook_runs_headless_and_its_model_reaches_a_verdict(tmp
     import nbformat
 
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    # one number changed, the run's --budget: 120 s in the tutorial (a row decided on the 2-CPU VM, its committed
-    # outputs), 20 s here, the first look's rounds only (they always run), a verdict row all the same; the suite's
-    # time (the tutorial's 120 s took 170 s to 350 s of the suite on the 2-CPU VM)
+    # what the run may spend, changed, nothing else: the tutorial's budget of 120 s (a row decided on the 2-CPU VM,
+    # its committed outputs) took 170 s to 380 s of the suite there; here 20 s and at most the first look's 4 rounds
+    # (they always run; a busy one is replaced, up to the cap): a verdict row all the same. Under the suite's load
+    # every process may be busy, and the rows then say so (below); 32 processes in 250 s without the cap
     runs = [c for c in nb.cells if c.cell_type == "code" and "stackwars.run(" in c.source]
     assert len(runs) == 1 and runs[0].source.count("budget=120") == 1, [c.source for c in runs]
-    runs[0].source = runs[0].source.replace("budget=120", "budget=20")
+    runs[0].source = runs[0].source.replace("budget=120", "budget=20, max_processes=4")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
            "STACKWARS_CACHE_DIR": str(tmp_path / "cache")}
     saved = dict(os.environ)
@@ -84,8 +85,9 @@ def test_the_tutorial_notebook_runs_headless_and_its_model_reaches_a_verdict(tmp
     assert "data:image/png;base64," in page
     said = "".join(_text(o) for c in code for o in c.outputs)
     assert "model notebook-mlp: the twins agree" in said  # the float64 twin check passed before any cell ran
-    for phase in ("forward", "train-step"):
-        assert f"notebook-mlp {phase} torch-eager jax-jit" in said, said  # a verdict row, both sides' bests
+    for phase in ("forward", "train-step"):  # a verdict row a phase: both sides' bests, or why there are none
+        row = re.search(rf"^notebook-mlp {phase} (torch-eager|None) (jax-jit|None) ", said, re.M)
+        assert row and ("None" not in row.groups() or "cannot say (busy machine)" in said), said
     # the cells: in worker processes forked from servers, none in the kernel, each in parity
     conn = sqlite3.connect(tmp_path / "notebook.db")
     records = [json.loads(r) for (r,) in conn.execute("SELECT record_json FROM cells")]
@@ -105,7 +107,10 @@ def test_the_tutorial_notebook_runs_headless_and_its_model_reaches_a_verdict(tmp
     assert call and "finished cells are stored" in error["evalue"], error["evalue"]
     assert f"{call.group(1)} cells: " in "".join(_text(o) for o in resumed.outputs), resumed.outputs
     before, after = stopped.metadata["cells_stored"], resumed.metadata["cells_stored"]
-    assert 3 <= before < after and after >= 8, (before, after)  # kept at the stop, the rest measured after
+    # kept at the stop, the rest measured after: the plan's 6 processes (forward, 2 cells, 3 each), more only where
+    # a busy one was replaced
+    assert 3 <= before < after and after >= 6, (before, after)
+    assert f"{call.group(1)} cells: {after}" in "".join(_text(o) for o in resumed.outputs), resumed.outputs
 
 
 def _interrupted_then_resumed(client, nb, db):
